@@ -1,0 +1,131 @@
+// `mplan bounds model.yaml [--batch B] [--layers] [--json]`: what the model
+// needs in memory before any planning (tdfg/bounds.h): weights, the naive
+// total, the liveness peak and moDNN's minimum (Eq. 2).
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "cli/command.h"
+#include "frontend/bytes.h"
+#include "frontend/parse.h"
+#include "tdfg/bounds.h"
+#include "tdfg/tdfg.h"
+
+namespace mplan::cli {
+
+namespace {
+
+struct BoundsOptions {
+  std::string model_path;
+  int64_t batch = 0;  // 0: the model's batch
+  bool batch_given = false;
+  bool layers = false;
+  bool json = false;
+  // --device (ideal time from the profiler) will be added here by the lead.
+};
+
+std::string task_name(const Tdfg& tdfg, TaskId t) {
+  return t == kNoTask ? std::string("-") : tdfg.tasks[t].name;
+}
+
+nlohmann::json bounds_json(const Model& model, const Tdfg& tdfg, const MemoryBounds& bounds,
+                           bool with_layers) {
+  nlohmann::json out;
+  out["model"] = model.name;
+  out["batch"] = bounds.batch;
+  out["parameters"] = model.parameter_count();
+  out["weight_bytes"] = bounds.weight_bytes;
+  out["naive_bytes"] = bounds.naive_bytes;
+  out["liveness_peak_bytes"] = bounds.liveness_peak_bytes;
+  out["liveness_peak_task"] = task_name(tdfg, bounds.liveness_peak_task);
+  out["modnn_min_bytes"] = bounds.modnn_min_bytes;
+  out["modnn_min_task"] = task_name(tdfg, bounds.modnn_min_task);
+  // "ideal_time_ms" from --device will go here.
+  if (with_layers) {
+    nlohmann::json rows = nlohmann::json::array();
+    for (const LayerBytes& row : bounds.layers) {
+      const Layer& layer = model.layers[row.layer];
+      rows.push_back({{"name", layer.name},
+                      {"op", op_name(layer.op)},
+                      {"output_shape", layer.output.dims},
+                      {"parameters", row.parameters},
+                      {"forward_bytes", row.forward_bytes},
+                      {"backward_bytes", row.backward_bytes}});
+    }
+    out["layers"] = rows;
+  }
+  return out;
+}
+
+std::string bounds_text(const Model& model, const Tdfg& tdfg, const MemoryBounds& bounds,
+                        bool with_layers) {
+  std::string out;
+  out += fmt::format("model           {}\n", model.name);
+  out += fmt::format("batch           {}\n", bounds.batch);
+  out += fmt::format("parameters      {}\n", model.parameter_count());
+  out += fmt::format("weights         {}  (W + dW + optimizer state)\n",
+                     format_bytes_exact(bounds.weight_bytes));
+  out += fmt::format("naive           {}  (every block at once)\n",
+                     format_bytes_exact(bounds.naive_bytes));
+  out += fmt::format("liveness peak   {}  at {}\n", format_bytes_exact(bounds.liveness_peak_bytes),
+                     task_name(tdfg, bounds.liveness_peak_task));
+  out += fmt::format("Mmin (moDNN)    {}  set by {} (sub-batch 1, Eq. 2)\n",
+                     format_bytes_exact(bounds.modnn_min_bytes),
+                     task_name(tdfg, bounds.modnn_min_task));
+  // The ideal time line (--device) will go here.
+  if (with_layers) {
+    size_t name_width = 5, shape_width = 12;
+    for (const Layer& layer : model.layers) {
+      name_width = std::max(name_width, layer.name.size());
+      shape_width = std::max(shape_width, layer.output.to_string().size());
+    }
+    out += fmt::format("\n{:<{}}  {:<14}  {:<{}}  {:>12}  {:>12}  {:>12}\n", "layer", name_width,
+                       "op", "output shape", shape_width, "parameters", "forward", "backward");
+    for (const LayerBytes& row : bounds.layers) {
+      const Layer& layer = model.layers[row.layer];
+      out += fmt::format("{:<{}}  {:<14}  {:<{}}  {:>12}  {:>12}  {:>12}\n", layer.name, name_width,
+                         op_name(layer.op), layer.output.to_string(), shape_width, row.parameters,
+                         format_bytes(row.forward_bytes), format_bytes(row.backward_bytes));
+    }
+  }
+  return out;
+}
+
+void run_bounds(const BoundsOptions& options) {
+  if (options.batch_given && options.batch <= 0)
+    fail(fmt::format("--batch must be a positive number of samples, got {}", options.batch));
+  const Model model = unwrap(load_model(options.model_path));
+  const int64_t batch = options.batch_given ? options.batch : model.batch;
+  const Tdfg tdfg = build_tdfg(model);
+  const MemoryBounds bounds = compute_bounds(tdfg, batch);
+  if (options.json)
+    fmt::print("{}\n", bounds_json(model, tdfg, bounds, options.layers).dump(2));
+  else
+    fmt::print("{}", bounds_text(model, tdfg, bounds, options.layers));
+}
+
+void setup_bounds(CLI::App& command) {
+  auto options = std::make_shared<BoundsOptions>();
+  command.add_option("model", options->model_path, "Model file (YAML)")->required();
+  auto* batch = command.add_option("--batch", options->batch,
+                                   "Mini-batch size to compute the bounds at (default: the model's batch)");
+  command.add_flag("--layers", options->layers, "Also print a table of per-layer sizes");
+  command.add_flag("--json", options->json, "Print JSON instead of text");
+  // --device DEVICE (ideal iteration time from the profiler) will be added here by the lead.
+  command.callback([options, batch] {
+    options->batch_given = batch->count() > 0;
+    run_bounds(*options);
+  });
+}
+
+const Registration registration("bounds", "Memory bounds of a model: weights, naive, liveness peak, moDNN minimum",
+                                setup_bounds, 10);
+
+}  // namespace
+
+}  // namespace mplan::cli

@@ -1,0 +1,100 @@
+#pragma once
+// The validated model: what the frontend produces from a model YAML file
+// (docs/model-format.md) and every later stage reads. Plain data; layers are
+// indexed by LayerId in topological order (every input precedes its user).
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "frontend/error.h"
+
+namespace mplan {
+
+using LayerId = int32_t;
+// The model's input batch, as an entry of Layer::inputs.
+inline constexpr LayerId kModelInput = -1;
+
+// Every op of the model table in DESIGN.md.
+enum class Op {
+  conv, linear, relu, pool, global_avgpool, batchnorm, lrn, dropout, add, concat,
+  flatten, softmax_xent,
+};
+const char* op_name(Op op);  // "conv", "softmax_xent", ...
+
+enum class PoolMode { max, avg };
+
+// A per-sample shape: [C, H, W] for feature maps, [N] for vectors.
+struct Shape {
+  std::vector<int64_t> dims;
+  int64_t elements() const;       // product of dims
+  std::string to_string() const;  // "[64, 56, 56]"
+  bool operator==(const Shape&) const = default;
+};
+
+// Kernel window of conv and pool layers.
+struct Window {
+  int64_t kernel_h = 1, kernel_w = 1;
+  int64_t stride_h = 1, stride_w = 1;
+  int64_t pad_h = 0, pad_w = 0;
+  bool operator==(const Window&) const = default;
+};
+
+struct Layer {
+  std::string name;              // unique; generated ("conv_3") when the file has none
+  Op op = Op::relu;
+  std::vector<LayerId> inputs;   // kModelInput for the model's input
+  Shape output;                  // per-sample output shape, inferred
+  SourceLocation where;          // where the layer is written in the file
+
+  // conv: out channels; linear: out features.
+  int64_t out = 0;
+  // conv: groups; conv and linear: whether there is a bias.
+  int64_t groups = 1;
+  bool bias = true;
+  // conv and pool.
+  Window window;
+  // pool.
+  PoolMode pool_mode = PoolMode::max;
+  bool ceil_mode = false;
+  // batchnorm.
+  double eps = 1e-5;
+  double momentum = 0.1;
+  // lrn (cuDNN/PyTorch semantics: size, alpha, beta, k).
+  int64_t lrn_size = 5;
+  double alpha = 1e-4, beta = 0.75, k = 2.0;
+  // dropout.
+  double p = 0.5;
+};
+
+struct Optimizer {
+  std::string kind = "sgd";
+  double lr = 0.01;
+  double momentum = 0.9;
+  double weight_decay = 0.0;
+};
+
+struct Model {
+  std::string name;
+  std::string source_file;      // the YAML it was read from ("" if built in code)
+  Shape input;                  // per-sample input shape [C, H, W]
+  int64_t batch = 1;            // the user's mini-batch B
+  int64_t classes = 0;
+  std::string dtype = "float32";
+  Optimizer optimizer;
+  std::vector<Layer> layers;    // topological order; the loss is last
+
+  int64_t dtype_bytes() const { return 4; }  // float32 only, for now
+
+  // The per-sample shape of input k of layer l (the model input or a layer output).
+  const Shape& input_shape(LayerId l, int k = 0) const;
+  // Learnable parameters of a layer (weights and bias; batchnorm gamma and beta).
+  int64_t parameter_count(LayerId l) const;
+  int64_t parameter_count() const;  // whole model
+  // Non-learnable state kept with the weights (batchnorm running mean and var).
+  int64_t buffer_count(LayerId l) const;
+  // Finds a layer by name; -1 if there is none.
+  LayerId find(const std::string& name) const;
+};
+
+}  // namespace mplan

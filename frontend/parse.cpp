@@ -1,0 +1,145 @@
+#include "frontend/parse.h"
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "frontend/block_expansion.h"
+#include "frontend/shape_inference.h"
+#include "frontend/validate.h"
+#include "frontend/yaml_reader.h"
+
+namespace mplan {
+namespace {
+
+const ExpressionParams kNoParams;
+
+// "models/resnet50.yaml" -> "resnet50": the name of a model that has none.
+std::string file_stem(const std::string& file) {
+  std::string stem = std::filesystem::path(file).stem().string();
+  return stem.empty() ? "model" : stem;
+}
+
+Shape read_input_shape(const MapReader& top) {
+  if (!top.has("input")) top.fail(top.node(), "missing 'input' (the per-sample shape [C, H, W])");
+  YAML::Node input = top.get("input");
+  if (!input.IsSequence() || input.size() != 3)
+    top.fail(input, fmt::format("input must be the per-sample shape [C, H, W], got {}{}",
+                                describe_node(input),
+                                input.IsSequence() ? fmt::format(" of {}", input.size()) : ""));
+  Shape shape;
+  for (const YAML::Node& dim : input) shape.dims.push_back(top.int_value(dim, "input", 1));
+  if (shape.elements() > kMaxElements)
+    top.fail(input, fmt::format("input {} is too large (at most {} elements per sample)",
+                                shape.to_string(), kMaxElements));
+  return shape;
+}
+
+Optimizer read_optimizer(const MapReader& top) {
+  Optimizer optimizer;
+  if (!top.has("optimizer")) return optimizer;
+  YAML::Node node = top.get("optimizer");
+  if (!node.IsMap())
+    top.fail(node, fmt::format("optimizer must be a map {{kind: sgd, lr: ..., momentum: ..., "
+                               "weight_decay: ...}}, got {}",
+                               describe_node(node)));
+  MapReader reader(node, top.file(), "optimizer", kNoParams);
+  reader.check_keys({"kind", "lr", "momentum", "weight_decay"}, "optimizer");
+  optimizer.kind = reader.optional_string("kind", optimizer.kind);
+  if (optimizer.kind != "sgd")
+    reader.fail(reader.get("kind"),
+                fmt::format("kind '{}' is not supported (expected sgd)", optimizer.kind));
+  optimizer.lr = reader.optional_double("lr", optimizer.lr);
+  if (!(optimizer.lr > 0)) reader.fail(reader.get("lr"), fmt::format("lr must be positive, got {}", optimizer.lr));
+  optimizer.momentum = reader.optional_double("momentum", optimizer.momentum);
+  if (!(optimizer.momentum >= 0 && optimizer.momentum < 1))
+    reader.fail(reader.get("momentum"),
+                fmt::format("momentum must be in [0, 1), got {}", optimizer.momentum));
+  optimizer.weight_decay = reader.optional_double("weight_decay", optimizer.weight_decay);
+  if (!(optimizer.weight_decay >= 0))
+    reader.fail(reader.get("weight_decay"),
+                fmt::format("weight_decay must be at least 0, got {}", optimizer.weight_decay));
+  return optimizer;
+}
+
+SourceLocation location_of_mark(const YAML::Mark& mark, const std::string& file) {
+  if (mark.is_null() || mark.line < 0) return SourceLocation{file, 0, 0};
+  return SourceLocation{file, mark.line + 1, mark.column + 1};
+}
+
+// Everything but the YAML syntax: throws InputError.
+Model read_model(const YAML::Node& document, const std::string& file) {
+  const std::string expected = "a model: a map with name, input, batch, classes and layers";
+  if (!document.IsMap())
+    fail_at(document, file, fmt::format("expected {}, got {}", expected, describe_node(document)));
+  MapReader top(document, file, "", kNoParams);
+  top.check_keys({"name", "input", "batch", "classes", "dtype", "optimizer", "blocks", "layers"},
+                 "model");
+  Model model;
+  model.source_file = file;
+  model.name = top.optional_string("name", file_stem(file));
+  model.input = read_input_shape(top);
+  model.batch = top.required_int("batch", 1);
+  model.classes = top.required_int("classes", 1);
+  model.dtype = top.optional_string("dtype", "float32");
+  if (model.dtype != "float32")
+    top.fail(top.get("dtype"),
+             fmt::format("dtype '{}' is not supported (expected float32)", model.dtype));
+  model.optimizer = read_optimizer(top);
+  if (!top.has("layers")) top.fail(document, "missing 'layers' (the list of layers)");
+
+  ExpandedLayers expanded = expand_layers(top.get("blocks"), top.get("layers"), file);
+  model.layers = std::move(expanded.layers);
+  Status valid = validate_model_labelled(model, expanded.labels);
+  if (!valid) throw InputError{valid.error()};
+  return model;
+}
+
+}  // namespace
+
+Result<Model> parse_model(const std::string& yaml_text, const std::string& file) {
+  std::vector<YAML::Node> documents;
+  try {
+    documents = YAML::LoadAll(yaml_text);
+  } catch (const YAML::Exception& e) {
+    return Error{location_of_mark(e.mark, file), fmt::format("not valid YAML: {}", e.msg)};
+  }
+  if (documents.empty() || (documents.size() == 1 && documents[0].IsNull()))
+    return Error{SourceLocation{file, 0, 0},
+                 "the file is empty (expected a model: a map with name, input, batch, classes "
+                 "and layers)"};
+  if (documents.size() > 1)
+    return Error{location_of(documents[1], file),
+                 "expected one YAML document, but the file has more than one ('---')"};
+  try {
+    return read_model(documents[0], file);
+  } catch (const InputError& e) {
+    return e.error;
+  } catch (const YAML::Exception& e) {
+    // yaml-cpp throws on a wrong node type; every read checks the type first,
+    // so this is a frontend bug, but the user still gets an error, not a crash.
+    return Error{location_of_mark(e.mark, file), fmt::format("unexpected YAML content: {}", e.msg)};
+  }
+}
+
+Result<Model> load_model(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    return Error{SourceLocation{path, 0, 0}, "cannot read the model file: it is a directory"};
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return Error{SourceLocation{path, 0, 0},
+                 fmt::format("cannot read the model file: {}", std::strerror(errno))};
+  std::stringstream text;
+  text << in.rdbuf();
+  if (in.bad())
+    return Error{SourceLocation{path, 0, 0}, "cannot read the model file: read error"};
+  return parse_model(text.str(), path);
+}
+
+}  // namespace mplan

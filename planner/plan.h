@@ -1,0 +1,202 @@
+#pragma once
+// The Plan: everything the planner decided for one training iteration, as
+// self-contained plain data (ids, no pointers). The verifier replays it
+// without the planner's code, plan.json stores it, codegen turns every step
+// into one line of the generated program.
+//
+// Device memory layout (bytes from the start of the program's one device
+// allocation of budget_bytes):
+//
+//   [0, resident_region_bytes)                       resident region: weights, dW,
+//                                                    optimizer state (moDNN SW),
+//                                                    each at a fixed aligned offset
+//   [resident_region_bytes, +arena_bytes)            arena: every other buffer
+//
+// Buffer::offset is relative to the start of its region (resident or arena).
+// arena_bytes = align_down(budget_bytes - resident_region_bytes, 256).
+// Every offset is a multiple of kPlanAlignmentBytes, and a buffer occupies
+// [offset, offset + align_up(bytes, kPlanAlignmentBytes)) of its region.
+//
+// Rounds: the TDFG holds one sub-batch; the plan runs the FP/BP tasks once per
+// sub-batch r = 0..sub_batches.size()-1 (gradients accumulate in the resident
+// dW blocks), then the update once (round kOnceRound). A non-resident block
+// instance is (block, round); resident blocks and blocks shared by all rounds
+// use round kOnceRound.
+//
+// Steps are in issue order (the static program order). Semantics:
+// - Each stream runs its steps FIFO: a step starts after the previous step of
+//   its stream has ended and after every event in `waits` has been recorded.
+// - `records` is recorded when the step ends (kNoEvent: none). Every event id
+//   is recorded by exactly one step, and that step comes before every step
+//   that waits for it in issue order.
+// - alloc and free (stream host) are bookkeeping at issue time: alloc makes a
+//   buffer's range usable from that point of the program; free ends it. They
+//   take no time (start_ms == end_ms == the simulated issue time).
+// - A freed buffer's memory may be reused by a later buffer only if the later
+//   buffer's first writer (compute task or prefetch) is ordered after every
+//   user of the freed buffer: by waiting for an event recorded by (or after,
+//   on the same stream as) that user, or by running after it on the same stream.
+// - offload (d2h) copies a device buffer to its host slot; prefetch (h2d)
+//   copies a host slot into a device buffer. A block instance is copied to the
+//   host only when the host has no current copy of it (never, or written
+//   since); later evictions of it are plain frees (moDNN §IV-B.1).
+// - Blocks with no writer task (the input batch X and the labels) come from
+//   the host: each round's first use is preceded by a prefetch from the host
+//   slot of (block, round), which the program fills with that sub-batch's data.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tdfg/tdfg.h"
+
+namespace mplan {
+
+inline constexpr int kPlanFormatVersion = 1;
+// Every device offset is a multiple of this (cudaMalloc's own alignment).
+inline constexpr int64_t kPlanAlignmentBytes = 256;
+
+using BufferId = int32_t;
+using EventId = int32_t;
+using HostSlotId = int32_t;
+inline constexpr BufferId kNoBuffer = -1;
+inline constexpr EventId kNoEvent = -1;
+inline constexpr HostSlotId kNoHostSlot = -1;
+// The round of the update task, of resident blocks and of blocks shared by all rounds.
+inline constexpr int32_t kOnceRound = -1;
+
+inline int64_t align_up(int64_t bytes, int64_t alignment = kPlanAlignmentBytes) {
+  return (bytes + alignment - 1) / alignment * alignment;
+}
+inline int64_t align_down(int64_t bytes, int64_t alignment = kPlanAlignmentBytes) {
+  return bytes / alignment * alignment;
+}
+
+enum class StepKind { compute, offload, prefetch, alloc, free };
+// compute: the compute stream. h2d / d2h: one copy stream per direction
+// (copy_engines == 2). copy: the one shared copy stream (copy_engines == 1,
+// moDNN's StrmD). host: alloc and free.
+enum class StreamKind { compute, h2d, d2h, copy, host };
+const char* step_kind_name(StepKind kind);        // "compute", "offload", ...
+const char* stream_kind_name(StreamKind kind);    // "compute", "h2d", "d2h", "copy", "host"
+// Inverse of the above; false if the name is unknown.
+bool parse_step_kind(const std::string& name, StepKind* kind);
+bool parse_stream_kind(const std::string& name, StreamKind* kind);
+
+// One allocation of a block instance (or of a task's workspace).
+struct Buffer {
+  BufferId id = kNoBuffer;      // index in Plan::buffers
+  BlockId block = kNoBlock;     // kNoBlock for a workspace
+  TaskId workspace_of = kNoTask;  // the task whose workspace it is, else kNoTask
+  int32_t round = 0;            // sub-batch index, or kOnceRound
+  int64_t bytes = 0;            // exact bytes (the reserved range is align_up(bytes))
+  int64_t offset = 0;           // in the arena, or in the resident region if resident
+  // Resident buffers (weights, dW, optimizer state) live for the whole run at
+  // a fixed offset in the resident region; they have no alloc, free or copy steps.
+  bool resident = false;
+};
+
+// Pinned host memory for one offloaded block instance (or one round's input
+// data); host_offset is within a host region of Plan::host_bytes.
+struct HostSlot {
+  HostSlotId id = kNoHostSlot;
+  BlockId block = kNoBlock;
+  int32_t round = 0;
+  int64_t bytes = 0;
+  int64_t host_offset = 0;
+};
+
+// One micro-batch of a micro-batched convolution (mu-cuDNN); empty list: the
+// task runs on the whole sub-batch with TaskChoice::algorithm.
+struct MicroBatch {
+  int64_t size = 0;
+  std::string algorithm;
+  double time_ms = 0;
+  int64_t workspace_bytes = 0;
+};
+
+// The option chosen for one task in one round (moDNN Eq. 5 for conv tasks).
+struct TaskChoice {
+  TaskId task = kNoTask;
+  int32_t round = 0;            // kOnceRound for the update
+  int64_t sub_batch = 0;        // samples in this round
+  std::string algorithm;        // "default" for tasks without algorithms
+  double time_ms = 0;
+  int64_t workspace_bytes = 0;
+  BufferId workspace = kNoBuffer;  // kNoBuffer when workspace_bytes == 0
+  int64_t workspace_offset = -1;   // arena offset of the workspace, -1 if none
+  std::vector<MicroBatch> micro_batches;
+  // Eq. 5 gain of the chosen option over the leanest one (0 when there was no choice).
+  double gain_ms = 0;
+};
+
+struct Step {
+  int32_t index = 0;            // position in Plan::steps
+  StepKind kind = StepKind::compute;
+  StreamKind stream = StreamKind::compute;
+  TaskId task = kNoTask;        // compute: the task
+  int32_t round = 0;            // compute: the round (kOnceRound for update); others: the buffer's round
+  // alloc / free: the buffer; offload: the device source; prefetch: the device destination.
+  BufferId buffer = kNoBuffer;
+  HostSlotId host_slot = kNoHostSlot;  // offload: destination; prefetch: source
+  // compute: the buffers of Task::reads and Task::writes, in the same order
+  // (resident blocks included), and the workspace (kNoBuffer if none).
+  std::vector<BufferId> reads;
+  std::vector<BufferId> writes;
+  BufferId workspace = kNoBuffer;
+  std::vector<EventId> waits;
+  EventId records = kNoEvent;
+  double start_ms = 0;
+  double end_ms = 0;
+};
+
+struct PlanSummary {
+  double simulated_ms = 0;      // end of the last step
+  double ideal_ms = 0;          // unlimited memory, fastest options, full batch as one sub-batch
+  int64_t peak_arena_bytes = 0; // highest end of any buffer range in the arena
+  int64_t peak_live_bytes = 0;  // most bytes live at once in the arena (lower bound for the peak)
+  double fragmentation = 0;     // peak_arena_bytes / peak_live_bytes - 1 (0: none)
+  int64_t bytes_to_host = 0;
+  int64_t bytes_to_device = 0;  // prefetches of offloaded blocks (input data not included)
+  int32_t offload_count = 0;
+  int32_t prefetch_count = 0;   // prefetches of offloaded blocks (input data not included)
+  // Prefetch steps that load a round's input batch or labels from the host.
+  int32_t input_load_count = 0;
+  int64_t input_bytes = 0;
+  int32_t defragmentation_count = 0;
+  double stall_ms = 0;          // compute-stream time spent waiting for copies
+  double planner_ms = 0;        // wall time the planner took
+  std::vector<std::string> notes;  // e.g. "batchnorm statistics are per sub-batch"
+};
+
+struct Plan {
+  int format_version = kPlanFormatVersion;
+  std::string model_name;
+  std::string model_digest;     // plan_model_digest(model): 16 hex digits
+  std::string device;           // CostModel::describe()
+  int64_t budget_bytes = 0;
+  int64_t resident_bytes = 0;          // sum of resident blocks' bytes (SW)
+  int64_t resident_region_bytes = 0;   // with each block aligned; arena starts here
+  int64_t arena_bytes = 0;
+  int64_t host_bytes = 0;              // pinned host region for all host slots
+  int64_t batch = 0;                   // B
+  int64_t sub_batch = 0;               // b
+  std::vector<int64_t> sub_batches;    // per round; sums to B (e.g. [48, 48, 32])
+  int copy_engines = 2;                // 1: one shared copy stream; 2: one per direction
+
+  std::vector<TaskChoice> choices;     // per (task, round), rounds in order, update last
+  std::vector<Buffer> buffers;         // indexed by BufferId; resident buffers first
+  std::vector<HostSlot> host_slots;    // indexed by HostSlotId
+  std::vector<Step> steps;             // issue order
+  int32_t event_count = 0;             // events are 0..event_count-1
+  PlanSummary summary;
+};
+
+// A stable hash of the model's content (name, input, batch, layers and their
+// fields, optimizer), as 16 hex digits; equal models give equal digests.
+std::string plan_model_digest(const Model& model);
+
+// The choice for (task, round), or nullptr.
+const TaskChoice* find_choice(const Plan& plan, TaskId task, int32_t round);
+
+}  // namespace mplan

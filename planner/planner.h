@@ -1,0 +1,42 @@
+#pragma once
+// The planner's entry point (DESIGN.md, Planner): picks the sub-batch size
+// (moDNN §IV-A, Eq. 3 as the start, then the fastest simulated candidate) and
+// schedules the iteration with moDNN Algorithm 1 (planner/scheduler.h).
+
+#include <cstdint>
+
+#include "frontend/error.h"
+#include "planner/plan.h"
+#include "profiler/cost_model.h"
+#include "tdfg/tdfg.h"
+
+namespace mplan {
+
+struct PlanOptions {
+  // Device memory the program may use, everything included; required (> 0).
+  int64_t budget_bytes = 0;
+  // The mini-batch B; 0: the model's batch (tdfg.model->batch).
+  int64_t batch = 0;
+  // 1: one copy stream shared by both directions (moDNN's StrmD); 2: one per
+  // direction (current GPUs); 0: what the cost model's device has.
+  int copy_engines = 0;
+  // Fixed sub-batch size b (1..B); 0: choose (Eq. 3 start, then simulate candidates).
+  int64_t sub_batch = 0;
+  // Candidates simulated when choosing b, besides the Eq. 3 start: the
+  // neighbouring powers of two and divisors of B down to this many.
+  int max_sub_batch_candidates = 8;
+  // Select conv algorithms by Eq. 5; false: always the leanest option.
+  bool select_algorithms = true;
+  // Prefetch ahead for future tasks (Algorithm 1 lines 15-27); false: load
+  // offloaded inputs only when their task needs them (on demand).
+  bool prefetch = true;
+  // How far ahead (tasks) line 15's loop looks at most.
+  int prefetch_lookahead_tasks = 64;
+};
+
+// Plans one training iteration of `tdfg` under `options`. Errors: a budget
+// smaller than the minimum (the message gives the minimum, in bytes and human
+// units, and the task that sets it), a batch or sub-batch out of range.
+Result<Plan> make_plan(const Tdfg& tdfg, const CostModel& cost, const PlanOptions& options);
+
+}  // namespace mplan

@@ -1,0 +1,717 @@
+#include "planner/scheduler.h"
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <optional>
+
+#include "planner/memory_manager.h"
+#include "planner/streams.h"
+
+namespace mplan {
+namespace {
+
+constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
+
+// A non-resident block in one round: where it is now.
+struct InstanceState {
+  BufferId buffer = kNoBuffer;        // its device buffer, if on the device
+  HostSlotId host_slot = kNoHostSlot;
+  bool host_valid = false;            // the host holds its current content
+  bool created = false;               // written by a task (or host data)
+  // moDNN §IV-B.1 criterion (b): used since it was made or prefetched.
+  bool used_since_arrival = false;
+  bool loaded_once = false;           // host data loaded at least once (input loads)
+  int32_t host_writer = -1;           // the offload that wrote the host copy
+};
+
+struct BufferState {
+  int32_t instance = -1;              // -1: a workspace or a resident block
+  SlotSteps users = kNoSlotSteps;     // last step per slot that read or wrote it
+  int32_t last_writer = -1;
+  // Users of earlier buffers in its range: its first writer must follow them.
+  SlotSteps must_follow = kNoSlotSteps;
+};
+
+// A freed range and the last users of what was there (plan.h: reuse rule).
+struct DirtyRange {
+  int64_t end = 0;
+  SlotSteps users = kNoSlotSteps;
+};
+
+// An offloading scheme (§IV-B.1, Fig. 4): contiguous segments from `begin`.
+struct Scheme {
+  bool found = false;
+  int64_t begin = 0;
+  std::vector<BufferId> victims;
+  double delay_ms = 0;
+  double transfer_ms = 0;
+  int64_t soonest_next_use = 0;
+};
+
+class Scheduler {
+ public:
+  Scheduler(const Tdfg& tdfg, const CostModel& cost, const ScheduleOptions& options)
+      : tdfg_(tdfg), cost_(cost), opt_(options), mm_(options.arena_bytes, kPlanAlignmentBytes),
+        timeline_(options.copy_engines) {}
+
+  Plan run();
+
+ private:
+  // Positions of the unrolled sequence: round r, task k of the round's list.
+  int64_t pos(int32_t r, int32_t k) const { return static_cast<int64_t>(r) * n_ + k; }
+  int32_t inst_index(int32_t r, BlockId b) const { return r * static_cast<int32_t>(tdfg_.blocks.size()) + b; }
+  int64_t instance_bytes(int32_t inst) const;
+  bool host_sourced(BlockId b) const { return tdfg_.blocks[b].writers.empty(); }
+  int64_t next_use(int32_t inst) const;
+  bool evictable(BufferId buf, int64_t horizon) const;
+  const std::vector<TaskOption>& options_of(TaskId t, int32_t r);
+  double fast_time(int64_t p);
+
+  std::optional<int64_t> obtain(int64_t bytes, int writer_slot, int64_t horizon);
+  Scheme find_scheme(int64_t bytes, int writer_slot, int64_t horizon) const;
+  void evict(int32_t inst);
+  void free_buffer(BufferId buf);
+  BufferId new_buffer(BlockId block, TaskId workspace_of, int32_t r, int64_t bytes, int64_t offset,
+                      int32_t inst);
+  void load(int32_t inst, int64_t offset);
+  bool prepare(int32_t r, int32_t k);
+  bool choose_option(int32_t r, int32_t k, TaskChoice* choice);
+  void prefetch_ahead(int32_t r, int32_t k, double task_ms);
+  void defragment();
+  void run_task(int32_t r, int32_t k);
+  void run_update();
+
+  const Tdfg& tdfg_;
+  const CostModel& cost_;
+  const ScheduleOptions& opt_;
+  MemoryManager mm_;
+  StreamTimeline timeline_;
+
+  std::vector<TaskId> order_;                  // the round's tasks (all but the update)
+  int32_t n_ = 0;
+  std::vector<std::vector<int32_t>> uses_;     // per block: positions k in a round that use it
+  std::vector<InstanceState> inst_;
+  std::vector<Buffer> buffers_;
+  std::vector<BufferState> bstate_;
+  std::vector<BufferId> resident_buffer_;      // per block, kNoBuffer if not resident
+  std::vector<HostSlot> host_slots_;
+  int64_t host_bytes_ = 0;
+  std::map<int64_t, DirtyRange> dirty_;
+  std::map<std::pair<TaskId, int64_t>, std::vector<TaskOption>> options_cache_;
+  std::map<std::pair<int32_t, int64_t>, double> fast_time_cache_;
+  std::vector<TaskChoice> choices_;
+  int32_t cur_r_ = 0, cur_k_ = 0;
+  PlanSummary summary_;
+};
+
+int64_t Scheduler::instance_bytes(int32_t inst) const {
+  auto nb = static_cast<int32_t>(tdfg_.blocks.size());
+  return tdfg_.blocks[inst % nb].bytes(opt_.sub_batches[inst / nb]);
+}
+
+// The next position that uses the instance, from the current task on.
+int64_t Scheduler::next_use(int32_t inst) const {
+  auto nb = static_cast<int32_t>(tdfg_.blocks.size());
+  int32_t r = inst / nb;
+  const std::vector<int32_t>& u = uses_[inst % nb];
+  if (r > cur_r_) return u.empty() ? kNever : pos(r, u.front());
+  if (r < cur_r_) return kNever;
+  auto it = std::lower_bound(u.begin(), u.end(), cur_k_);
+  return it == u.end() ? kNever : pos(r, *it);
+}
+
+// §IV-B.1: a block may be offloaded unless the task being prepared (or, for
+// a prefetch, any task up to the one prefetched for) uses it -- criterion (a)
+// -- or it has not been used since it was made or prefetched -- criterion (b).
+bool Scheduler::evictable(BufferId buf, int64_t horizon) const {
+  int32_t inst = bstate_[buf].instance;
+  if (inst < 0) return false;
+  const InstanceState& s = inst_[inst];
+  return s.created && s.used_since_arrival && next_use(inst) > horizon;
+}
+
+const std::vector<TaskOption>& Scheduler::options_of(TaskId t, int32_t r) {
+  int64_t b = r == kOnceRound ? 1 : opt_.sub_batches[r];
+  auto key = std::make_pair(t, b);
+  auto it = options_cache_.find(key);
+  if (it != options_cache_.end()) return it->second;
+  std::vector<TaskOption> o = cost_.options(tdfg_, t, b);
+  MPLAN_CHECK(!o.empty(), "cost model gave no option for " + tdfg_.tasks[t].name);
+  return options_cache_.emplace(key, std::move(o)).first->second;
+}
+
+// The fastest option's time of the task at position p (estimates of EST).
+double Scheduler::fast_time(int64_t p) {
+  auto r = static_cast<int32_t>(p / n_);
+  auto k = static_cast<int32_t>(p % n_);
+  auto key = std::make_pair(k, opt_.sub_batches[r]);
+  auto it = fast_time_cache_.find(key);
+  if (it != fast_time_cache_.end()) return it->second;
+  double ms = options_of(order_[k], r).front().time_ms;
+  fast_time_cache_[key] = ms;
+  return ms;
+}
+
+// The offloading scheme of least delay (§IV-B.1, Fig. 3-4): every run of
+// contiguous free or offloadable segments, started at each node of the list
+// and extended until it holds `bytes`. Ties: least transfer, then the blocks
+// needed latest, then the lowest address.
+Scheme Scheduler::find_scheme(int64_t bytes, int writer_slot, int64_t horizon) const {
+  Scheme best;
+  int64_t need = mm_.reserved_bytes(bytes);
+  const auto& segs = mm_.by_address();
+  auto acceptable = [&](const Segment& s) { return s.free() || evictable(s.owner, horizon); };
+  double writer_ready_ms = timeline_.free_at_ms(writer_slot);
+  int d2h = timeline_.d2h_slot();
+  for (auto it = segs.begin(); it != segs.end();) {
+    if (!acceptable(it->second)) {
+      ++it;
+      continue;
+    }
+    int64_t begin = it->first;
+    auto jt = it;
+    while (jt != segs.end() && acceptable(jt->second) && jt->second.begin - begin < need) ++jt;
+    int64_t span_end = jt == segs.begin() ? begin : std::prev(jt)->second.end;
+    if (span_end - begin < need) {
+      if (jt == segs.end()) break;
+      it = std::next(jt);  // blocked: no window can cross jt
+      continue;
+    }
+    // Fig. 3: offloads queue on the d2h stream; the writer waits for them and
+    // for the last users of the freed blocks.
+    Scheme c;
+    c.found = true;
+    c.begin = begin;
+    c.soonest_next_use = kNever;
+    double copy_free_ms = timeline_.free_at_ms(d2h);
+    double ready_ms = writer_ready_ms;
+    for (auto s = it; s != jt; ++s) {
+      if (s->second.free()) continue;
+      BufferId v = s->second.owner;
+      const BufferState& bs = bstate_[v];
+      const InstanceState& is = inst_[bs.instance];
+      c.victims.push_back(v);
+      c.soonest_next_use = std::min(c.soonest_next_use, next_use(bs.instance));
+      for (int32_t u : bs.users) {
+        if (u >= 0) ready_ms = std::max(ready_ms, timeline_.step(u).end_ms);
+      }
+      if (!is.host_valid) {
+        double start = std::max(copy_free_ms, bs.last_writer >= 0 ? timeline_.step(bs.last_writer).end_ms : 0.0);
+        double ms = cost_.device_to_host_ms(buffers_[v].bytes);
+        copy_free_ms = start + ms;
+        c.transfer_ms += ms;
+        ready_ms = std::max(ready_ms, copy_free_ms);
+      }
+    }
+    c.delay_ms = ready_ms - writer_ready_ms;
+    auto key = [](const Scheme& s) {
+      return std::make_tuple(s.delay_ms, s.transfer_ms, -s.soonest_next_use, s.begin);
+    };
+    if (!best.found || key(c) < key(best)) best = std::move(c);
+    ++it;
+  }
+  return best;
+}
+
+BufferId Scheduler::new_buffer(BlockId block, TaskId workspace_of, int32_t r, int64_t bytes,
+                               int64_t offset, int32_t inst) {
+  auto id = static_cast<BufferId>(buffers_.size());
+  buffers_.push_back(Buffer{id, block, workspace_of, r, bytes, offset, false});
+  BufferState bs;
+  bs.instance = inst;
+  // The reuse rule: collect the last users of every freed range it overlaps.
+  int64_t end = offset + mm_.reserved_bytes(bytes);
+  auto it = dirty_.upper_bound(offset);
+  if (it != dirty_.begin() && std::prev(it)->second.end > offset) --it;
+  while (it != dirty_.end() && it->first < end) {
+    int64_t rb = it->first;
+    DirtyRange d = it->second;
+    it = dirty_.erase(it);
+    bs.must_follow = merge_slot_steps(bs.must_follow, d.users);
+    if (rb < offset) dirty_[rb] = DirtyRange{offset, d.users};
+    if (d.end > end) dirty_[end] = DirtyRange{d.end, d.users};
+  }
+  bstate_.push_back(bs);
+  Step alloc;
+  alloc.kind = StepKind::alloc;
+  alloc.buffer = id;
+  alloc.round = r;
+  timeline_.issue_host(std::move(alloc));
+  return id;
+}
+
+std::optional<int64_t> Scheduler::obtain(int64_t bytes, int writer_slot, int64_t horizon) {
+  // Placement ids are buffer ids: the next buffer to be made.
+  auto id = static_cast<AllocationId>(buffers_.size());
+  if (auto off = mm_.allocate(id, bytes)) return off;
+  Scheme s = find_scheme(bytes, writer_slot, horizon);
+  if (!s.found) return std::nullopt;
+  for (BufferId v : s.victims) evict(bstate_[v].instance);
+  mm_.allocate_at(id, bytes, s.begin);
+  return s.begin;
+}
+
+void Scheduler::free_buffer(BufferId buf) {
+  const Buffer& b = buffers_[buf];
+  dirty_[b.offset] = DirtyRange{b.offset + mm_.reserved_bytes(b.bytes), bstate_[buf].users};
+  mm_.free(buf);
+  Step free;
+  free.kind = StepKind::free;
+  free.buffer = buf;
+  free.round = b.round;
+  timeline_.issue_host(std::move(free));
+}
+
+// Offloads (if the host has no current copy) and frees (§IV-B.1: a block
+// already on the host is only freed).
+void Scheduler::evict(int32_t inst) {
+  InstanceState& s = inst_[inst];
+  BufferId buf = s.buffer;
+  MPLAN_CHECK(buf != kNoBuffer, "evicting a block that is not on the device");
+  if (s.created && !s.host_valid) {
+    if (s.host_slot == kNoHostSlot) {
+      s.host_slot = static_cast<HostSlotId>(host_slots_.size());
+      host_slots_.push_back(HostSlot{s.host_slot, buffers_[buf].block, buffers_[buf].round,
+                                     buffers_[buf].bytes, host_bytes_});
+      host_bytes_ += align_up(std::max<int64_t>(1, buffers_[buf].bytes));
+    }
+    Step off;
+    off.kind = StepKind::offload;
+    off.buffer = buf;
+    off.host_slot = s.host_slot;
+    off.round = buffers_[buf].round;
+    SlotSteps after = kNoSlotSteps;
+    if (bstate_[buf].last_writer >= 0) after[timeline_.slot_of(bstate_[buf].last_writer)] = bstate_[buf].last_writer;
+    int slot = timeline_.d2h_slot();
+    int32_t step = timeline_.issue(std::move(off), slot, cost_.device_to_host_ms(buffers_[buf].bytes), after);
+    bstate_[buf].users[slot] = step;
+    s.host_writer = step;
+    s.host_valid = true;
+    summary_.offload_count++;
+    summary_.bytes_to_host += buffers_[buf].bytes;
+  }
+  free_buffer(buf);
+  s.buffer = kNoBuffer;
+}
+
+// Allocates at `offset` (already placed) and copies the host's content in.
+void Scheduler::load(int32_t inst, int64_t offset) {
+  auto nb = static_cast<int32_t>(tdfg_.blocks.size());
+  InstanceState& s = inst_[inst];
+  BlockId block = inst % nb;
+  int32_t r = inst / nb;
+  int64_t bytes = instance_bytes(inst);
+  BufferId buf = new_buffer(block, kNoTask, r, bytes, offset, inst);
+  if (s.host_slot == kNoHostSlot) {
+    MPLAN_CHECK(host_sourced(block), "loading a block with no host copy");
+    s.host_slot = static_cast<HostSlotId>(host_slots_.size());
+    host_slots_.push_back(HostSlot{s.host_slot, block, r, bytes, host_bytes_});
+    host_bytes_ += align_up(std::max<int64_t>(1, bytes));
+  }
+  Step pre;
+  pre.kind = StepKind::prefetch;
+  pre.buffer = buf;
+  pre.host_slot = s.host_slot;
+  pre.round = r;
+  int slot = timeline_.h2d_slot();
+  // After the users of the range and after the offload that filled the host copy.
+  SlotSteps after = bstate_[buf].must_follow;
+  if (s.host_writer >= 0) {
+    int hs = timeline_.slot_of(s.host_writer);
+    after[hs] = std::max(after[hs], s.host_writer);
+  }
+  int32_t step = timeline_.issue(std::move(pre), slot, cost_.host_to_device_ms(bytes), after);
+  bstate_[buf].must_follow = kNoSlotSteps;
+  bstate_[buf].last_writer = step;
+  bstate_[buf].users[slot] = step;
+  s.buffer = buf;
+  s.used_since_arrival = false;
+  s.created = true;
+  s.host_valid = true;  // the content came from the host
+  if (host_sourced(block) && !s.loaded_once) {
+    summary_.input_load_count++;
+    summary_.input_bytes += bytes;
+  } else {
+    summary_.prefetch_count++;
+    summary_.bytes_to_device += bytes;
+  }
+  s.loaded_once = true;
+}
+
+// The distinct non-resident blocks a task reads (inputs, accumulated outputs
+// included) and the ones it creates.
+struct TaskBlocks {
+  std::vector<BlockId> inputs, outputs;
+};
+TaskBlocks task_blocks(const Tdfg& tdfg, TaskId t) {
+  const Task& task = tdfg.tasks[t];
+  TaskBlocks tb;
+  for (BlockId b : task.reads) {
+    if (!tdfg.blocks[b].resident && std::find(tb.inputs.begin(), tb.inputs.end(), b) == tb.inputs.end())
+      tb.inputs.push_back(b);
+  }
+  for (BlockId b : task.writes) {
+    const Block& block = tdfg.blocks[b];
+    if (block.resident || std::find(tb.inputs.begin(), tb.inputs.end(), b) != tb.inputs.end() ||
+        std::find(tb.outputs.begin(), tb.outputs.end(), b) != tb.outputs.end())
+      continue;
+    // A later writer of an accumulated block reads it too.
+    if (!block.writers.empty() && block.writers.front() != t) tb.inputs.push_back(b);
+    else tb.outputs.push_back(b);
+  }
+  return tb;
+}
+
+// Algorithm 1 lines 3-8: allocate missing inputs (and load them) and outputs.
+bool Scheduler::prepare(int32_t r, int32_t k) {
+  TaskBlocks tb = task_blocks(tdfg_, order_[k]);
+  int64_t here = pos(r, k);
+  for (BlockId b : tb.inputs) {
+    int32_t i = inst_index(r, b);
+    if (inst_[i].buffer != kNoBuffer) continue;
+    auto off = obtain(instance_bytes(i), timeline_.h2d_slot(), here);
+    if (!off) return false;
+    load(i, *off);
+  }
+  for (BlockId b : tb.outputs) {
+    int32_t i = inst_index(r, b);
+    if (inst_[i].buffer != kNoBuffer) continue;
+    auto off = obtain(instance_bytes(i), kComputeSlot, here);
+    if (!off) return false;
+    inst_[i].buffer = new_buffer(b, kNoTask, r, instance_bytes(i), *off, i);
+  }
+  return true;
+}
+
+// Algorithm 1 lines 9-14 and Eq. 5: gain = T_base - T_alg - T_off,alg -
+// T_pre,alg(s), with T_base the leanest option, T_off the delay of the
+// offloading its workspace forces (Fig. 3), and T_pre the delay of the
+// prefetch for the nearest task s that needs one if the workspace leaves too
+// little room to start it before t ends. Allocates the chosen workspace.
+bool Scheduler::choose_option(int32_t r, int32_t k, TaskChoice* choice) {
+  TaskId t = order_[k];
+  const std::vector<TaskOption>& opts = options_of(t, r);
+  size_t lean = 0;
+  for (size_t i = 1; i < opts.size(); ++i) {
+    if (opts[i].workspace_bytes < opts[lean].workspace_bytes) lean = i;
+  }
+  int64_t here = pos(r, k);
+  double now_ms = timeline_.free_at_ms(kComputeSlot);
+  // The nearest future task needing a prefetch, its bytes and transfer time.
+  int64_t prefetch_need = 0;
+  double prefetch_ms = 0, gap_ms = 0;
+  bool select = opt_.select_algorithms && tdfg_.tasks[t].has_algorithms && opts.size() > 1;
+  if (select && opt_.prefetch) {
+    int64_t last = pos(static_cast<int32_t>(opt_.sub_batches.size()) - 1, n_ - 1);
+    for (int64_t p = here + 1; p <= std::min(last, here + opt_.prefetch_lookahead_tasks); ++p) {
+      auto sr = static_cast<int32_t>(p / n_);
+      auto sk = static_cast<int32_t>(p % n_);
+      for (BlockId b : task_blocks(tdfg_, order_[sk]).inputs) {
+        int32_t i = inst_index(sr, b);
+        if (inst_[i].buffer == kNoBuffer && (inst_[i].host_valid || host_sourced(b))) {
+          prefetch_need += mm_.reserved_bytes(instance_bytes(i));
+          prefetch_ms += cost_.host_to_device_ms(instance_bytes(i));
+        }
+      }
+      if (prefetch_need > 0) break;
+      gap_ms += fast_time(p);
+    }
+  }
+  std::vector<size_t> candidates;
+  if (select) for (size_t i = 0; i < opts.size(); ++i) candidates.push_back(i);
+  else candidates.push_back(lean);
+  double best_gain = -std::numeric_limits<double>::infinity();
+  size_t best = opts.size();
+  for (size_t i : candidates) {
+    const TaskOption& o = opts[i];
+    double off_ms = 0;
+    if (o.workspace_bytes > 0 && !mm_.fits(o.workspace_bytes)) {
+      Scheme s = find_scheme(o.workspace_bytes, kComputeSlot, here);
+      if (!s.found) continue;
+      off_ms = s.delay_ms;
+    }
+    double pre_ms = 0;
+    if (prefetch_need > 0 && o.workspace_bytes > 0 &&
+        mm_.free_bytes() - mm_.reserved_bytes(o.workspace_bytes) < prefetch_need) {
+      // The prefetch waits for t to end: s is delayed by what does not overlap.
+      double start = std::max(now_ms + off_ms + o.time_ms, timeline_.free_at_ms(timeline_.h2d_slot()));
+      pre_ms = std::max(0.0, start + prefetch_ms - (now_ms + o.time_ms + gap_ms));
+    }
+    double gain = opts[lean].time_ms - o.time_ms - off_ms - pre_ms;
+    if (gain > best_gain) {
+      best_gain = gain;
+      best = i;
+    }
+  }
+  if (best == opts.size()) return false;
+  const TaskOption& o = opts[best];
+  choice->task = t;
+  choice->round = r;
+  choice->sub_batch = opt_.sub_batches[r];
+  choice->algorithm = o.algorithm;
+  choice->time_ms = o.time_ms;
+  choice->workspace_bytes = o.workspace_bytes;
+  choice->gain_ms = select ? best_gain : 0;
+  choice->workspace = kNoBuffer;
+  choice->workspace_offset = -1;
+  if (o.workspace_bytes > 0) {
+    auto off = obtain(o.workspace_bytes, kComputeSlot, here);
+    if (!off) return false;
+    choice->workspace = new_buffer(kNoBlock, t, r, o.workspace_bytes, *off, -1);
+    choice->workspace_offset = *off;
+  }
+  return true;
+}
+
+// Algorithm 1 lines 15-27: for the next tasks s, prefetch the inputs that are
+// on the host when starting after t would delay s (Eq. 4); stop at the first
+// s that need not start now, that would not fit beside t (line 16, predicted
+// by comparing its need and t's with the arena), or for which no room can be
+// made without touching blocks needed up to s.
+void Scheduler::prefetch_ahead(int32_t r, int32_t k, double task_ms) {
+  if (!opt_.prefetch) return;
+  int64_t here = pos(r, k);
+  int64_t last = pos(static_cast<int32_t>(opt_.sub_batches.size()) - 1, n_ - 1);
+  int64_t t_need = 0;
+  {
+    TaskBlocks tb = task_blocks(tdfg_, order_[k]);
+    for (BlockId b : tb.inputs) t_need += mm_.reserved_bytes(instance_bytes(inst_index(r, b)));
+    for (BlockId b : tb.outputs) t_need += mm_.reserved_bytes(instance_bytes(inst_index(r, b)));
+  }
+  double t_end_ms = timeline_.free_at_ms(kComputeSlot) + task_ms;
+  double est_ms = t_end_ms;  // EST(s), from the fastest options of the tasks between
+  for (int64_t p = here + 1; p <= std::min(last, here + opt_.prefetch_lookahead_tasks); ++p) {
+    auto sr = static_cast<int32_t>(p / n_);
+    auto sk = static_cast<int32_t>(p % n_);
+    TaskBlocks tb = task_blocks(tdfg_, order_[sk]);
+    std::vector<int32_t> missing;
+    int64_t s_need = 0;
+    double trans_ms = 0;
+    for (BlockId b : tb.inputs) {
+      int32_t i = inst_index(sr, b);
+      s_need += mm_.reserved_bytes(instance_bytes(i));
+      if (inst_[i].buffer == kNoBuffer && (inst_[i].host_valid || (host_sourced(b) && !inst_[i].created))) {
+        missing.push_back(i);
+        trans_ms += cost_.host_to_device_ms(instance_bytes(i));
+      }
+    }
+    for (BlockId b : tb.outputs) s_need += mm_.reserved_bytes(instance_bytes(inst_index(sr, b)));
+    if (s_need + t_need > mm_.capacity_bytes()) return;  // line 16
+    if (!missing.empty()) {
+      // Eq. 4: T + Talg(t) + sum Ttrans(d) > EST(s) -> start now.
+      double start_ms = std::max(t_end_ms, timeline_.free_at_ms(timeline_.h2d_slot()));
+      if (!(start_ms + trans_ms > est_ms)) return;  // lines 26-27
+      for (int32_t i : missing) {
+        auto off = obtain(instance_bytes(i), timeline_.h2d_slot(), p);
+        if (!off) return;  // lines 21-25
+        load(i, *off);
+      }
+    }
+    est_ms += fast_time(p);
+  }
+}
+
+// §IV-B.1: offload everything (blocks already on the host are only freed);
+// the caller then reloads what the task needs.
+void Scheduler::defragment() {
+  std::vector<BufferId> live;
+  for (const auto& [begin, s] : mm_.by_address()) {
+    if (!s.free()) live.push_back(s.owner);
+  }
+  for (BufferId buf : live) {
+    int32_t i = bstate_[buf].instance;
+    if (i < 0) {
+      free_buffer(buf);
+    } else if (inst_[i].created) {
+      evict(i);
+    } else {
+      free_buffer(buf);  // an output not yet written: nothing to keep
+      inst_[i].buffer = kNoBuffer;
+    }
+  }
+  summary_.defragmentation_count++;
+}
+
+void Scheduler::run_task(int32_t r, int32_t k) {
+  cur_r_ = r;
+  cur_k_ = k;
+  TaskId t = order_[k];
+  TaskChoice choice;
+  bool ok = prepare(r, k) && choose_option(r, k, &choice);
+  if (!ok) {
+    defragment();
+    ok = prepare(r, k) && choose_option(r, k, &choice);
+  }
+  MPLAN_CHECK(ok, "task " + tdfg_.tasks[t].name + " does not fit the arena even alone");
+  prefetch_ahead(r, k, choice.time_ms);
+
+  // Line 28: run t after its inputs' writers and its outputs' earlier users.
+  const Task& task = tdfg_.tasks[t];
+  Step st;
+  st.kind = StepKind::compute;
+  st.task = t;
+  st.round = r;
+  auto buffer_of = [&](BlockId b) {
+    return tdfg_.blocks[b].resident ? resident_buffer_[b] : inst_[inst_index(r, b)].buffer;
+  };
+  std::vector<int32_t> after;  // step indices; reduced to the latest per slot below
+  for (BlockId b : task.reads) {
+    BufferId buf = buffer_of(b);
+    MPLAN_CHECK(buf != kNoBuffer, "input not on the device");
+    st.reads.push_back(buf);
+    after.push_back(bstate_[buf].last_writer);  // read after write
+  }
+  for (BlockId b : task.writes) {
+    BufferId buf = buffer_of(b);
+    MPLAN_CHECK(buf != kNoBuffer, "output not on the device");
+    st.writes.push_back(buf);
+    // Write after every earlier user, and after the users of what was there before.
+    for (int32_t a : bstate_[buf].users) after.push_back(a);
+    for (int32_t a : bstate_[buf].must_follow) after.push_back(a);
+  }
+  if (choice.workspace != kNoBuffer) {
+    st.workspace = choice.workspace;
+    for (int32_t a : bstate_[choice.workspace].must_follow) after.push_back(a);
+  }
+  SlotSteps per_slot = kNoSlotSteps;
+  for (int32_t a : after) {
+    if (a >= 0) per_slot[timeline_.slot_of(a)] = std::max(per_slot[timeline_.slot_of(a)], a);
+  }
+  int32_t step = timeline_.issue(std::move(st), kComputeSlot, choice.time_ms, per_slot);
+  for (BlockId b : task.reads) {
+    BufferState& bs = bstate_[buffer_of(b)];
+    bs.users[kComputeSlot] = step;
+  }
+  for (BlockId b : task.writes) {
+    BufferState& bs = bstate_[buffer_of(b)];
+    bs.users[kComputeSlot] = step;
+    bs.last_writer = step;
+    bs.must_follow = kNoSlotSteps;
+  }
+  for (BlockId b : task.reads) {
+    if (!tdfg_.blocks[b].resident) inst_[inst_index(r, b)].used_since_arrival = true;
+  }
+  TaskBlocks tb = task_blocks(tdfg_, t);
+  for (BlockId b : tb.inputs) {
+    InstanceState& s = inst_[inst_index(r, b)];
+    if (std::find(task.writes.begin(), task.writes.end(), b) != task.writes.end()) s.host_valid = false;
+  }
+  for (BlockId b : tb.outputs) {
+    InstanceState& s = inst_[inst_index(r, b)];
+    s.created = true;
+    s.host_valid = false;
+    s.used_since_arrival = false;
+  }
+  choices_.push_back(choice);
+
+  // Lines 29-31: free what no later task of the round uses, and the workspace.
+  if (choice.workspace != kNoBuffer) {
+    free_buffer(choice.workspace);
+  }
+  for (const std::vector<BlockId>* list : {&tb.inputs, &tb.outputs}) {
+    for (BlockId b : *list) {
+      if (uses_[b].back() != k) continue;
+      InstanceState& s = inst_[inst_index(r, b)];
+      free_buffer(s.buffer);
+      s.buffer = kNoBuffer;
+    }
+  }
+}
+
+void Scheduler::run_update() {
+  TaskId t = tdfg_.update_task;
+  const Task& task = tdfg_.tasks[t];
+  cur_r_ = static_cast<int32_t>(opt_.sub_batches.size());
+  cur_k_ = 0;
+  const TaskOption& o = options_of(t, kOnceRound).front();
+  Step st;
+  st.kind = StepKind::compute;
+  st.task = t;
+  st.round = kOnceRound;
+  SlotSteps after = kNoSlotSteps;
+  for (BlockId b : task.reads) {
+    MPLAN_CHECK(tdfg_.blocks[b].resident, "the update reads a non-resident block");
+    st.reads.push_back(resident_buffer_[b]);
+    int32_t w = bstate_[resident_buffer_[b]].last_writer;
+    if (w >= 0) after[timeline_.slot_of(w)] = std::max(after[timeline_.slot_of(w)], w);
+  }
+  for (BlockId b : task.writes) {
+    MPLAN_CHECK(tdfg_.blocks[b].resident, "the update writes a non-resident block");
+    st.writes.push_back(resident_buffer_[b]);
+  }
+  int32_t step = timeline_.issue(std::move(st), kComputeSlot, o.time_ms, after);
+  for (BlockId b : task.writes) bstate_[resident_buffer_[b]].last_writer = step;
+  TaskChoice c;
+  c.task = t;
+  c.round = kOnceRound;
+  c.sub_batch = 0;
+  c.algorithm = o.algorithm;
+  c.time_ms = o.time_ms;
+  c.workspace_bytes = 0;
+  choices_.push_back(c);
+}
+
+Plan Scheduler::run() {
+  MPLAN_CHECK(!opt_.sub_batches.empty(), "no rounds");
+  for (TaskId t = 0; t < static_cast<TaskId>(tdfg_.tasks.size()); ++t) {
+    if (t != tdfg_.update_task) order_.push_back(t);
+  }
+  n_ = static_cast<int32_t>(order_.size());
+  auto nb = static_cast<int32_t>(tdfg_.blocks.size());
+  uses_.assign(nb, {});
+  for (int32_t k = 0; k < n_; ++k) {
+    const Task& task = tdfg_.tasks[order_[k]];
+    for (const std::vector<BlockId>* list : {&task.reads, &task.writes}) {
+      for (BlockId b : *list) {
+        if (uses_[b].empty() || uses_[b].back() != k) uses_[b].push_back(k);
+      }
+    }
+  }
+  inst_.assign(static_cast<size_t>(nb) * opt_.sub_batches.size(), InstanceState{});
+  // Resident blocks: fixed offsets in the resident region, block order.
+  resident_buffer_.assign(nb, kNoBuffer);
+  int64_t resident_offset = 0;
+  for (BlockId b = 0; b < nb; ++b) {
+    const Block& block = tdfg_.blocks[b];
+    if (!block.resident) continue;
+    auto id = static_cast<BufferId>(buffers_.size());
+    buffers_.push_back(Buffer{id, b, kNoTask, kOnceRound, block.bytes(1), resident_offset, true});
+    bstate_.push_back(BufferState{});
+    resident_buffer_[b] = id;
+    resident_offset += align_up(std::max<int64_t>(1, block.bytes(1)));
+  }
+  // The arena manager's ids are buffer ids; resident ids are never placed there.
+  for (int32_t r = 0; r < static_cast<int32_t>(opt_.sub_batches.size()); ++r) {
+    for (int32_t k = 0; k < n_; ++k) run_task(r, k);
+  }
+  if (tdfg_.update_task != kNoTask) run_update();
+
+  Plan plan;
+  plan.arena_bytes = opt_.arena_bytes;
+  plan.resident_region_bytes = resident_offset;
+  plan.host_bytes = host_bytes_;
+  plan.sub_batches = opt_.sub_batches;
+  plan.sub_batch = opt_.sub_batches.front();
+  plan.copy_engines = opt_.copy_engines;
+  plan.choices = std::move(choices_);
+  plan.buffers = std::move(buffers_);
+  plan.host_slots = std::move(host_slots_);
+  plan.event_count = timeline_.event_count();
+  plan.summary = summary_;
+  plan.summary.stall_ms = timeline_.stall_ms();
+  plan.summary.peak_arena_bytes = mm_.peak_bytes();
+  plan.summary.peak_live_bytes = mm_.peak_live_bytes();
+  plan.summary.fragmentation = mm_.fragmentation();
+  plan.steps = timeline_.take_steps();
+  for (const Step& s : plan.steps) plan.summary.simulated_ms = std::max(plan.summary.simulated_ms, s.end_ms);
+  return plan;
+}
+
+}  // namespace
+
+Plan schedule_iteration(const Tdfg& tdfg, const CostModel& cost, const ScheduleOptions& options) {
+  return Scheduler(tdfg, cost, options).run();
+}
+
+}  // namespace mplan

@@ -1,0 +1,36 @@
+#pragma once
+// moDNN Algorithm 1 (papers/modnn.txt §IV-B): simulates one iteration -- the
+// FP/BP tasks once per round (sub-batch), then the update once -- on a compute
+// stream and copy streams, placing every block in the arena with the memory
+// manager; on a failed allocation it offloads the cheapest contiguous set of
+// blocks (§IV-B.1), defragments when no such set exists, prefetches for future
+// tasks by Eq. 4, chooses conv algorithms by the gain of Eq. 5, and frees
+// every block after its last use.
+
+#include <cstdint>
+#include <vector>
+
+#include "planner/plan.h"
+#include "profiler/cost_model.h"
+#include "tdfg/tdfg.h"
+
+namespace mplan {
+
+struct ScheduleOptions {
+  std::vector<int64_t> sub_batches;  // samples per round, e.g. {48, 48, 32}
+  int64_t arena_bytes = 0;
+  int copy_engines = 2;              // 1 or 2
+  bool select_algorithms = true;     // Eq. 5; false: leanest option everywhere
+  bool prefetch = true;              // Algorithm 1 lines 15-27; false: load on demand
+  int prefetch_lookahead_tasks = 64;
+};
+
+// Schedules the iteration. Fills choices, buffers (resident ones first, at
+// offsets in the resident region), host slots, steps, event_count and the
+// summary's simulated_ms, peak and fragmentation figures, copy counts and
+// stall; the caller fills the header and the remaining summary fields.
+// Aborts (MPLAN_CHECK) if some task cannot fit the arena even alone: the
+// caller checks the sub-batch against the arena first (planner/sub_batch.h).
+Plan schedule_iteration(const Tdfg& tdfg, const CostModel& cost, const ScheduleOptions& options);
+
+}  // namespace mplan

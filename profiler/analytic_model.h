@@ -1,0 +1,48 @@
+#pragma once
+// The analytic cost model (DESIGN.md, Profiler): a device file and
+// per-algorithm models of time and workspace that follow cuDNN's algorithms.
+// Used for planning for a GPU the user does not have, for tests, and when no
+// GPU is present. docs/cost-model.md describes the model and its blind spots.
+
+#include <cstdint>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "profiler/cost_model.h"
+#include "profiler/device.h"
+#include "profiler/signature.h"
+
+namespace mplan {
+
+// Every option of a task of this shape at sub-batch b, fastest first (ties:
+// less workspace first). Conv tasks: one per algorithm cuDNN supports for the
+// shape; other tasks: one, "default". The update ignores b (once per iteration).
+std::vector<TaskOption> analytic_options(const Device& device, const TaskShape& shape, int64_t sub_batch);
+
+// Time of one pinned copy of `bytes`: a fixed cost plus bytes over the
+// measured bandwidth of the direction.
+double analytic_copy_ms(const Device& device, int64_t bytes, bool host_to_device);
+
+class AnalyticCostModel final : public CostModel {
+ public:
+  explicit AnalyticCostModel(Device device) : device_(std::move(device)) {}
+
+  std::vector<TaskOption> options(const Tdfg& tdfg, TaskId t, int64_t sub_batch) const override;
+  double host_to_device_ms(int64_t bytes) const override { return analytic_copy_ms(device_, bytes, true); }
+  double device_to_host_ms(int64_t bytes) const override { return analytic_copy_ms(device_, bytes, false); }
+  int copy_engines() const override { return device_.copy_engines; }
+  int64_t device_memory_bytes() const override { return device_.memory_bytes; }
+  std::string describe() const override;
+
+  const Device& device() const { return device_; }
+
+ private:
+  Device device_;
+  TaskKeyCache keys_;
+  // (task key, sub-batch) -> options; the planner asks for the same ones many times.
+  mutable std::mutex mutex_;
+  mutable std::unordered_map<uint64_t, std::vector<TaskOption>> cache_;
+};
+
+}  // namespace mplan

@@ -1,0 +1,338 @@
+// cuDNN's convolution algorithms: support rules, workspace and work
+// (conv_algorithms.h). The workspace formulas follow what each algorithm
+// keeps in memory; the time is kernel_time_ms over the phases returned by
+// conv_work. Efficiencies are fractions of peak FP32 a cuDNN kernel of that
+// kind reaches on a full GPU (docs/cost-model.md says how they were set).
+
+#include "profiler/conv_algorithms.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace mplan {
+namespace {
+
+constexpr double kFloatBytes = 4;
+constexpr double kComplexBytes = 8;  // complex64
+constexpr int64_t kFftTile = 32;     // cuDNN FFT_TILING works on 32x32 tiles
+
+// Fractions of peak for a full GPU; see docs/cost-model.md.
+constexpr double kImplicitGemmEfficiency = 0.45;
+constexpr double kPrecompGemmEfficiency = 0.65;
+constexpr double kGemmEfficiency = 0.75;
+constexpr double kFusedWinogradEfficiency = 0.55;
+constexpr double kBatchedGemmEfficiency = 0.65;  // winograd_nonfused's 36 GEMMs, fft's CGEMM
+constexpr double kFftEfficiency = 0.25;          // cuFFT transforms (memory bound in practice)
+constexpr double kAtomicEfficiency = 0.4;        // backward algo_0: atomics, non-deterministic
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+struct Sizes {
+  double b, x, y, w;  // sub-batch, input, output and filter elements (X and Y for b samples)
+  double cg, kg;      // channels per group
+};
+
+Sizes sizes_of(const ConvShape& s, int64_t b) {
+  return Sizes{static_cast<double>(b),
+               static_cast<double>(b) * s.C * s.H * s.W,
+               static_cast<double>(b) * s.K * s.P * s.Q,
+               static_cast<double>(s.K) * (s.C / s.groups) * s.R * s.S,
+               static_cast<double>(s.C / s.groups),
+               static_cast<double>(s.K / s.groups)};
+}
+
+// The image domain a transform-based algorithm tiles: the output of the
+// operation (forward: Y; backward-data: dX; backward-filter: dY, the image
+// whose correlation with X gives dW).
+void transformed_image(ConvDirection d, const ConvShape& s, int64_t& h, int64_t& w) {
+  if (d == ConvDirection::backward_data) {
+    h = s.H;
+    w = s.W;
+  } else {
+    h = s.P;
+    w = s.Q;
+  }
+}
+
+// Winograd tile: m x m outputs from a x a inputs (Lavin & Gray, F(m x m, r x r)).
+struct WinogradTile {
+  int64_t m, a;
+};
+WinogradTile nonfused_tile(const ConvShape& s) { return s.R == 5 ? WinogradTile{2, 6} : WinogradTile{4, 6}; }
+
+int64_t winograd_tiles(ConvDirection d, const ConvShape& s, int64_t m) {
+  int64_t h = 0, w = 0;
+  transformed_image(d, s, h, w);
+  return ceil_div(h, m) * ceil_div(w, m);
+}
+
+int64_t fft_tiles(ConvDirection d, const ConvShape& s) {
+  int64_t h = 0, w = 0;
+  transformed_image(d, s, h, w);
+  return ceil_div(h, kFftTile - s.R + 1) * ceil_div(w, kFftTile - s.S + 1);
+}
+
+// Planes an FFT or Winograd algorithm transforms: "in" and "out" scale with b.
+struct Planes {
+  double in, filter, out;
+};
+// The two image operands of a direction per sample in planes: forward reads
+// X (C planes) and writes Y (K); backward-data reads dY (K) and writes dX (C);
+// backward-filter reads X (C) and dY (K) and writes dW (K*C/g filter planes).
+Planes planes_of(ConvDirection d, const ConvShape& s, double b, double tiles) {
+  const double filter = static_cast<double>(s.K) * (s.C / s.groups);
+  switch (d) {
+    case ConvDirection::forward: return {b * s.C * tiles, filter, b * s.K * tiles};
+    case ConvDirection::backward_data: return {b * s.K * tiles, filter, b * s.C * tiles};
+    case ConvDirection::backward_filter: return {b * s.C * tiles, b * s.K * tiles, filter};
+  }
+  return {};
+}
+
+double fft_plane_flops(int64_t n_h, int64_t n_w) {
+  const double n = static_cast<double>(n_h) * n_w;
+  return 2.5 * n * std::log2(std::max(n, 2.0));  // real-to-complex: half of 5 n log2 n
+}
+
+// Elements read by the operation and written by it, and its parallel outputs.
+struct Operands {
+  double read_elements, written_elements, outputs;
+};
+Operands operands_of(ConvDirection d, const Sizes& z) {
+  switch (d) {
+    case ConvDirection::forward: return {z.x + z.w, z.y, z.y};
+    case ConvDirection::backward_data: return {z.y + z.w, z.x, z.x};
+    case ConvDirection::backward_filter: return {z.x + z.y, 2 * z.w, z.w};  // dW += (read-modify-write)
+  }
+  return {};
+}
+
+// Parallel work of a backward-filter GEMM: the filter elements times the
+// split of the b*P*Q reduction over CTAs (cuDNN splits it, up to a limit).
+double filter_parallelism(const ConvShape& s, int64_t b) {
+  const double split = std::min<double>(64, ceil_div(b * s.P * s.Q, 4096));
+  return static_cast<double>(s.K) * (s.C / s.groups) * s.R * s.S * split;
+}
+
+double direct_outputs(ConvDirection d, const ConvShape& s, int64_t b, const Sizes& z) {
+  return d == ConvDirection::backward_filter ? filter_parallelism(s, b) : operands_of(d, z).outputs;
+}
+
+bool is(std::string_view a, const char* b) { return a == b; }
+
+}  // namespace
+
+ConvShape make_conv_shape(int64_t C, int64_t H, int64_t W, int64_t K, int64_t R, int64_t S, int64_t stride,
+                          int64_t pad, int64_t groups, bool bias) {
+  ConvShape s{C, H, W, K, R, S, stride, stride, pad, pad, groups, 1, 1, bias};
+  s.P = (H + 2 * pad - R) / stride + 1;
+  s.Q = (W + 2 * pad - S) / stride + 1;
+  return s;
+}
+
+const char* conv_direction_name(ConvDirection direction) {
+  switch (direction) {
+    case ConvDirection::forward: return "forward";
+    case ConvDirection::backward_data: return "backward_data";
+    case ConvDirection::backward_filter: return "backward_filter";
+  }
+  return "?";
+}
+
+const std::vector<std::string>& conv_algorithm_names(ConvDirection direction) {
+  // cudnnConvolutionFwdAlgo_t, cudnnConvolutionBwdDataAlgo_t, cudnnConvolutionBwdFilterAlgo_t.
+  static const std::vector<std::string> forward = {"implicit_gemm", "implicit_precomp_gemm", "gemm", "direct",
+                                                   "fft", "fft_tiling", "winograd", "winograd_nonfused"};
+  static const std::vector<std::string> backward_data = {"algo_0", "algo_1", "fft", "fft_tiling",
+                                                         "winograd", "winograd_nonfused"};
+  static const std::vector<std::string> backward_filter = {"algo_0", "algo_1", "fft", "algo_3",
+                                                           "winograd", "winograd_nonfused", "fft_tiling"};
+  switch (direction) {
+    case ConvDirection::forward: return forward;
+    case ConvDirection::backward_data: return backward_data;
+    case ConvDirection::backward_filter: return backward_filter;
+  }
+  return forward;
+}
+
+int cudnn_algorithm_id(ConvDirection direction, std::string_view name) {
+  const auto& names = conv_algorithm_names(direction);
+  for (size_t i = 0; i < names.size(); ++i)
+    if (names[i] == name) return static_cast<int>(i);
+  return -1;
+}
+
+int64_t fft_friendly_size(int64_t n) {
+  for (int64_t m = std::max<int64_t>(n, 1);; ++m) {
+    int64_t r = m;
+    for (int64_t p : {2, 3, 5, 7})
+      while (r % p == 0) r /= p;
+    if (r == 1) return m;
+  }
+}
+
+std::optional<std::string> conv_unsupported_reason(ConvDirection d, std::string_view algorithm,
+                                                   const ConvShape& s) {
+  if (cudnn_algorithm_id(d, algorithm) < 0)
+    return fmt::format("cuDNN has no {} algorithm '{}'", conv_direction_name(d), algorithm);
+  const bool stride_one = s.stride_h == 1 && s.stride_w == 1;
+  auto needs_stride_one = [&]() -> std::optional<std::string> {
+    if (!stride_one) return fmt::format("{} needs stride 1, got {}x{}", algorithm, s.stride_h, s.stride_w);
+    return std::nullopt;
+  };
+  auto needs_filter_above_pad = [&]() -> std::optional<std::string> {
+    if (s.R <= s.pad_h || s.S <= s.pad_w)
+      return fmt::format("{} needs a filter larger than its padding, got {}x{} with padding {}x{}", algorithm,
+                         s.R, s.S, s.pad_h, s.pad_w);
+    return std::nullopt;
+  };
+  if (is(algorithm, "direct")) return std::string("direct is not implemented by cuDNN (every shape is refused)");
+  if (is(algorithm, "winograd") && d == ConvDirection::backward_filter)
+    return std::string("backward-filter winograd is not implemented by cuDNN");
+  if (is(algorithm, "fft")) {
+    if (auto why = needs_stride_one()) return why;
+    if (auto why = needs_filter_above_pad()) return why;
+    if (s.H + 2 * s.pad_h > 256 || s.W + 2 * s.pad_w > 256)
+      return fmt::format("fft needs a padded image of at most 256x256, got {}x{}", s.H + 2 * s.pad_h,
+                         s.W + 2 * s.pad_w);
+    return std::nullopt;
+  }
+  if (is(algorithm, "fft_tiling")) {
+    if (auto why = needs_stride_one()) return why;
+    if (auto why = needs_filter_above_pad()) return why;
+    if (s.R > kFftTile || s.S > kFftTile)
+      return fmt::format("fft_tiling needs a filter of at most 32x32 (its tile), got {}x{}", s.R, s.S);
+    return std::nullopt;
+  }
+  if (is(algorithm, "winograd")) {
+    if (s.R != 3 || s.S != 3) return fmt::format("winograd needs a 3x3 filter, got {}x{}", s.R, s.S);
+    return needs_stride_one();
+  }
+  if (is(algorithm, "winograd_nonfused")) {
+    if (!((s.R == 3 && s.S == 3) || (s.R == 5 && s.S == 5)))
+      return fmt::format("winograd_nonfused needs a 3x3 or 5x5 filter, got {}x{}", s.R, s.S);
+    return needs_stride_one();
+  }
+  return std::nullopt;  // the GEMM family and algo_0/1/3 support every 2-D shape
+}
+
+double conv_direct_flops(const ConvShape& s, int64_t b) {
+  return 2.0 * b * s.K * s.P * s.Q * (s.C / s.groups) * s.R * s.S;
+}
+
+int64_t conv_workspace_bytes(ConvDirection d, std::string_view algorithm, const ConvShape& s, int64_t b) {
+  MPLAN_CHECK(conv_supported(d, algorithm, s), fmt::format("workspace of an unsupported algorithm {}", algorithm));
+  if (is(algorithm, "implicit_gemm") || is(algorithm, "algo_0")) return 0;
+  if (is(algorithm, "implicit_precomp_gemm") || (is(algorithm, "algo_1") && d == ConvDirection::backward_filter))
+    // One int32 offset per (c, r, s) of the reduction and per output pixel.
+    return 4 * ((s.C / s.groups) * s.R * s.S + s.P * s.Q);
+  if (is(algorithm, "algo_1")) return 0;  // backward-data algo_1
+  if (is(algorithm, "gemm") || is(algorithm, "algo_3"))
+    return s.C * s.R * s.S * s.P * s.Q * b * 4;  // the im2col buffer
+  if (is(algorithm, "fft")) {
+    const int64_t n_h = fft_friendly_size(s.H + 2 * s.pad_h), n_w = fft_friendly_size(s.W + 2 * s.pad_w);
+    const Planes p = planes_of(d, s, static_cast<double>(b), 1);
+    return static_cast<int64_t>((p.in + p.filter + p.out) * n_h * (n_w / 2 + 1) * kComplexBytes);
+  }
+  if (is(algorithm, "fft_tiling")) {
+    const Planes p = planes_of(d, s, static_cast<double>(b), static_cast<double>(fft_tiles(d, s)));
+    return static_cast<int64_t>((p.in + p.filter + p.out) * kFftTile * (kFftTile / 2 + 1) * kComplexBytes);
+  }
+  if (is(algorithm, "winograd"))  // fused F(2x2,3x3): only the 4x4 transformed filters are stored
+    return s.K * (s.C / s.groups) * 4 * 4 * 4;
+  if (is(algorithm, "winograd_nonfused")) {
+    const WinogradTile t = nonfused_tile(s);
+    const Planes p = planes_of(d, s, static_cast<double>(b), static_cast<double>(winograd_tiles(d, s, t.m)));
+    return static_cast<int64_t>((p.in + p.filter + p.out) * t.a * t.a * kFloatBytes);
+  }
+  MPLAN_CHECK(false, fmt::format("no workspace formula for {}", algorithm));
+  return 0;
+}
+
+std::vector<KernelWork> conv_work(ConvDirection d, std::string_view algorithm, const ConvShape& s, int64_t b) {
+  MPLAN_CHECK(conv_supported(d, algorithm, s), fmt::format("work of an unsupported algorithm {}", algorithm));
+  const Sizes z = sizes_of(s, b);
+  const Operands io = operands_of(d, z);
+  const double direct = conv_direct_flops(s, b);
+  const double operand_bytes = (io.read_elements + io.written_elements) * kFloatBytes;
+  const double outputs = direct_outputs(d, s, b, z);
+  const double workspace = static_cast<double>(conv_workspace_bytes(d, algorithm, s, b));
+  std::vector<KernelWork> phases;
+
+  if (is(algorithm, "implicit_gemm") || is(algorithm, "implicit_precomp_gemm") || is(algorithm, "algo_0") ||
+      is(algorithm, "algo_1")) {
+    double efficiency = kImplicitGemmEfficiency;
+    if (is(algorithm, "implicit_precomp_gemm") || is(algorithm, "algo_1")) efficiency = kPrecompGemmEfficiency;
+    if (is(algorithm, "algo_0")) efficiency = kAtomicEfficiency;
+    phases.push_back({direct, operand_bytes + workspace, outputs, efficiency, 1});
+  } else if (is(algorithm, "gemm") || is(algorithm, "algo_3")) {
+    // im2col (memory bound: read the image, write the buffer), then one GEMM.
+    const double image_bytes = z.x * kFloatBytes;  // forward and backward-filter both unfold X
+    phases.push_back({0, image_bytes + workspace, workspace / kFloatBytes, 1, 1});
+    phases.push_back({direct, operand_bytes - image_bytes + workspace, outputs, kGemmEfficiency, 1});
+  } else if (is(algorithm, "fft") || is(algorithm, "fft_tiling")) {
+    const bool tiled = is(algorithm, "fft_tiling");
+    const int64_t n_h = tiled ? kFftTile : fft_friendly_size(s.H + 2 * s.pad_h);
+    const int64_t n_w = tiled ? kFftTile : fft_friendly_size(s.W + 2 * s.pad_w);
+    const double spectrum = static_cast<double>(n_h) * (n_w / 2 + 1);
+    const Planes p = planes_of(d, s, z.b, tiled ? static_cast<double>(fft_tiles(d, s)) : 1.0);
+    const double plane_flops = fft_plane_flops(n_h, n_w);
+    // Forward transforms of the two operands, the pointwise complex GEMM over
+    // channels at every frequency, the inverse transform of the result.
+    const double operand_in = d == ConvDirection::backward_filter ? z.x : (d == ConvDirection::forward ? z.x : z.y);
+    const double operand_filter = d == ConvDirection::backward_filter ? z.y : z.w;
+    const double result = io.written_elements;
+    phases.push_back({p.in * plane_flops, operand_in * kFloatBytes + p.in * spectrum * kComplexBytes,
+                      p.in * spectrum, kFftEfficiency, 1});
+    phases.push_back({p.filter * plane_flops, operand_filter * kFloatBytes + p.filter * spectrum * kComplexBytes,
+                      p.filter * spectrum, kFftEfficiency, 1});
+    // Complex multiply-add (8 flops) over the reduction: channels (and the batch for backward-filter).
+    const double reduction = d == ConvDirection::forward          ? z.cg
+                             : d == ConvDirection::backward_data ? z.kg
+                                                                  : z.b * (tiled ? fft_tiles(d, s) : 1);
+    phases.push_back({8.0 * p.out * reduction * spectrum, workspace, p.out * spectrum, kBatchedGemmEfficiency, 1});
+    phases.push_back({p.out * plane_flops, p.out * spectrum * kComplexBytes + result * kFloatBytes,
+                      p.out * spectrum, kFftEfficiency, 1});
+  } else if (is(algorithm, "winograd")) {
+    // F(2x2,3x3) fused (Lavin & Gray): 16 multiplies per 2x2 output tile and
+    // channel instead of 36; transforms in registers. Filter transform first.
+    const double tiles = static_cast<double>(winograd_tiles(d, s, 2));
+    const double in_planes = d == ConvDirection::forward ? z.b * s.C : z.b * s.K;
+    const double out_planes = d == ConvDirection::forward ? z.b * s.K : z.b * s.C;
+    const double reduction = d == ConvDirection::forward ? z.cg : z.kg;
+    phases.push_back({z.w * 16.0, z.w * kFloatBytes + workspace, z.w, kFftEfficiency, 1});
+    const double flops = 2.0 * out_planes * reduction * tiles * 16 + in_planes * tiles * 32 + out_planes * tiles * 24;
+    phases.push_back({flops, operand_bytes - z.w * kFloatBytes + workspace, io.outputs,
+                      kFusedWinogradEfficiency, 1});
+  } else if (is(algorithm, "winograd_nonfused")) {
+    // Transform input and filter to a x a tiles, a x a batched GEMMs, inverse transform.
+    const WinogradTile t = nonfused_tile(s);
+    const double tiles = static_cast<double>(winograd_tiles(d, s, t.m));
+    const Planes p = planes_of(d, s, z.b, tiles);
+    const double tile_bytes = static_cast<double>(t.a) * t.a * kFloatBytes;
+    const double operand_in = d == ConvDirection::backward_data ? z.y : z.x;
+    const double operand_filter = d == ConvDirection::backward_filter ? z.y : z.w;
+    const double reduction = d == ConvDirection::forward          ? z.cg
+                             : d == ConvDirection::backward_data ? z.kg
+                                                                  : z.b * tiles;
+    phases.push_back({p.in * t.a * t.a * 4.0, operand_in * kFloatBytes + p.in * tile_bytes, p.in * t.a * t.a,
+                      kFftEfficiency, 1});
+    phases.push_back({p.filter * t.a * t.a * 4.0, operand_filter * kFloatBytes + p.filter * tile_bytes,
+                      p.filter * t.a * t.a, kFftEfficiency, 1});
+    phases.push_back({2.0 * p.out * reduction * t.a * t.a, workspace, p.out * t.a * t.a, kBatchedGemmEfficiency, 1});
+    phases.push_back({p.out * t.a * t.a * 4.0, p.out * tile_bytes + io.written_elements * kFloatBytes,
+                      io.outputs, kFftEfficiency, 1});
+  } else {
+    MPLAN_CHECK(false, fmt::format("no work model for {}", algorithm));
+  }
+
+  // Bias: added to Y after the forward convolution, its gradient (a reduction
+  // of dY over b, P, Q) computed with the filter gradient.
+  if (s.bias && d == ConvDirection::forward) phases.push_back({z.y, 2 * z.y * kFloatBytes, z.y, 1, 1});
+  if (s.bias && d == ConvDirection::backward_filter) phases.push_back({z.y, z.y * kFloatBytes, z.y, 1, 1});
+  return phases;
+}
+
+}  // namespace mplan

@@ -1,0 +1,52 @@
+#pragma once
+// The cost model the planner decides everything from (DESIGN.md, Profiler):
+// for a task at sub-batch b, its options (algorithm, time, workspace); the
+// time of host<->device copies; the device's memory. Implementations: analytic
+// (device file), recorded (profile.json), measured CPU (runtime's kernels).
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "frontend/error.h"
+#include "tdfg/tdfg.h"
+
+namespace mplan {
+
+// One way to run a task: an algorithm with its time and workspace at a sub-batch.
+struct TaskOption {
+  std::string algorithm;        // cuDNN's name for conv tasks ("winograd"), "default" otherwise
+  double time_ms = 0;
+  int64_t workspace_bytes = 0;
+};
+
+class CostModel {
+ public:
+  virtual ~CostModel() = default;
+
+  // Every supported option of task t at sub-batch b, fastest first; never
+  // empty for a task of the TDFG (non-conv tasks have one, "default").
+  virtual std::vector<TaskOption> options(const Tdfg& tdfg, TaskId t, int64_t sub_batch) const = 0;
+
+  // Time of one copy of `bytes` bytes from pinned host memory to the device,
+  // and back.
+  virtual double host_to_device_ms(int64_t bytes) const = 0;
+  virtual double device_to_host_ms(int64_t bytes) const = 0;
+
+  // Copy engines the device has (1: one shared copy stream, 2: one per direction).
+  virtual int copy_engines() const = 0;
+
+  // Memory the device has, in bytes.
+  virtual int64_t device_memory_bytes() const = 0;
+
+  // Human-readable: "analytic (K40, examples/devices/k40.yaml)".
+  virtual std::string describe() const = 0;
+};
+
+// The fastest option of a task (options(...).front()).
+TaskOption fastest_option(const CostModel& model, const Tdfg& tdfg, TaskId t, int64_t sub_batch);
+// The option with the least workspace, fastest among equals.
+TaskOption leanest_option(const CostModel& model, const Tdfg& tdfg, TaskId t, int64_t sub_batch);
+
+}  // namespace mplan

@@ -1,0 +1,175 @@
+// Device files (docs/device-format.md): YAML, one figure per key, units in
+// the key's name, each figure's public source in a comment beside it.
+
+#include "profiler/device.h"
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "frontend/bytes.h"
+
+#ifndef MPLAN_SOURCE_DIR
+#define MPLAN_SOURCE_DIR "."
+#endif
+
+namespace mplan {
+namespace {
+
+Error error_at(const std::string& file, const YAML::Mark& mark, std::string message) {
+  // yaml-cpp counts from 0; a mark of -1 means "unknown".
+  SourceLocation where{file, mark.line >= 0 ? mark.line + 1 : 0,
+                       mark.column >= 0 ? mark.column + 1 : 0};
+  return Error{where, std::move(message)};
+}
+
+// Every key a device file may have, and whether it must.
+struct Key {
+  const char* name;
+  bool required;
+};
+constexpr Key kKeys[] = {
+    {"name", true},
+    {"description", false},
+    {"peak_fp32_tflops", true},
+    {"memory_bandwidth_gb_per_s", true},
+    {"memory", true},
+    {"sm_count", true},
+    {"host_to_device_gb_per_s", true},
+    {"device_to_host_gb_per_s", true},
+    {"copy_engines", true},
+    {"launch_latency_us", true},
+    {"copy_latency_us", true},
+};
+
+Result<double> positive_number(const YAML::Node& node, const char* key, const std::string& file) {
+  double value = 0;
+  try {
+    value = node.as<double>();
+  } catch (const YAML::Exception&) {
+    return error_at(file, node.Mark(), fmt::format("'{}': expected a number", key));
+  }
+  if (!(value > 0))
+    return error_at(file, node.Mark(), fmt::format("'{}': expected a positive number, got {}", key, value));
+  return value;
+}
+
+}  // namespace
+
+Result<Device> parse_device(const std::string& yaml_text, const std::string& file) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml_text);
+  } catch (const YAML::ParserException& e) {
+    return error_at(file, e.mark, "not valid YAML: " + e.msg);
+  }
+  if (!root.IsMap())
+    return error_at(file, root.Mark(), "expected a device: a map of name, peak_fp32_tflops, memory, ...");
+  std::set<std::string> known;
+  for (const Key& key : kKeys) known.insert(key.name);
+  for (const auto& entry : root) {
+    const std::string key = entry.first.Scalar();
+    if (!known.count(key))
+      return error_at(file, entry.first.Mark(),
+                      fmt::format("unknown key '{}' (expected one of: name, description, peak_fp32_tflops, "
+                                  "memory_bandwidth_gb_per_s, memory, sm_count, host_to_device_gb_per_s, "
+                                  "device_to_host_gb_per_s, copy_engines, launch_latency_us, copy_latency_us)",
+                                  key));
+  }
+  for (const Key& key : kKeys)
+    if (key.required && !root[key.name])
+      return error_at(file, root.Mark(), fmt::format("missing '{}'", key.name));
+
+  Device device;
+  device.source_file = file;
+  device.name = root["name"].Scalar();
+  if (device.name.empty()) return error_at(file, root["name"].Mark(), "'name': expected a non-empty name");
+  if (root["description"]) device.description = root["description"].Scalar();
+
+  auto number = [&](const char* key) { return positive_number(root[key], key, file); };
+  constexpr double kGiga = 1e9;
+  auto tflops = number("peak_fp32_tflops");
+  if (!tflops) return tflops.error();
+  device.peak_fp32_flops = *tflops * 1e12;
+  auto bandwidth = number("memory_bandwidth_gb_per_s");
+  if (!bandwidth) return bandwidth.error();
+  device.memory_bandwidth_bytes_per_s = *bandwidth * kGiga;
+  auto h2d = number("host_to_device_gb_per_s");
+  if (!h2d) return h2d.error();
+  device.host_to_device_bytes_per_s = *h2d * kGiga;
+  auto d2h = number("device_to_host_gb_per_s");
+  if (!d2h) return d2h.error();
+  device.device_to_host_bytes_per_s = *d2h * kGiga;
+  auto launch = number("launch_latency_us");
+  if (!launch) return launch.error();
+  device.launch_latency_ms = *launch / 1000.0;
+  auto copy = number("copy_latency_us");
+  if (!copy) return copy.error();
+  device.copy_latency_ms = *copy / 1000.0;
+
+  auto whole = [&](const char* key, int low, int high) -> Result<int> {
+    const YAML::Node node = root[key];
+    int value = 0;
+    try {
+      value = node.as<int>();
+    } catch (const YAML::Exception&) {
+      return error_at(file, node.Mark(), fmt::format("'{}': expected a whole number", key));
+    }
+    if (value < low || value > high)
+      return error_at(file, node.Mark(), fmt::format("'{}': expected {} to {}, got {}", key, low, high, value));
+    return value;
+  };
+  auto sms = whole("sm_count", 1, 100000);
+  if (!sms) return sms.error();
+  device.sm_count = *sms;
+  auto engines = whole("copy_engines", 1, 2);
+  if (!engines) return engines.error();
+  device.copy_engines = *engines;
+
+  auto memory = parse_bytes(root["memory"].Scalar());
+  if (!memory) return error_at(file, root["memory"].Mark(), "'memory': " + memory.error().message);
+  if (*memory <= 0) return error_at(file, root["memory"].Mark(), "'memory': expected a positive size");
+  device.memory_bytes = *memory;
+  return device;
+}
+
+std::string devices_dir() { return std::string(MPLAN_SOURCE_DIR) + "/examples/devices"; }
+
+std::vector<std::string> available_devices() {
+  namespace fs = std::filesystem;
+  std::vector<std::string> names;
+  std::error_code error;
+  for (const auto& entry : fs::directory_iterator(devices_dir(), error))
+    if (entry.path().extension() == ".yaml") names.push_back(entry.path().stem().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+Result<Device> load_device(const std::string& name_or_path) {
+  namespace fs = std::filesystem;
+  std::string path = name_or_path;
+  std::error_code error;
+  if (!fs::is_regular_file(path, error)) {
+    const std::string shipped = devices_dir() + "/" + name_or_path + ".yaml";
+    if (name_or_path.find('/') != std::string::npos || !fs::is_regular_file(shipped, error)) {
+      std::string names;
+      for (const std::string& name : available_devices()) names += (names.empty() ? "" : ", ") + name;
+      return Error{{}, fmt::format("device '{}': no such file, and not a device name (expected a path to a "
+                                   "device file or one of: {})",
+                                   name_or_path, names.empty() ? "none found in " + devices_dir() : names)};
+    }
+    path = shipped;
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Error{{path, 0, 0}, "cannot read the device file"};
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parse_device(text.str(), path);
+}
+
+}  // namespace mplan

@@ -1,0 +1,42 @@
+#pragma once
+// A GPU as the analytic cost model sees it (docs/device-format.md): the few
+// public figures that bound how fast kernels and copies can run. Device files
+// live in examples/devices/<name>.yaml, each figure with its source.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "frontend/error.h"
+
+namespace mplan {
+
+struct Device {
+  std::string name;              // "k40", the file's stem
+  std::string description;       // "NVIDIA Tesla K40 (Kepler GK110B)"
+  std::string source_file;       // where it was read from ("" if built in code)
+  double peak_fp32_flops = 0;    // FLOP/s, FP32 without tensor cores
+  double memory_bandwidth_bytes_per_s = 0;
+  int64_t memory_bytes = 0;
+  int sm_count = 1;              // streaming multiprocessors: how much work fills the GPU
+  double host_to_device_bytes_per_s = 0;  // pinned memory, one direction at a time
+  double device_to_host_bytes_per_s = 0;
+  int copy_engines = 1;          // 1: copies in both directions share one engine
+  double launch_latency_ms = 0;  // fixed cost of one kernel on a busy stream
+  double copy_latency_ms = 0;    // fixed cost of one cudaMemcpyAsync
+};
+
+// Parses a device file's text; `file` names it in error messages, which give
+// line and column and say what was expected.
+Result<Device> parse_device(const std::string& yaml_text, const std::string& file);
+
+// `name_or_path` is tried as a path first, then as a name in
+// <MPLAN_SOURCE_DIR>/examples/devices/<name>.yaml. The error for an unknown
+// name lists the names there.
+Result<Device> load_device(const std::string& name_or_path);
+
+// The folder of the shipped device files and the names in it, sorted.
+std::string devices_dir();
+std::vector<std::string> available_devices();
+
+}  // namespace mplan

@@ -1,0 +1,76 @@
+#pragma once
+// What the cost of a task depends on, and a string key for it, so that
+// identical layers (the repeated blocks of a ResNet) are costed, measured and
+// recorded once: the op, the task kind, the per-sample shapes and the op's
+// parameters that change the work (not names, not eps or p).
+
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "profiler/conv_algorithms.h"
+#include "tdfg/tdfg.h"
+
+namespace mplan {
+
+struct TaskShape {
+  Op op = Op::relu;
+  TaskKind kind = TaskKind::FP;
+  std::vector<Shape> inputs;  // per-sample shapes of the layer's inputs
+  Shape output;               // per-sample shape of its output
+  // Op parameters that change the work.
+  int64_t out = 0;            // conv: out channels; linear: out features
+  int64_t groups = 1;
+  bool bias = false;
+  Window window;              // conv and pool
+  PoolMode pool_mode = PoolMode::max;
+  int64_t lrn_size = 0;
+  // The update: learnable parameters, optimizer-state elements, and weighted
+  // layers (one update kernel each).
+  int64_t parameters = 0;
+  int64_t state_elements = 0;
+  int64_t tensors = 0;
+};
+
+// The shape of task t of a TDFG (reads the TDFG's model).
+TaskShape describe_task(const Tdfg& tdfg, TaskId t);
+
+// "conv in=[64, 56, 56] out=[256, 56, 56] kernel=1x1 stride=1x1 pad=0x0 groups=1 bias=0":
+// everything of the shape but the task kind, so that a layer's FP, BP1 and BP2
+// share one key (profile.json groups them under it).
+std::string layer_signature(const TaskShape& shape);
+// layer_signature + " " + kind: one key per task.
+std::string task_signature(const TaskShape& shape);
+
+// A conv task's cuDNN direction and shape.
+ConvDirection conv_direction(TaskKind kind);
+ConvShape conv_shape(const TaskShape& shape);
+
+// Interns task signatures: key(tdfg, t) is a small integer, equal for tasks
+// with equal signatures, computed once per task of a TDFG. Thread-safe.
+class TaskKeyCache {
+ public:
+  int32_t key(const Tdfg& tdfg, TaskId t) const;
+  const TaskShape& shape(int32_t key) const;
+  const std::string& layer_signature_of(int32_t key) const;
+
+ private:
+  struct Entry {
+    TaskShape shape;
+    std::string layer_signature;
+  };
+  struct PerTdfg {
+    const Model* model = nullptr;
+    std::vector<int32_t> keys;       // -1: not computed yet
+    std::vector<std::string> names;  // the task names seen, to notice a different TDFG at the same address
+  };
+  mutable std::mutex mutex_;
+  mutable std::unordered_map<std::string, int32_t> index_;
+  mutable std::deque<Entry> entries_;  // deque: references stay valid as it grows
+  mutable std::unordered_map<const Tdfg*, PerTdfg> per_tdfg_;
+};
+
+}  // namespace mplan

@@ -1,0 +1,42 @@
+// Softmax cross-entropy, the loss, averaged over the full mini-batch across
+// sub-batches (DESIGN.md; moDNN §III: sub-batches with accumulated gradients
+// equal full-batch training).
+
+#include <cmath>
+
+#include "runtime/check.h"
+#include "runtime/ops.h"
+
+namespace mplan::rt {
+
+void softmax_xent_forward(const float* logits, const int32_t* labels, float* probs,
+                          float* loss_sum, int64_t n, int64_t classes, bool accumulate_loss) {
+  double loss = 0.0;
+  for (int64_t b = 0; b < n; ++b) {
+    const float* z = logits + b * classes;
+    float* pr = probs + b * classes;
+    float top = z[0];
+    for (int64_t j = 1; j < classes; ++j) top = z[j] > top ? z[j] : top;
+    double sum = 0.0;
+    for (int64_t j = 0; j < classes; ++j) sum += std::exp(static_cast<double>(z[j]) - top);
+    for (int64_t j = 0; j < classes; ++j)
+      pr[j] = static_cast<float>(std::exp(static_cast<double>(z[j]) - top) / sum);
+    const int32_t label = labels[b];
+    MPLAN_RT_CHECK(label >= 0 && label < classes, "label outside [0, classes)");
+    // -log softmax, from the logits (not log of a rounded probability).
+    loss += std::log(sum) - (static_cast<double>(z[label]) - top);
+  }
+  *loss_sum = static_cast<float>(accumulate_loss ? *loss_sum + loss : loss);
+}
+
+void softmax_xent_backward(const float* probs, const int32_t* labels, float* dlogits, int64_t n,
+                           int64_t classes, float scale, bool accumulate) {
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t j = 0; j < classes; ++j) {
+      const int64_t at = b * classes + j;
+      const float g = (probs[at] - (j == labels[b] ? 1.0f : 0.0f)) * scale;
+      dlogits[at] = accumulate ? dlogits[at] + g : g;
+    }
+}
+
+}  // namespace mplan::rt

@@ -1,0 +1,36 @@
+#pragma once
+// .npy files (NumPy format 1.0-3.0) for data, labels, weights and checkpoints:
+// float32 ('<f4') and int32 ('<i4'), little-endian, C order.
+//
+// Reading returns false with a message naming the file and what was expected;
+// writing goes to a temporary file renamed over the target, so a crash never
+// leaves a half-written checkpoint.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mplan::rt {
+
+enum class NpyType { f32, i32 };
+
+struct NpyArray {
+  NpyType type = NpyType::f32;
+  std::vector<int64_t> shape;
+  std::vector<uint8_t> bytes;  // elements() * 4 bytes, C order
+
+  int64_t elements() const;
+  const float* f32() const { return reinterpret_cast<const float*>(bytes.data()); }
+  const int32_t* i32() const { return reinterpret_cast<const int32_t*>(bytes.data()); }
+};
+
+// Reads path into *array. On failure returns false and sets *error.
+bool npy_read(const std::string& path, NpyArray* array, std::string* error);
+// Writes count = product(shape) elements from data. On failure returns false and
+// sets *error.
+bool npy_write_f32(const std::string& path, const float* data, const std::vector<int64_t>& shape,
+                   std::string* error);
+bool npy_write_i32(const std::string& path, const int32_t* data,
+                   const std::vector<int64_t>& shape, std::string* error);
+
+}  // namespace mplan::rt

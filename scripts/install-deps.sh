@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs what mplan needs from Debian's packages, and only what is missing.
+# Idempotent: a second run installs nothing. Run as root (or with sudo).
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config
+  libyaml-cpp-dev libboost-graph-dev libglpk-dev glpk-utils libfmt-dev
+  libgtest-dev nlohmann-json3-dev libcli11-dev libopenblas-dev
+)
+# PyTorch is the reference the end-to-end tests compare against (Debian's python3).
+if [[ "${MPLAN_WITH_TORCH:-1}" == 1 ]]; then
+  packages+=(python3-torch python3-numpy)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if ((${#missing[@]} == 0)); then
+  echo "install-deps: everything is installed"
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+SUDO=""
+if [[ $(id -u) != 0 ]]; then SUDO=sudo; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,112 @@
+// Memory bounds of a TDFG before any planning (tdfg/bounds.h).
+
+#include "tdfg/bounds.h"
+
+#include <algorithm>
+
+namespace mplan {
+
+namespace {
+
+// Execution-order interval [first, last] during which a non-resident block
+// must be on the device when nothing is offloaded.
+struct LiveInterval {
+  TaskId first = kNoTask;
+  TaskId last = kNoTask;
+};
+
+LiveInterval live_interval(const Tdfg& tdfg, BlockId b) {
+  const Block& block = tdfg.blocks[b];
+  if (block.writers.empty() && block.readers.empty()) return {};
+  LiveInterval interval;
+  // Allocated just before its first writer; X and labels (no writer) are the
+  // iteration's inputs and are there before the first task.
+  interval.first = block.writers.empty() ? 0 : block.writers.front();
+  // Freed after its last use (a block nobody reads, the loss, after its writer).
+  interval.last = std::max(block.writers.empty() ? 0 : block.writers.back(),
+                           block.readers.empty() ? 0 : block.readers.back());
+  return interval;
+}
+
+// moDNN Eq. 1 without workspace: the non-resident blocks task t reads or writes.
+int64_t task_footprint_bytes(const Tdfg& tdfg, const Task& task, int64_t sub_batch) {
+  std::vector<BlockId> touched = task.reads;
+  touched.insert(touched.end(), task.writes.begin(), task.writes.end());
+  std::sort(touched.begin(), touched.end());
+  touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
+  int64_t total = 0;
+  for (BlockId b : touched)
+    if (!tdfg.blocks[b].resident) total += tdfg.blocks[b].bytes(sub_batch);
+  return total;
+}
+
+}  // namespace
+
+std::vector<int64_t> liveness_profile(const Tdfg& tdfg, int64_t sub_batch,
+                                      const std::vector<int64_t>& workspace_bytes) {
+  const size_t task_count = tdfg.tasks.size();
+  MPLAN_CHECK(sub_batch >= 1, "liveness_profile: the sub-batch must be at least 1");
+  MPLAN_CHECK(workspace_bytes.empty() || workspace_bytes.size() == task_count,
+              "liveness_profile: one workspace size per task, or none");
+  // Difference array over task positions: +bytes at first, -bytes after last.
+  std::vector<int64_t> delta(task_count + 1, 0);
+  for (BlockId b = 0; b < static_cast<BlockId>(tdfg.blocks.size()); ++b) {
+    if (tdfg.blocks[b].resident) continue;
+    const LiveInterval interval = live_interval(tdfg, b);
+    if (interval.first == kNoTask) continue;
+    delta[interval.first] += tdfg.blocks[b].bytes(sub_batch);
+    delta[interval.last + 1] -= tdfg.blocks[b].bytes(sub_batch);
+  }
+  std::vector<int64_t> live(task_count, 0);
+  int64_t running = tdfg.resident_bytes();
+  for (size_t i = 0; i < task_count; ++i) {
+    running += delta[i];
+    live[i] = running + (workspace_bytes.empty() ? 0 : workspace_bytes[i]);
+  }
+  return live;
+}
+
+MemoryBounds compute_bounds(const Tdfg& tdfg, int64_t batch) {
+  MPLAN_CHECK(batch >= 1, "compute_bounds: the batch must be at least 1");
+  MemoryBounds bounds;
+  bounds.batch = batch;
+  bounds.weight_bytes = tdfg.resident_bytes();
+  for (const Block& block : tdfg.blocks) bounds.naive_bytes += block.bytes(batch);
+
+  // Ties go to the earliest task.
+  const std::vector<int64_t> live = liveness_profile(tdfg, batch);
+  for (TaskId t = 0; t < static_cast<TaskId>(live.size()); ++t) {
+    if (bounds.liveness_peak_task == kNoTask || live[t] > bounds.liveness_peak_bytes) {
+      bounds.liveness_peak_bytes = live[t];
+      bounds.liveness_peak_task = t;
+    }
+  }
+
+  // moDNN Eq. 2: Mmin = SW + max_t (sum of I(t) and O(t) at sub-batch 1).
+  int64_t largest_task_bytes = -1;
+  for (TaskId t = 0; t < static_cast<TaskId>(tdfg.tasks.size()); ++t) {
+    const int64_t bytes = task_footprint_bytes(tdfg, tdfg.tasks[t], 1);
+    if (bytes > largest_task_bytes) {
+      largest_task_bytes = bytes;
+      bounds.modnn_min_task = t;
+    }
+  }
+  bounds.modnn_min_bytes = bounds.weight_bytes + std::max<int64_t>(largest_task_bytes, 0);
+
+  if (tdfg.model != nullptr) {
+    const Model& model = *tdfg.model;
+    for (LayerId l = 0; l < static_cast<LayerId>(model.layers.size()); ++l) {
+      LayerBytes row;
+      row.layer = l;
+      row.parameters = model.parameter_count(l);
+      for (BlockId b : {tdfg.output_of[l], tdfg.saved_of[l]})
+        if (b != kNoBlock) row.forward_bytes += tdfg.blocks[b].bytes(batch);
+      if (tdfg.gradient_of[l] != kNoBlock)
+        row.backward_bytes = tdfg.blocks[tdfg.gradient_of[l]].bytes(batch);
+      bounds.layers.push_back(row);
+    }
+  }
+  return bounds;
+}
+
+}  // namespace mplan

@@ -1,0 +1,91 @@
+// Task dependencies of a TDFG with Boost.Graph: build the DAG of data
+// dependencies, confirm it is acyclic, and confirm the listed execution order
+// is topological (moDNN §II-2: "all the tasks are topologically sorted and will
+// be executed following this order").
+
+#include "tdfg/task_graph.h"
+
+#include <boost/graph/adjacency_list.hpp>
+#include <boost/graph/topological_sort.hpp>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <iterator>
+#include <tuple>
+
+namespace mplan {
+
+namespace {
+
+bool contains(const std::vector<TaskId>& list, TaskId t) {
+  return std::find(list.begin(), list.end(), t) != list.end();
+}
+
+}  // namespace
+
+std::vector<TaskEdge> dependency_edges(const Tdfg& tdfg) {
+  std::vector<TaskEdge> edges;
+  for (BlockId b = 0; b < static_cast<BlockId>(tdfg.blocks.size()); ++b) {
+    const Block& block = tdfg.blocks[b];
+    if (block.resident) {
+      const TaskId update = tdfg.update_task;
+      if (update == kNoTask || !contains(block.writers, update)) {
+        // Written by someone else (dW by BP2): writers before readers.
+        for (TaskId w : block.writers)
+          for (TaskId r : block.readers)
+            if (w != r) edges.push_back({w, r, b});
+        continue;
+      }
+      for (TaskId t : block.readers)
+        if (t != update) edges.push_back({t, update, b});
+      for (TaskId t : block.writers)
+        if (t != update) edges.push_back({t, update, b});
+      continue;
+    }
+    for (TaskId w : block.writers) {
+      const bool creates = !contains(block.readers, w);
+      for (TaskId other : block.writers)
+        if (creates && other != w && contains(block.readers, other)) edges.push_back({w, other, b});
+      for (TaskId r : block.readers)
+        if (!contains(block.writers, r)) edges.push_back({w, r, b});
+    }
+  }
+  std::sort(edges.begin(), edges.end(), [](const TaskEdge& x, const TaskEdge& y) {
+    return std::tie(x.before, x.after, x.block) < std::tie(y.before, y.after, y.block);
+  });
+  edges.erase(std::unique(edges.begin(), edges.end()), edges.end());
+  return edges;
+}
+
+Status check_task_order(const Tdfg& tdfg) {
+  using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS>;
+  const auto task_count = static_cast<TaskId>(tdfg.tasks.size());
+  const std::vector<TaskEdge> edges = dependency_edges(tdfg);
+  Graph graph(tdfg.tasks.size());
+  for (const TaskEdge& e : edges) {
+    if (e.before < 0 || e.before >= task_count || e.after < 0 || e.after >= task_count)
+      return Error{{}, fmt::format("block {} names a task id out of range", e.block)};
+    boost::add_edge(e.before, e.after, graph);
+  }
+  std::vector<Graph::vertex_descriptor> reverse_order;
+  try {
+    boost::topological_sort(graph, std::back_inserter(reverse_order));
+  } catch (const boost::not_a_dag&) {
+    return Error{{}, "the task dependencies have a cycle"};
+  }
+  // Tasks are listed in execution order, so a task's id is its position.
+  for (const TaskEdge& e : edges) {
+    if (e.before >= e.after)
+      return Error{{}, fmt::format("{} must run before {} (block {}) but is listed after it",
+                                   tdfg.tasks[e.before].name, tdfg.tasks[e.after].name,
+                                   tdfg.blocks[e.block].name)};
+  }
+  return Ok{};
+}
+
+void check_order_is_topological(const Tdfg& tdfg) {
+  const Status status = check_task_order(tdfg);
+  MPLAN_CHECK(status.ok(), status.ok() ? std::string() : "build_tdfg: " + status.error().message);
+}
+
+}  // namespace mplan

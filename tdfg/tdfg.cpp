@@ -1,0 +1,340 @@
+// Building moDNN's TDFG (papers/modnn.txt §II-2, Fig. 1) from a Model.
+//
+// The execution order is fixed by construction: FP(l) for every layer in layer
+// order, then the backward pass in reverse layer order (BP2(l) before BP1(l)),
+// then the update. The order is then checked against a Boost.Graph of the
+// data dependencies (tdfg/task_graph.h), so a wrong edge or a wrong order
+// aborts here rather than corrupting a plan.
+
+#include "tdfg/tdfg.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "tdfg/task_graph.h"
+
+namespace mplan {
+
+const char* task_kind_name(TaskKind kind) {
+  switch (kind) {
+    case TaskKind::FP: return "FP";
+    case TaskKind::BP1: return "BP1";
+    case TaskKind::BP2: return "BP2";
+    case TaskKind::update: return "update";
+  }
+  return "?";
+}
+
+const char* block_kind_name(BlockKind kind) {
+  switch (kind) {
+    case BlockKind::input: return "input";
+    case BlockKind::labels: return "labels";
+    case BlockKind::output: return "output";
+    case BlockKind::gradient: return "gradient";
+    case BlockKind::weight: return "weight";
+    case BlockKind::weight_grad: return "weight_grad";
+    case BlockKind::optimizer_state: return "optimizer_state";
+    case BlockKind::saved: return "saved";
+    case BlockKind::loss: return "loss";
+  }
+  return "?";
+}
+
+int64_t Tdfg::resident_bytes() const {
+  int64_t total = 0;
+  for (const Block& block : blocks)
+    if (block.resident) total += block.bytes(0);
+  return total;
+}
+
+namespace {
+
+// What a backward task of each op needs from the forward pass (DESIGN.md, TDFG).
+// "input" is Y of the producing layer (or the model's input X).
+struct BackwardNeeds {
+  bool input = false;   // the layer's input(s)
+  bool output = false;  // Y[l]
+  bool weight = false;  // W[l]
+  bool saved = false;   // saved[l]
+};
+
+BackwardNeeds bp1_needs(const Layer& layer) {
+  switch (layer.op) {
+    case Op::conv:
+    case Op::linear: return {.weight = true};                           // dX = W^T dY
+    case Op::relu: return {.output = true};                             // dX = dY * (Y > 0)
+    case Op::pool:
+      if (layer.pool_mode == PoolMode::max) return {.input = true, .output = true};  // argmax
+      return {};                                                        // avg: dY only
+    case Op::global_avgpool: return {};
+    case Op::batchnorm: return {.input = true, .weight = true, .saved = true};
+    case Op::lrn: return {.input = true, .output = true};
+    case Op::dropout: return {.saved = true};                           // the mask
+    case Op::add:
+    case Op::concat:
+    case Op::flatten: return {};
+    case Op::softmax_xent: return {.output = true};                     // dX = (P - onehot) / B
+  }
+  return {};
+}
+
+BackwardNeeds bp2_needs(const Layer& layer) {
+  switch (layer.op) {
+    case Op::conv:
+    case Op::linear: return {.input = true};          // dW = dY X^T
+    case Op::batchnorm: return {.input = true, .saved = true};  // dgamma needs x_hat
+    default: return {};
+  }
+}
+
+class Builder {
+ public:
+  explicit Builder(const Model& model) : model_(model) {
+    const size_t n = model.layers.size();
+    tdfg_.model = &model;
+    tdfg_.output_of.assign(n, kNoBlock);
+    tdfg_.gradient_of.assign(n, kNoBlock);
+    tdfg_.weight_of.assign(n, kNoBlock);
+    tdfg_.weight_grad_of.assign(n, kNoBlock);
+    tdfg_.state_of.assign(n, kNoBlock);
+    tdfg_.saved_of.assign(n, kNoBlock);
+    tdfg_.fp_of.assign(n, kNoTask);
+    tdfg_.bp1_of.assign(n, kNoTask);
+    tdfg_.bp2_of.assign(n, kNoTask);
+  }
+
+  Tdfg build() {
+    check_model();
+    find_gradients();
+    make_blocks();
+    for (LayerId l = 0; l < layer_count(); ++l) add_forward(l);
+    for (LayerId l = layer_count() - 1; l >= 0; --l) {
+      if (has_bp2(l)) add_bp2(l);
+      if (has_bp1(l)) add_bp1(l);
+    }
+    add_update();
+    check_order_is_topological(tdfg_);
+    return std::move(tdfg_);
+  }
+
+ private:
+  LayerId layer_count() const { return static_cast<LayerId>(model_.layers.size()); }
+  const Layer& layer(LayerId l) const { return model_.layers[l]; }
+  bool is_loss(LayerId l) const { return layer(l).op == Op::softmax_xent; }
+  bool has_parameters(LayerId l) const { return model_.parameter_count(l) > 0; }
+
+  void check_model() const {
+    MPLAN_CHECK(!model_.layers.empty(), "build_tdfg: the model has no layers");
+    MPLAN_CHECK(is_loss(layer_count() - 1), "build_tdfg: the last layer must be the loss");
+    for (LayerId l = 0; l < layer_count(); ++l) {
+      MPLAN_CHECK(!layer(l).inputs.empty(), "build_tdfg: layer '" + layer(l).name + "' has no input");
+      for (LayerId in : layer(l).inputs)
+        MPLAN_CHECK(in == kModelInput || (in >= 0 && in < l),
+                    "build_tdfg: layer '" + layer(l).name + "' reads a later layer");
+      MPLAN_CHECK(!is_loss(l) || l == layer_count() - 1,
+                  "build_tdfg: the loss must be the last layer");
+    }
+  }
+
+  // An output needs a gradient iff its layer or an ancestor has parameters, and
+  // some consumer propagates it (a layer whose output reaches no loss gets no
+  // gradient: its dY is never made and its dW stays as the update finds it).
+  void find_gradients() {
+    const LayerId n = layer_count();
+    needs_gradient_.assign(n, false);
+    for (LayerId l = 0; l < n; ++l) {
+      bool needs = has_parameters(l);
+      for (LayerId in : layer(l).inputs)
+        if (in != kModelInput && needs_gradient_[in]) needs = true;
+      needs_gradient_[l] = needs;
+    }
+    // receives_gradient[l]: a gradient of the loss reaches Y[l] (the loss itself
+    // starts the backward pass).
+    receives_gradient_.assign(n, false);
+    receives_gradient_[n - 1] = true;
+    for (LayerId l = n - 1; l >= 0; --l) {
+      if (!receives_gradient_[l]) continue;
+      for (LayerId in : layer(l).inputs)
+        if (in != kModelInput && needs_gradient_[in]) receives_gradient_[in] = true;
+    }
+  }
+
+  // BP1(l) exists iff some input of l needs a gradient (and one reaches l).
+  bool has_bp1(LayerId l) const {
+    if (!receives_gradient_[l]) return false;
+    for (LayerId in : layer(l).inputs)
+      if (in != kModelInput && needs_gradient_[in]) return true;
+    return false;
+  }
+  bool has_bp2(LayerId l) const { return receives_gradient_[l] && has_parameters(l); }
+  bool has_gradient_block(LayerId l) const { return !is_loss(l) && receives_gradient_[l]; }
+
+  BlockId add_block(std::string name, BlockKind kind, LayerId l, int64_t per_sample,
+                    int64_t fixed, bool resident) {
+    Block block;
+    block.name = std::move(name);
+    block.kind = kind;
+    block.layer = l;
+    block.bytes_per_sample = per_sample;
+    block.fixed_bytes = fixed;
+    block.resident = resident;
+    tdfg_.blocks.push_back(std::move(block));
+    return static_cast<BlockId>(tdfg_.blocks.size() - 1);
+  }
+
+  // Block ids: X, labels, then per layer W, dW, state, Y, saved (loss), then
+  // the gradients in layer order.
+  void make_blocks() {
+    const int64_t dtype = model_.dtype_bytes();
+    tdfg_.input_block = add_block("X", BlockKind::input, kModelInput,
+                                  model_.input.elements() * dtype, 0, false);
+    tdfg_.labels_block = add_block("labels", BlockKind::labels, kModelInput, 4, 0, false);
+    for (LayerId l = 0; l < layer_count(); ++l) {
+      const Layer& ly = layer(l);
+      const int64_t params = model_.parameter_count(l);
+      if (params > 0) {
+        tdfg_.weight_of[l] = add_block("W[" + ly.name + "]", BlockKind::weight, l, 0,
+                                       params * dtype, true);
+        tdfg_.weight_grad_of[l] = add_block("dW[" + ly.name + "]", BlockKind::weight_grad, l, 0,
+                                            params * dtype, true);
+      }
+      // SGD momentum buffer (one value per parameter) and batchnorm running stats.
+      int64_t state_elements = model_.buffer_count(l);
+      if (model_.optimizer.momentum > 0) state_elements += params;
+      if (state_elements > 0)
+        tdfg_.state_of[l] = add_block("state[" + ly.name + "]", BlockKind::optimizer_state, l, 0,
+                                      state_elements * dtype, true);
+      tdfg_.output_of[l] = add_block("Y[" + ly.name + "]", BlockKind::output, l,
+                                     ly.output.elements() * dtype, 0, false);
+      if (ly.op == Op::dropout)  // the mask: one byte per element
+        tdfg_.saved_of[l] = add_block("saved[" + ly.name + "]", BlockKind::saved, l,
+                                      ly.output.elements(), 0, false);
+      if (ly.op == Op::batchnorm)  // per-sub-batch mean and inverse std, per channel
+        tdfg_.saved_of[l] = add_block("saved[" + ly.name + "]", BlockKind::saved, l, 0,
+                                      2 * ly.output.dims.at(0) * dtype, false);
+      if (is_loss(l))
+        tdfg_.loss_block = add_block("loss", BlockKind::loss, l, 0, 4, false);
+    }
+    for (LayerId l = 0; l < layer_count(); ++l)
+      if (has_gradient_block(l))
+        tdfg_.gradient_of[l] = add_block("dY[" + layer(l).name + "]", BlockKind::gradient, l,
+                                         layer(l).output.elements() * dtype, 0, false);
+  }
+
+  BlockId produced(LayerId in) const {
+    return in == kModelInput ? tdfg_.input_block : tdfg_.output_of[in];
+  }
+
+  // Distinct inputs of l, in order (add: [a, a] reads and writes a once).
+  std::vector<LayerId> distinct_inputs(LayerId l) const {
+    std::vector<LayerId> result;
+    for (LayerId in : layer(l).inputs)
+      if (std::find(result.begin(), result.end(), in) == result.end()) result.push_back(in);
+    return result;
+  }
+
+  TaskId add_task(TaskKind kind, LayerId l) {
+    Task task;
+    task.kind = kind;
+    task.layer = l;
+    if (l == kModelInput) {
+      task.name = "update";
+    } else {
+      task.name = fmt::format("{}({})", task_kind_name(kind), layer(l).name);
+      task.op = layer(l).op;
+      // Convolutions choose among algorithms with different workspaces (moDNN Eq. 5).
+      task.has_algorithms = task.op == Op::conv;
+    }
+    tdfg_.tasks.push_back(std::move(task));
+    return static_cast<TaskId>(tdfg_.tasks.size() - 1);
+  }
+
+  void reads(TaskId t, BlockId b) {
+    MPLAN_CHECK(b != kNoBlock, "build_tdfg: " + tdfg_.tasks[t].name + " reads a missing block");
+    auto& list = tdfg_.tasks[t].reads;
+    if (std::find(list.begin(), list.end(), b) != list.end()) return;
+    list.push_back(b);
+    tdfg_.blocks[b].readers.push_back(t);
+  }
+  void writes(TaskId t, BlockId b) {
+    MPLAN_CHECK(b != kNoBlock, "build_tdfg: " + tdfg_.tasks[t].name + " writes a missing block");
+    auto& list = tdfg_.tasks[t].writes;
+    if (std::find(list.begin(), list.end(), b) != list.end()) return;
+    list.push_back(b);
+    tdfg_.blocks[b].writers.push_back(t);
+  }
+
+  void add_forward(LayerId l) {
+    const TaskId t = add_task(TaskKind::FP, l);
+    tdfg_.fp_of[l] = t;
+    for (LayerId in : distinct_inputs(l)) reads(t, produced(in));
+    if (tdfg_.weight_of[l] != kNoBlock) reads(t, tdfg_.weight_of[l]);
+    if (layer(l).op == Op::batchnorm && tdfg_.state_of[l] != kNoBlock) {
+      // Running mean and variance are updated by every forward pass.
+      reads(t, tdfg_.state_of[l]);
+      writes(t, tdfg_.state_of[l]);
+    }
+    if (is_loss(l)) reads(t, tdfg_.labels_block);
+    writes(t, tdfg_.output_of[l]);
+    if (tdfg_.saved_of[l] != kNoBlock) writes(t, tdfg_.saved_of[l]);
+    if (is_loss(l)) writes(t, tdfg_.loss_block);
+  }
+
+  // The forward data a backward task needs, then its incoming gradient.
+  void read_needs(TaskId t, LayerId l, const BackwardNeeds& needs) {
+    if (needs.input)
+      for (LayerId in : distinct_inputs(l)) reads(t, produced(in));
+    if (needs.output) reads(t, tdfg_.output_of[l]);
+    if (needs.weight) reads(t, tdfg_.weight_of[l]);
+    if (needs.saved) reads(t, tdfg_.saved_of[l]);
+    if (is_loss(l)) reads(t, tdfg_.labels_block);
+    else reads(t, tdfg_.gradient_of[l]);
+  }
+
+  void add_bp2(LayerId l) {
+    const TaskId t = add_task(TaskKind::BP2, l);
+    tdfg_.bp2_of[l] = t;
+    read_needs(t, l, bp2_needs(layer(l)));
+    writes(t, tdfg_.weight_grad_of[l]);
+  }
+
+  void add_bp1(LayerId l) {
+    const TaskId t = add_task(TaskKind::BP1, l);
+    tdfg_.bp1_of[l] = t;
+    read_needs(t, l, bp1_needs(layer(l)));
+    for (LayerId in : distinct_inputs(l)) {
+      if (in == kModelInput || !needs_gradient_[in]) continue;
+      const BlockId grad = tdfg_.gradient_of[in];
+      // The first writer creates dY[in]; later consumers of Y[in] accumulate.
+      if (!tdfg_.blocks[grad].writers.empty()) reads(t, grad);
+      writes(t, grad);
+    }
+  }
+
+  // One update per iteration: W -= lr * f(dW, state) for every weighted layer.
+  void add_update() {
+    const TaskId t = add_task(TaskKind::update, kModelInput);
+    tdfg_.update_task = t;
+    for (LayerId l = 0; l < layer_count(); ++l) {
+      for (BlockId b : {tdfg_.weight_of[l], tdfg_.weight_grad_of[l], tdfg_.state_of[l]})
+        if (b != kNoBlock) reads(t, b);
+    }
+    for (LayerId l = 0; l < layer_count(); ++l) {
+      for (BlockId b : {tdfg_.weight_of[l], tdfg_.state_of[l]})
+        if (b != kNoBlock) writes(t, b);
+    }
+  }
+
+  const Model& model_;
+  Tdfg tdfg_;
+  std::vector<bool> needs_gradient_;
+  std::vector<bool> receives_gradient_;
+};
+
+}  // namespace
+
+Tdfg build_tdfg(const Model& model) { return Builder(model).build(); }
+
+}  // namespace mplan

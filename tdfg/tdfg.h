@@ -1,0 +1,106 @@
+#pragma once
+// moDNN's task and data-flow graph (papers/modnn.txt §II-2, Fig. 1) for one
+// sub-batch of a Model, plus the once-per-iteration update.
+//
+// Tasks: FP(l) for every layer; BP1(l) (gradient w.r.t. the layer's inputs)
+// when some input of l needs a gradient; BP2(l) (weight gradient, accumulated
+// over sub-batches) when l has parameters; one update task at the end.
+// Blocks: layer outputs Y, gradients dY, weights W and their gradients dW and
+// optimizer state, the input batch X and labels, and op-specific saved state
+// (dropout masks, batchnorm saved statistics). Block sizes are functions of the
+// sub-batch b: bytes(b) = bytes_per_sample * b + fixed_bytes.
+//
+// Plain data with integer ids; the Boost.Graph used to order tasks stays in
+// tdfg/*.cpp. Tasks are stored in execution order (a topological order).
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "frontend/model.h"
+
+namespace mplan {
+
+using TaskId = int32_t;
+using BlockId = int32_t;
+inline constexpr TaskId kNoTask = -1;
+inline constexpr BlockId kNoBlock = -1;
+
+// What a task does; with the layer's Op this picks the kernel and the cost model.
+enum class TaskKind { FP, BP1, BP2, update };
+const char* task_kind_name(TaskKind kind);  // "FP", "BP1", "BP2", "update"
+
+enum class BlockKind {
+  input,        // the sub-batch of images
+  labels,       // the sub-batch of labels (int32 per sample)
+  output,       // Y[l]: a layer's output
+  gradient,     // dY[l]: gradient of the loss w.r.t. Y[l], summed over Y[l]'s consumers
+  weight,       // W[l]: weights and bias (resident)
+  weight_grad,  // dW[l]: accumulated over the sub-batches of an iteration (resident)
+  optimizer_state,  // momentum buffer and batchnorm running statistics (resident)
+  saved,        // op state kept from FP for BP: dropout mask, batchnorm mean/invstd
+  loss,         // the scalar loss of a sub-batch
+};
+const char* block_kind_name(BlockKind kind);
+
+struct Block {
+  std::string name;            // "Y[conv1]", "dY[conv1]", "W[conv1]", "X", ...
+  BlockKind kind = BlockKind::output;
+  LayerId layer = kModelInput; // the layer it belongs to (kModelInput for X, labels)
+  int64_t bytes_per_sample = 0;
+  int64_t fixed_bytes = 0;
+  // Resident blocks (weights, their gradients, optimizer state) live on the
+  // device for the whole run; moDNN §II-2 never offloads them.
+  bool resident = false;
+  // Tasks that write the block. The first creates it; for a gradient with
+  // several consumers of Y, later writers accumulate into it (read-modify-write,
+  // so they are also listed in `readers`). dW blocks are written by BP2 of every
+  // sub-batch; the Tdfg holds one sub-batch, so that is one writer here.
+  std::vector<TaskId> writers;
+  // Tasks that read the block, in execution order.
+  std::vector<TaskId> readers;
+
+  int64_t bytes(int64_t sub_batch) const { return bytes_per_sample * sub_batch + fixed_bytes; }
+};
+
+struct Task {
+  std::string name;            // "FP(conv1)", "BP1(conv1)", "update"
+  TaskKind kind = TaskKind::FP;
+  LayerId layer = kModelInput; // kModelInput for the update
+  Op op = Op::relu;            // the layer's op (meaningless for update)
+  std::vector<BlockId> reads;  // blocks read (for accumulating writers: the block too)
+  std::vector<BlockId> writes; // blocks written
+  // Conv tasks choose an algorithm that may need workspace (cost model).
+  bool has_algorithms = false;
+};
+
+struct Tdfg {
+  const Model* model = nullptr;    // the model it was built from (not owned)
+  std::vector<Task> tasks;         // execution order for one sub-batch, update last
+  std::vector<Block> blocks;
+  TaskId update_task = kNoTask;
+  BlockId input_block = kNoBlock;
+  BlockId labels_block = kNoBlock;
+  BlockId loss_block = kNoBlock;
+  // Per layer: its blocks, kNoBlock where it has none.
+  std::vector<BlockId> output_of, gradient_of, weight_of, weight_grad_of, state_of, saved_of;
+  // Per layer: its tasks, kNoTask where it has none.
+  std::vector<TaskId> fp_of, bp1_of, bp2_of;
+
+  // Sum of resident blocks' bytes (independent of the sub-batch): moDNN's SW.
+  int64_t resident_bytes() const;
+};
+
+// Builds the TDFG of a validated model. Aborts (MPLAN_CHECK) on an invalid
+// Model: validation is the frontend's job.
+Tdfg build_tdfg(const Model& model);
+
+// Checks structural invariants (ids in range, every read block has a writer
+// earlier in the order, resident blocks are not per-sample, ...); returns the
+// first violation. Tests run it after every build.
+Status check_tdfg(const Tdfg& tdfg);
+
+// Graphviz text of the TDFG (tasks as boxes, blocks as ellipses), via Boost.
+std::string tdfg_to_dot(const Tdfg& tdfg);
+
+}  // namespace mplan

@@ -1,0 +1,242 @@
+// WD (mu-cuDNN §III-C): the 0-1 ILP solved by GLPK against brute force over
+// every choice of one configuration per kernel; desirable-set pruning
+// (§III-C1) never loses the optimum; bad pools give clear errors; the CPLEX LP
+// dump names rows and columns readably. Times are whole milliseconds, so
+// totals are exact.
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <random>
+#include <sstream>
+
+#include <unistd.h>
+
+#include "planner/microbatch/benchmark_table.h"
+#include "planner/microbatch/desirable_set.h"
+#include "planner/microbatch/wd_optimizer.h"
+
+namespace mplan::microbatch {
+namespace {
+
+constexpr int64_t kKiB = 1024;
+constexpr int64_t kMiB = 1024 * 1024;
+
+// A random kernel table: per micro-batch b and algorithm, time = fixed +
+// per-sample·b whole ms, workspace in whole KiB growing with b (none for the
+// first algorithm, as cuDNN's implicit GEMM).
+BenchmarkTable random_table(std::mt19937& rng, const std::string& kernel, int64_t batch,
+                            int algorithms) {
+  auto uniform = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  std::vector<int64_t> sizes;
+  for (int64_t b = 1; b <= batch; ++b) sizes.push_back(b);
+  return make_benchmark_table(
+      kernel,
+      [&](int64_t b) {
+        std::vector<TaskOption> options;
+        for (int a = 0; a < algorithms; ++a) {
+          const double time_ms = uniform(1, 12) + uniform(1, 8) * static_cast<double>(b);
+          const int64_t workspace = a == 0 ? 0 : (uniform(0, 4) + uniform(1, 40) * b) * kKiB;
+          options.push_back({"algo" + std::to_string(a), time_ms, workspace});
+        }
+        return options;
+      },
+      sizes);
+}
+
+// Every configuration of a kernel (multisets of (size, algorithm) summing to B).
+std::vector<Configuration> all_configurations(const BenchmarkTable& table, int64_t batch) {
+  std::vector<MicroConfiguration> items;
+  for (const MicroBatchBenchmark& row : table.rows)
+    for (const TaskOption& o : row.options)
+      items.push_back({row.micro_batch, o.algorithm, o.time_ms, o.workspace_bytes});
+  std::vector<Configuration> out;
+  Configuration current;
+  auto recurse = [&](auto&& self, size_t first_item, int64_t left) -> void {
+    if (left == 0) return out.push_back(current);
+    for (size_t i = first_item; i < items.size(); ++i) {
+      if (items[i].micro_batch > left) continue;
+      current.micro.push_back(items[i]);
+      self(self, i, left - items[i].micro_batch);
+      current.micro.pop_back();
+    }
+  };
+  recurse(recurse, 0, batch);
+  return out;
+}
+
+// Brute force: the least total time over every choice of one configuration
+// per kernel whose workspaces add up to at most the pool; nullopt if none.
+std::optional<double> brute_force_best_ms(const std::vector<WdKernel>& kernels, int64_t pool_bytes) {
+  std::optional<double> best;
+  auto recurse = [&](auto&& self, size_t k, double time_ms, int64_t workspace) -> void {
+    if (workspace > pool_bytes) return;
+    if (k == kernels.size()) {
+      if (!best || time_ms < *best) best = time_ms;
+      return;
+    }
+    for (const Configuration& c : kernels[k].configurations)
+      self(self, k + 1, time_ms + c.time_ms(), workspace + c.workspace_bytes());
+  };
+  recurse(recurse, 0, 0.0, 0);
+  return best;
+}
+
+int64_t least_and_most(const std::vector<WdKernel>& kernels, int64_t& most) {
+  int64_t least = 0;
+  most = 0;
+  for (const WdKernel& k : kernels) {
+    int64_t lo = std::numeric_limits<int64_t>::max(), hi = 0;
+    for (const Configuration& c : k.configurations)
+      lo = std::min(lo, c.workspace_bytes()), hi = std::max(hi, c.workspace_bytes());
+    least += lo;
+    most += hi;
+  }
+  return least;
+}
+
+void expect_valid(const WdSolution& s, const std::vector<WdKernel>& kernels, int64_t pool_bytes) {
+  ASSERT_EQ(s.chosen.size(), kernels.size());
+  double time_ms = 0;
+  int64_t workspace = 0;
+  for (size_t k = 0; k < kernels.size(); ++k) {
+    ASSERT_GE(s.chosen[k], 0);
+    ASSERT_LT(s.chosen[k], static_cast<int>(kernels[k].configurations.size()));
+    time_ms += kernels[k].configurations[s.chosen[k]].time_ms();
+    workspace += kernels[k].configurations[s.chosen[k]].workspace_bytes();
+  }
+  EXPECT_EQ(s.total_time_ms, time_ms);
+  EXPECT_EQ(s.total_workspace_bytes, workspace);
+  EXPECT_LE(workspace, pool_bytes);
+  EXPECT_EQ(s.rows, static_cast<int>(kernels.size()) + 1);
+}
+
+TEST(MicrobatchWd, GlpkMatchesBruteForceOverDesirableSets) {
+  std::mt19937 rng(42);
+  for (int trial = 0; trial < 60; ++trial) {
+    const int n_kernels = 1 + trial % 6;
+    std::vector<WdKernel> kernels;
+    for (int k = 0; k < n_kernels; ++k) {
+      const std::string name = "conv" + std::to_string(k) + ".fwd";
+      const int64_t batch = std::uniform_int_distribution<int>(1, 8)(rng);
+      const BenchmarkTable table = random_table(rng, name, batch, 3);
+      kernels.push_back({name, desirable_configurations(table, batch, BatchSizePolicy::all)});
+    }
+    int64_t most = 0;
+    const int64_t least = least_and_most(kernels, most);
+    // Pools from the least feasible one to one where every kernel gets its fastest.
+    for (double fraction : {0.0, 0.1, 0.3, 0.6, 1.0}) {
+      const int64_t pool = least + static_cast<int64_t>(fraction * (most - least));
+      const auto expected = brute_force_best_ms(kernels, pool);
+      ASSERT_TRUE(expected.has_value());
+      const auto wd = optimize_wd(kernels, {pool, /*verbose=*/false});
+      ASSERT_TRUE(wd.ok()) << wd.error().message;
+      expect_valid(*wd, kernels, pool);
+      EXPECT_EQ(wd->total_time_ms, *expected)
+          << n_kernels << " kernels, pool " << pool << " (least " << least << ")";
+    }
+  }
+}
+
+TEST(MicrobatchWd, PruningToDesirableSetsKeepsTheOptimum) {
+  // The ILP over desirable sets equals brute force over every configuration
+  // of every kernel, dominated ones included (§III-C1, proof).
+  std::mt19937 rng(2018);
+  for (int trial = 0; trial < 25; ++trial) {
+    const int n_kernels = 2 + trial % 2;
+    std::vector<WdKernel> every, desirable;
+    for (int k = 0; k < n_kernels; ++k) {
+      const std::string name = "conv" + std::to_string(k) + ".bwd_data";
+      const int64_t batch = std::uniform_int_distribution<int>(1, 5)(rng);
+      const BenchmarkTable table = random_table(rng, name, batch, 2 + trial % 2);
+      every.push_back({name, all_configurations(table, batch)});
+      desirable.push_back({name, desirable_configurations(table, batch, BatchSizePolicy::all)});
+    }
+    int64_t most = 0;
+    const int64_t least = least_and_most(every, most);
+    for (double fraction : {0.0, 0.25, 0.5, 1.0}) {
+      const int64_t pool = least + static_cast<int64_t>(fraction * (most - least));
+      const auto expected = brute_force_best_ms(every, pool);
+      ASSERT_TRUE(expected.has_value());
+      const auto wd = optimize_wd(desirable, {pool, false});
+      ASSERT_TRUE(wd.ok()) << wd.error().message;
+      expect_valid(*wd, desirable, pool);
+      EXPECT_EQ(wd->total_time_ms, *expected);
+      // Pruning shrinks the ILP.
+      const auto unpruned = optimize_wd(every, {pool, false});
+      ASSERT_TRUE(unpruned.ok());
+      EXPECT_EQ(unpruned->total_time_ms, *expected);
+      EXPECT_LE(wd->binary_variables, unpruned->binary_variables);
+    }
+  }
+}
+
+// Two kernels: conv1 runs in 10 ms with 2 MiB or 30 ms with none; conv2 in
+// 5 ms with 3 MiB or 8 ms with 1 MiB.
+std::vector<WdKernel> two_kernels() {
+  auto one = [](double t, int64_t w) { return Configuration{{{8, "a", t, w}}}; };
+  return {{"conv1.fwd", {one(30, 0), one(10, 2 * kMiB)}},
+          {"conv2.fwd", {one(8, 1 * kMiB), one(5, 3 * kMiB)}}};
+}
+
+TEST(MicrobatchWd, SplitsThePoolWhereItSavesMost) {
+  // 3 MiB: conv1 fast + conv2 lean (18 ms) beats conv1 lean + conv2 fast (35 ms).
+  const auto wd = optimize_wd(two_kernels(), {3 * kMiB, false});
+  ASSERT_TRUE(wd.ok()) << wd.error().message;
+  EXPECT_EQ(wd->chosen, (std::vector<int>{1, 0}));
+  EXPECT_EQ(wd->total_time_ms, 18.0);
+  EXPECT_EQ(wd->total_workspace_bytes, 3 * kMiB);
+  // 5 MiB: both fast. 1 MiB: both lean. The configuration that alone exceeds
+  // the pool gets no variable.
+  EXPECT_EQ(optimize_wd(two_kernels(), {5 * kMiB, false})->total_time_ms, 15.0);
+  const auto tight = optimize_wd(two_kernels(), {1 * kMiB, false});
+  ASSERT_TRUE(tight.ok());
+  EXPECT_EQ(tight->total_time_ms, 38.0);
+  EXPECT_EQ(tight->binary_variables, 2);
+}
+
+TEST(MicrobatchWd, TooSmallPoolSaysTheLeastNeeded) {
+  const auto wd = optimize_wd(two_kernels(), {1 * kMiB - 1, false});
+  ASSERT_FALSE(wd.ok());
+  const std::string& message = wd.error().message;
+  EXPECT_NE(message.find("too small"), std::string::npos) << message;
+  EXPECT_NE(message.find("1048575 B"), std::string::npos) << message;  // the pool
+  EXPECT_NE(message.find("1048576 B"), std::string::npos) << message;  // the least
+}
+
+TEST(MicrobatchWd, KernelWithoutConfigurationsIsAnError) {
+  auto kernels = two_kernels();
+  kernels[1].configurations.clear();
+  const auto wd = optimize_wd(kernels, {64 * kMiB, false});
+  ASSERT_FALSE(wd.ok());
+  EXPECT_NE(wd.error().message.find("conv2.fwd"), std::string::npos) << wd.error().message;
+}
+
+TEST(MicrobatchWd, DumpsTheProblemInCplexLpFormat) {
+  const std::filesystem::path path =
+      std::filesystem::temp_directory_path() / ("mplan_wd_" + std::to_string(::getpid()) + ".lp");
+  ASSERT_TRUE(dump_wd_lp(two_kernels(), 3 * kMiB, path.string()).ok());
+  std::ifstream in(path);
+  ASSERT_TRUE(in.good());
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string lp = text.str();
+  std::filesystem::remove(path);
+  // GLPK's LP writer spells [ ] as ( ).
+  EXPECT_NE(lp.find("Minimize"), std::string::npos) << lp;
+  EXPECT_NE(lp.find("workspace:"), std::string::npos) << lp;
+  EXPECT_NE(lp.find("kernel(conv1.fwd):"), std::string::npos) << lp;
+  EXPECT_NE(lp.find("kernel(conv2.fwd):"), std::string::npos) << lp;
+  EXPECT_NE(lp.find("x(conv2.fwd)(1)"), std::string::npos) << lp;
+  EXPECT_EQ(lp.find("r_1"), std::string::npos) << "a row lost its name:\n" << lp;
+
+  const Status unwritable = dump_wd_lp(two_kernels(), 3 * kMiB, "/nonexistent-dir/wd.lp");
+  ASSERT_FALSE(unwritable.ok());
+  EXPECT_EQ(unwritable.error().where.file, "/nonexistent-dir/wd.lp");
+}
+
+}  // namespace
+}  // namespace mplan::microbatch

@@ -1,0 +1,159 @@
+// check_tdfg: it passes on what build_tdfg makes and names the first broken
+// invariant of a damaged TDFG; tdfg_to_dot draws every task and block.
+
+#include <gtest/gtest.h>
+
+#include "tdfg/task_graph.h"
+#include "tests/tdfg/tiny_models.h"
+
+namespace mplan {
+namespace {
+
+using testing::find_block;
+using testing::find_task;
+using testing::make_model;
+using testing::plain;
+
+// conv0 -> r -> add [r, conv0] -> flat -> fc -> loss: a residual join.
+Model residual_model() {
+  return make_model(Shape{{1, 4, 4}}, 3,
+                    {testing::conv("conv0", 2, 3, 1), plain("r", Op::relu),
+                     plain("sum", Op::add, {"r", "conv0"}), plain("flat", Op::flatten),
+                     testing::linear("fc", 3), plain("loss", Op::softmax_xent)},
+                    /*batch=*/2, /*momentum=*/0.9);
+}
+
+std::string message(const Status& status) { return status.ok() ? "" : status.error().message; }
+
+TEST(CheckTdfg, PassesOnABuiltTdfg) {
+  Model model = residual_model();
+  Tdfg tdfg = build_tdfg(model);
+  EXPECT_TRUE(check_tdfg(tdfg).ok()) << message(check_tdfg(tdfg));
+}
+
+TEST(CheckTdfg, DependencyEdgesOfTheResidualGradient) {
+  Model model = residual_model();
+  Tdfg tdfg = build_tdfg(model);
+  const BlockId grad = find_block(tdfg, "dY[conv0]");
+  std::vector<TaskEdge> expected{
+      {find_task(tdfg, "BP1(sum)"), find_task(tdfg, "BP1(r)"), grad},     // create, then accumulate
+      {find_task(tdfg, "BP1(sum)"), find_task(tdfg, "BP2(conv0)"), grad},
+      {find_task(tdfg, "BP1(r)"), find_task(tdfg, "BP2(conv0)"), grad},
+  };
+  std::vector<TaskEdge> got;
+  for (const TaskEdge& e : dependency_edges(tdfg))
+    if (e.block == grad) got.push_back(e);
+  EXPECT_EQ(got, expected);
+  // W[fc] is read by FP and BP1 and replaced by the update.
+  const BlockId w = find_block(tdfg, "W[fc]");
+  got.clear();
+  for (const TaskEdge& e : dependency_edges(tdfg))
+    if (e.block == w) got.push_back(e);
+  EXPECT_EQ(got, (std::vector<TaskEdge>{{find_task(tdfg, "FP(fc)"), tdfg.update_task, w},
+                                        {find_task(tdfg, "BP1(fc)"), tdfg.update_task, w}}));
+}
+
+TEST(CheckTdfg, FindsAReadListedOnOneSideOnly) {
+  Model model = residual_model();
+  Tdfg tdfg = build_tdfg(model);
+  tdfg.tasks[find_task(tdfg, "FP(r)")].reads.push_back(find_block(tdfg, "Y[fc]"));
+  EXPECT_NE(message(check_tdfg(tdfg)).find("FP(r) reads Y[fc]"), std::string::npos)
+      << message(check_tdfg(tdfg));
+}
+
+TEST(CheckTdfg, FindsAReadBeforeTheWrite) {
+  Model model = residual_model();
+  Tdfg tdfg = build_tdfg(model);
+  // FP(r) also reading Y[fc], consistently on both sides: Y[fc] is made later.
+  const TaskId t = find_task(tdfg, "FP(r)");
+  const BlockId b = find_block(tdfg, "Y[fc]");
+  tdfg.tasks[t].reads.push_back(b);
+  auto& readers = tdfg.blocks[b].readers;
+  readers.insert(readers.begin(), t);
+  EXPECT_NE(message(check_tdfg(tdfg)).find("Y[fc] is read by FP(r) before it is written"),
+            std::string::npos)
+      << message(check_tdfg(tdfg));
+}
+
+TEST(CheckTdfg, FindsAnOverwriteThatShouldAccumulate) {
+  Model model = residual_model();
+  Tdfg tdfg = build_tdfg(model);
+  const TaskId t = find_task(tdfg, "BP1(r)");
+  const BlockId b = find_block(tdfg, "dY[conv0]");
+  auto& reads = tdfg.tasks[t].reads;
+  reads.erase(std::find(reads.begin(), reads.end(), b));
+  auto& readers = tdfg.blocks[b].readers;
+  readers.erase(std::find(readers.begin(), readers.end(), t));
+  EXPECT_NE(message(check_tdfg(tdfg)).find("overwritten by BP1(r)"), std::string::npos)
+      << message(check_tdfg(tdfg));
+}
+
+TEST(CheckTdfg, FindsAPerSampleResidentBlock) {
+  Model model = residual_model();
+  Tdfg tdfg = build_tdfg(model);
+  tdfg.blocks[find_block(tdfg, "W[conv0]")].bytes_per_sample = 4;
+  EXPECT_NE(message(check_tdfg(tdfg)).find("W[conv0] is resident"), std::string::npos);
+}
+
+TEST(CheckTdfg, FindsIdsOutOfRange) {
+  Model model = residual_model();
+  Tdfg tdfg = build_tdfg(model);
+  tdfg.tasks[0].writes.push_back(static_cast<BlockId>(tdfg.blocks.size()));
+  EXPECT_NE(message(check_tdfg(tdfg)).find("out of range"), std::string::npos);
+}
+
+// A hand-made TDFG listed against its dependencies: the accumulating writer
+// of b0 is listed before the writer that creates it. Table:
+//   task 0 "late":  reads b0, writes b0 (accumulates)
+//   task 1 "early": writes b0 (creates)
+//   task 2 update
+// check_task_order (the Boost.Graph check) says which edge is broken.
+TEST(CheckTdfg, FindsAnOrderAgainstTheDependencies) {
+  Tdfg tdfg;
+  tdfg.tasks = {Task{"late", TaskKind::BP1, 0, Op::relu, {0}, {0}},
+                Task{"early", TaskKind::BP1, 1, Op::relu, {}, {0}},
+                Task{"update", TaskKind::update, kModelInput, Op::relu, {}, {}}};
+  Block b0;
+  b0.name = "dY[a]";
+  b0.kind = BlockKind::gradient;
+  b0.bytes_per_sample = 4;
+  b0.writers = {0, 1};
+  b0.readers = {0};
+  Block x;
+  x.name = "X";
+  x.kind = BlockKind::input;
+  Block labels = x;
+  labels.name = "labels";
+  Block loss = x;
+  loss.name = "loss";
+  tdfg.blocks = {b0, x, labels, loss};
+  tdfg.update_task = 2;
+  tdfg.input_block = 1;
+  tdfg.labels_block = 2;
+  tdfg.loss_block = 3;
+  const Status status = check_task_order(tdfg);
+  EXPECT_NE(message(status).find("early must run before late"), std::string::npos)
+      << message(status);
+  EXPECT_FALSE(check_tdfg(tdfg).ok());
+}
+
+TEST(TdfgToDot, DrawsEveryTaskAndBlock) {
+  Model model = residual_model();
+  Tdfg tdfg = build_tdfg(model);
+  const std::string dot = tdfg_to_dot(tdfg);
+  EXPECT_EQ(dot.rfind("digraph", 0), 0u);
+  for (const Task& task : tdfg.tasks)
+    EXPECT_NE(dot.find("\"" + task.name + "\""), std::string::npos) << task.name;
+  for (const Block& block : tdfg.blocks)
+    EXPECT_NE(dot.find("\"" + block.name + "\""), std::string::npos) << block.name;
+  EXPECT_NE(dot.find("shape=box"), std::string::npos);
+  // One edge per (writer, block) and (block, reader) pair.
+  size_t edges = 0;
+  for (size_t at = dot.find("->"); at != std::string::npos; at = dot.find("->", at + 2)) ++edges;
+  size_t expected = 0;
+  for (const Block& block : tdfg.blocks) expected += block.writers.size() + block.readers.size();
+  EXPECT_EQ(edges, expected);
+}
+
+}  // namespace
+}  // namespace mplan
