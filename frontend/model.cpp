@@ -77,6 +77,12 @@ int64_t Model::buffer_count(LayerId l) const {
 LayerId Model::find(const std::string& name) const {
   for (LayerId l = 0; l < static_cast<LayerId>(layers.size()); ++l)
     if (layers[l].name == name) return l;
+  // A block instance ("layer1") or one repetition of it ("layer1.0") is no
+  // layer, but names its output as `in:` does: its layers are contiguous and
+  // named "<instance>.<...>", so its output is the last of them.
+  const std::string prefix = name + ".";
+  for (LayerId l = static_cast<LayerId>(layers.size()) - 1; l >= 0; --l)
+    if (layers[l].name.compare(0, prefix.size(), prefix) == 0) return l;
   return -1;
 }
 

@@ -93,7 +93,8 @@ struct Model {
   int64_t parameter_count() const;  // whole model
   // Non-learnable state kept with the weights (batchnorm running mean and var).
   int64_t buffer_count(LayerId l) const;
-  // Finds a layer by name; -1 if there is none.
+  // Finds a layer by name; -1 if there is none. A block instance name ("layer1",
+  // "layer1.0") finds the instance's output, its last layer, as `in:` does.
   LayerId find(const std::string& name) const;
 };
 

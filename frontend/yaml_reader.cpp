@@ -76,8 +76,12 @@ int64_t MapReader::int_value(const YAML::Node& value, std::string_view what, int
   Result<int64_t> result = evaluate_expression(text, params_);
   if (!result) {
     // Text that is not trying to be an expression gets the simpler message.
-    bool looks_like_expression = text.find('$') != std::string::npos;
-    if (looks_like_expression) fail(value, fmt::format("{}: {}", what, result.error().message));
+    const std::string& why = result.error().message;
+    bool looks_like_expression = text.find('$') != std::string::npos ||
+                                 why.find("overflow") != std::string::npos ||
+                                 why.find("too large") != std::string::npos ||
+                                 why.find("division by zero") != std::string::npos;
+    if (looks_like_expression) fail(value, fmt::format("{}: {}", what, why));
     fail(value, fmt::format("{} must be an integer (or an integer expression such as "
                             "\"$width * 2\"), got '{}'",
                             what, text));

@@ -190,6 +190,11 @@ struct Plan {
   std::vector<Step> steps;             // issue order
   int32_t event_count = 0;             // events are 0..event_count-1
   PlanSummary summary;
+  // Names of the TDFG's tasks and blocks, indexed by id (Task::name, Block::name),
+  // so that `mplan inspect` can explain a plan without the model. Empty when
+  // not filled (cmd_compile fills them from the Tdfg).
+  std::vector<std::string> task_names;
+  std::vector<std::string> block_names;
 };
 
 // A stable hash of the model's content (name, input, batch, layers and their

@@ -232,7 +232,9 @@ TEST(MicrobatchDesirableSet, DynamicProgramMatchesExhaustiveFront) {
           // Its fastest element is WR's optimum under the same limit.
           const auto wr = optimize_wr(table, batch, limit, policy);
           ASSERT_EQ(wr.ok(), !desirable.empty());
-          if (wr.ok()) EXPECT_EQ(desirable.back().time_ms(), wr->time_ms());
+          if (wr.ok()) {
+            EXPECT_EQ(desirable.back().time_ms(), wr->time_ms());
+          }
         }
       }
     }

@@ -1,0 +1,62 @@
+// `mplan profile model.yaml --device DEVICE [--sub-batches pow2|all|LIST] -o profile.json`:
+// writes the analytic cost model of the model on a device as a profile
+// (docs/profile-format.md), one entry per distinct layer signature. Measured
+// backends come with the runtimes.
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "cli/command.h"
+#include "frontend/parse.h"
+#include "profiler/analytic_model.h"
+#include "profiler/device.h"
+#include "profiler/profile.h"
+#include "tdfg/tdfg.h"
+
+namespace mplan::cli {
+namespace {
+
+struct ProfileOptions {
+  std::string model_path;
+  std::string device = "";
+  std::string sub_batches = "pow2";
+  std::string output;
+};
+
+void run_profile(const ProfileOptions& options) {
+  const Model model = unwrap(load_model(options.model_path));
+  Result<Device> device = load_device(options.device);
+  if (!device) fail("--device: " + device.error().to_string());
+  const std::vector<int64_t> sub_batches = unwrap(parse_sub_batches(options.sub_batches, model.batch));
+  const Tdfg tdfg = build_tdfg(model);
+  const AnalyticCostModel cost_model(*device);
+  const Profile profile = make_profile(tdfg, cost_model, sub_batches, device->name);
+  write_file_atomically(options.output, profile_to_json(profile));
+  size_t tasks = 0;
+  for (const ProfileEntry& entry : profile.entries) tasks += entry.tasks.size();
+  fmt::print("wrote {}: {} on {}, {} distinct layers ({} tasks of {}), sub-batches {}\n", options.output,
+             model.name, device->name, profile.entries.size(), tasks, tdfg.tasks.size(), options.sub_batches);
+}
+
+void setup_profile(CLI::App& command) {
+  auto options = std::make_shared<ProfileOptions>();
+  command.add_option("model", options->model_path, "Model file (YAML)")->required();
+  command.add_option("--device", options->device,
+                     "Device: a name from examples/devices (k40, titanx, p100, v100, ...) or a path to a device file")
+      ->required();
+  command.add_option("--sub-batches", options->sub_batches,
+                     "Sub-batches to profile: pow2 (1, 2, 4, ... and the batch), all (1..batch), or a list "
+                     "such as 1,8,32")
+      ->capture_default_str();
+  command.add_option("-o,--output", options->output, "Where to write profile.json")->required();
+  command.callback([options] { run_profile(*options); });
+}
+
+const Registration registration("profile", "Write a profile (cost model) of a model on a device: profile.json",
+                                setup_profile, 30);
+
+}  // namespace
+}  // namespace mplan::cli

@@ -1,0 +1,67 @@
+#pragma once
+// The plan verifier (DESIGN.md, Planner: "a separate verifier replays a plan
+// without the planner's code"). It shares nothing with the scheduler beyond
+// the Plan and Tdfg types: it replays the steps in issue order, derives the
+// happens-before relation from the plan's own streams and events (stream FIFO
+// order plus event waits, never the simulated times), and reports every
+// violation it finds, not just the first.
+//
+// What it checks (plan.h documents the semantics it checks against):
+// - header: sub-batches positive and summing to the batch, copy engines 1 or 2;
+// - layout: resident region + arena <= budget, every buffer inside its region,
+//   aligned, no two resident buffers overlapping, no two live arena buffers
+//   overlapping;
+// - every (task, round) has exactly one choice and exactly one compute step;
+// - every read block is live, produced (or prefetched) by a step that
+//   happens-before the reader, current (not an older copy), not freed;
+// - a buffer's first writer is ordered after every user of the freed buffers
+//   whose memory it reuses, and no write races a read on another stream;
+// - an offload's producer has finished; a prefetch's host copy exists and its
+//   offload has finished;
+// - the update comes after every BP2 of every round;
+// - every event is recorded exactly once, before every step that waits for it;
+// - simulated times agree with stream order and events.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "planner/plan.h"
+#include "tdfg/tdfg.h"
+
+namespace mplan {
+
+enum class ViolationKind {
+  header,             // sub-batches, batch, copy engines, format version, event count
+  budget,             // region sizes beyond the budget; a buffer outside its region or misaligned
+  overlap,            // two live buffers (arena) or two resident buffers share bytes
+  bad_step,           // ids out of range, wrong stream for the kind, buffers not matching the task
+  coverage,           // a (task, round) without exactly one choice or compute step; bad choice
+  absent,             // a use (read, write, copy) of a buffer that is not allocated
+  use_after_free,     // a use of a buffer after it was freed
+  unproduced,         // a read before the block's producer (not issued, or not ordered by events)
+  unprefetched,       // a read before the prefetch that brings the block back (not issued or not ordered)
+  stale,              // a read of a device copy older than the block's latest write
+  overwrite,          // memory reused before the last user of the old buffer; a write racing a read
+  copy_unready,       // an offload before its producer finished; a prefetch of a host copy not made or not finished
+  update_early,       // the update not ordered after every BP2 of every round
+  event,              // an event recorded never or twice, after a waiter, or out of range
+  timing,             // simulated start/end times contradict stream order or events
+};
+const char* violation_kind_name(ViolationKind kind);  // "overlap", "unproduced", ...
+
+struct Violation {
+  int32_t step = -1;          // the step at fault, -1 for the plan as a whole
+  ViolationKind kind = ViolationKind::header;
+  std::string message;        // names the task, block, buffer and the values involved
+};
+
+// "step 12: unproduced: FP(conv2) round 0 reads Y[conv1] (buffer 4) ..."
+std::string to_string(const Violation& violation);
+
+// Replays `plan` against the TDFG it was made from and returns every
+// violation, in step order (plan-wide ones first); empty: the plan is valid.
+// Linear in the number of steps (plus logarithmic interval lookups).
+std::vector<Violation> verify_plan(const Plan& plan, const Tdfg& tdfg);
+
+}  // namespace mplan

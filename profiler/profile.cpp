@@ -1,0 +1,403 @@
+// profile.json: writing, reading (with errors that say where and what), the
+// coverage check, and the recorded cost model that serves it.
+
+#include "profiler/profile.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace mplan {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr const char* kFormat = "mplan-profile";
+
+std::string join_numbers(const std::vector<int64_t>& values) {
+  std::string text;
+  for (int64_t v : values) text += (text.empty() ? "" : ", ") + std::to_string(v);
+  return text;
+}
+
+// Fits a transfer line through the model's times at 1 byte and 1 GiB (exact
+// for the analytic model, whose copies are lines).
+TransferLine fit_line(const CostModel& model, bool host_to_device) {
+  constexpr int64_t kSmall = 1, kLarge = int64_t{1} << 30;
+  const double small = host_to_device ? model.host_to_device_ms(kSmall) : model.device_to_host_ms(kSmall);
+  const double large = host_to_device ? model.host_to_device_ms(kLarge) : model.device_to_host_ms(kLarge);
+  TransferLine line;
+  line.bytes_per_s = static_cast<double>(kLarge - kSmall) / ((large - small) / 1000.0);
+  line.latency_ms = std::max(0.0, small - kSmall / line.bytes_per_s * 1000.0);
+  return line;
+}
+
+json option_to_json(const TaskOption& o) {
+  return json{{"algorithm", o.algorithm}, {"time_ms", o.time_ms}, {"workspace_bytes", o.workspace_bytes}};
+}
+
+// Reading: every structural problem is an Error with the file and the JSON path.
+class Reader {
+ public:
+  explicit Reader(std::string file) : file_(std::move(file)) {}
+
+  Error error(const std::string& path, const std::string& what) const {
+    return Error{{file_, 0, 0}, fmt::format("{}: {}", path, what)};
+  }
+  Result<const json*> member(const json& object, const std::string& path, const char* key,
+                             json::value_t type) const {
+    auto it = object.find(key);
+    const std::string at = path.empty() ? key : path + "." + key;
+    if (it == object.end()) return error(at, "missing (the file is truncated or not a profile)");
+    if (type == json::value_t::number_float) {
+      if (!it->is_number()) return error(at, "expected a number");
+    } else if (type == json::value_t::number_integer) {
+      if (!it->is_number_integer()) return error(at, "expected a whole number");
+    } else if (it->type() != type) {
+      return error(at, fmt::format("expected {}", type == json::value_t::object  ? "an object"
+                                                  : type == json::value_t::array ? "an array"
+                                                                                 : "a string"));
+    }
+    return &*it;
+  }
+
+ private:
+  std::string file_;
+};
+
+#define MPLAN_TRY_ASSIGN(var, expr) \
+  auto var##_result = (expr);       \
+  if (!var##_result) return var##_result.error(); \
+  const json& var = **var##_result
+
+Result<TransferLine> read_line(const Reader& r, const json& parent, const std::string& path, const char* key) {
+  MPLAN_TRY_ASSIGN(node, r.member(parent, path, key, json::value_t::object));
+  const std::string at = path + "." + key;
+  MPLAN_TRY_ASSIGN(latency, r.member(node, at, "latency_ms", json::value_t::number_float));
+  MPLAN_TRY_ASSIGN(bandwidth, r.member(node, at, "bytes_per_s", json::value_t::number_float));
+  TransferLine line{latency.get<double>(), bandwidth.get<double>()};
+  if (!(line.bytes_per_s > 0) || line.latency_ms < 0)
+    return r.error(at, "expected latency_ms >= 0 and bytes_per_s > 0");
+  return line;
+}
+
+}  // namespace
+
+Result<std::vector<int64_t>> parse_sub_batches(const std::string& text, int64_t batch) {
+  std::vector<int64_t> result;
+  if (text == "pow2") {
+    for (int64_t b = 1; b < batch; b *= 2) result.push_back(b);
+    result.push_back(batch);
+  } else if (text == "all") {
+    for (int64_t b = 1; b <= batch; ++b) result.push_back(b);
+  } else {
+    std::stringstream list(text);
+    std::string item;
+    while (std::getline(list, item, ',')) {
+      int64_t value = 0;
+      auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), value);
+      if (ec != std::errc() || end != item.data() + item.size() || item.empty())
+        return Error{{}, fmt::format("--sub-batches: '{}' is not a whole number (expected pow2, all, or a "
+                                     "comma-separated list such as 1,8,32)", item)};
+      if (value < 1 || value > batch)
+        return Error{{}, fmt::format("--sub-batches: {} is outside 1..{} (the model's batch)", value, batch)};
+      result.push_back(value);
+    }
+    if (result.empty())
+      return Error{{}, "--sub-batches: expected pow2, all, or a comma-separated list such as 1,8,32"};
+  }
+  std::sort(result.begin(), result.end());
+  result.erase(std::unique(result.begin(), result.end()), result.end());
+  return result;
+}
+
+Profile make_profile(const Tdfg& tdfg, const CostModel& model, const std::vector<int64_t>& sub_batches,
+                     const std::string& device_name) {
+  MPLAN_CHECK(tdfg.model != nullptr, "make_profile: the TDFG has no model");
+  Profile profile;
+  profile.cost_model = model.describe();
+  profile.device_name = device_name;
+  profile.device_memory_bytes = model.device_memory_bytes();
+  profile.copy_engines = model.copy_engines();
+  profile.host_to_device = fit_line(model, true);
+  profile.device_to_host = fit_line(model, false);
+  profile.model_name = tdfg.model->name;
+  profile.batch = tdfg.model->batch;
+  profile.sub_batches = sub_batches;
+  std::sort(profile.sub_batches.begin(), profile.sub_batches.end());
+
+  std::map<std::string, size_t> entry_of;  // layer signature -> index in entries
+  for (TaskId t = 0; t < static_cast<TaskId>(tdfg.tasks.size()); ++t) {
+    const TaskShape shape = describe_task(tdfg, t);
+    const std::string signature = layer_signature(shape);
+    auto [it, inserted] = entry_of.emplace(signature, profile.entries.size());
+    if (inserted) profile.entries.push_back(ProfileEntry{signature, {}, {}});
+    ProfileEntry& entry = profile.entries[it->second];
+    const Task& task = tdfg.tasks[t];
+    const std::string layer_name =
+        task.kind == TaskKind::update ? "update" : tdfg.model->layers.at(task.layer).name;
+    if (std::find(entry.layers.begin(), entry.layers.end(), layer_name) == entry.layers.end())
+      entry.layers.push_back(layer_name);
+    auto& series = entry.tasks[task_kind_name(task.kind)];
+    if (!series.empty()) continue;  // an identical layer was profiled already
+    for (int64_t b : profile.sub_batches) series[b] = model.options(tdfg, t, b);
+  }
+  return profile;
+}
+
+std::string profile_to_json(const Profile& p) {
+  json root;
+  root["format"] = kFormat;
+  root["version"] = Profile::kVersion;
+  root["cost_model"] = p.cost_model;
+  root["device"] = {{"name", p.device_name}, {"memory_bytes", p.device_memory_bytes},
+                    {"copy_engines", p.copy_engines}};
+  root["transfers"] = {
+      {"host_to_device", {{"latency_ms", p.host_to_device.latency_ms}, {"bytes_per_s", p.host_to_device.bytes_per_s}}},
+      {"device_to_host", {{"latency_ms", p.device_to_host.latency_ms}, {"bytes_per_s", p.device_to_host.bytes_per_s}}}};
+  root["model"] = {{"name", p.model_name}, {"batch", p.batch}};
+  root["sub_batches"] = p.sub_batches;
+  json entries = json::array();
+  for (const ProfileEntry& e : p.entries) {
+    json tasks = json::object();
+    for (const auto& [kind, series] : e.tasks) {
+      json by_b = json::object();
+      for (const auto& [b, options] : series) {
+        json list = json::array();
+        for (const TaskOption& o : options) list.push_back(option_to_json(o));
+        by_b[std::to_string(b)] = std::move(list);
+      }
+      tasks[kind] = std::move(by_b);
+    }
+    entries.push_back(json{{"signature", e.signature}, {"layers", e.layers}, {"tasks", std::move(tasks)}});
+  }
+  root["layers"] = std::move(entries);
+  return root.dump(1) + "\n";
+}
+
+Result<Profile> parse_profile(const std::string& text, const std::string& file) {
+  json root;
+  try {
+    root = json::parse(text);
+  } catch (const json::parse_error& e) {
+    // Byte offset -> line and column, so a truncated file says where it stops.
+    const size_t at = std::min<size_t>(e.byte > 0 ? e.byte - 1 : 0, text.size());
+    int line = 1, column = 1;
+    for (size_t i = 0; i < at; ++i) {
+      if (text[i] == '\n') {
+        ++line;
+        column = 1;
+      } else {
+        ++column;
+      }
+    }
+    const bool truncated = e.byte >= text.size();
+    return Error{{file, line, column},
+                 truncated ? "not a complete JSON document: the profile is truncated"
+                           : fmt::format("not valid JSON ({})", e.what())};
+  }
+  Reader r(file);
+  if (!root.is_object()) return r.error("(top level)", "expected a JSON object (an mplan profile)");
+  MPLAN_TRY_ASSIGN(format, r.member(root, "", "format", json::value_t::string));
+  if (format.get<std::string>() != kFormat)
+    return r.error("format", fmt::format("expected \"{}\", got \"{}\"", kFormat, format.get<std::string>()));
+  MPLAN_TRY_ASSIGN(version, r.member(root, "", "version", json::value_t::number_integer));
+  if (version.get<int>() != Profile::kVersion)
+    return r.error("version", fmt::format("this mplan reads version {}, the file is version {}", Profile::kVersion,
+                                          version.get<int>()));
+  Profile p;
+  MPLAN_TRY_ASSIGN(cost_model, r.member(root, "", "cost_model", json::value_t::string));
+  p.cost_model = cost_model.get<std::string>();
+  MPLAN_TRY_ASSIGN(device, r.member(root, "", "device", json::value_t::object));
+  MPLAN_TRY_ASSIGN(device_name, r.member(device, "device", "name", json::value_t::string));
+  MPLAN_TRY_ASSIGN(memory, r.member(device, "device", "memory_bytes", json::value_t::number_integer));
+  MPLAN_TRY_ASSIGN(engines, r.member(device, "device", "copy_engines", json::value_t::number_integer));
+  p.device_name = device_name.get<std::string>();
+  p.device_memory_bytes = memory.get<int64_t>();
+  p.copy_engines = engines.get<int>();
+  if (p.device_memory_bytes <= 0) return r.error("device.memory_bytes", "expected a positive size");
+  if (p.copy_engines < 1 || p.copy_engines > 2) return r.error("device.copy_engines", "expected 1 or 2");
+  MPLAN_TRY_ASSIGN(transfers, r.member(root, "", "transfers", json::value_t::object));
+  auto h2d = read_line(r, transfers, "transfers", "host_to_device");
+  if (!h2d) return h2d.error();
+  auto d2h = read_line(r, transfers, "transfers", "device_to_host");
+  if (!d2h) return d2h.error();
+  p.host_to_device = *h2d;
+  p.device_to_host = *d2h;
+  MPLAN_TRY_ASSIGN(model, r.member(root, "", "model", json::value_t::object));
+  MPLAN_TRY_ASSIGN(model_name, r.member(model, "model", "name", json::value_t::string));
+  MPLAN_TRY_ASSIGN(batch, r.member(model, "model", "batch", json::value_t::number_integer));
+  p.model_name = model_name.get<std::string>();
+  p.batch = batch.get<int64_t>();
+  MPLAN_TRY_ASSIGN(sub_batches, r.member(root, "", "sub_batches", json::value_t::array));
+  for (const json& b : sub_batches) {
+    if (!b.is_number_integer() || b.get<int64_t>() < 1)
+      return r.error("sub_batches", "expected an array of whole numbers >= 1");
+    p.sub_batches.push_back(b.get<int64_t>());
+  }
+  if (!std::is_sorted(p.sub_batches.begin(), p.sub_batches.end()) || p.sub_batches.empty())
+    return r.error("sub_batches", "expected a non-empty ascending array");
+
+  MPLAN_TRY_ASSIGN(layers, r.member(root, "", "layers", json::value_t::array));
+  std::set<std::string> seen;
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const json& node = layers[i];
+    const std::string at = fmt::format("layers[{}]", i);
+    if (!node.is_object()) return r.error(at, "expected an object");
+    ProfileEntry entry;
+    MPLAN_TRY_ASSIGN(signature, r.member(node, at, "signature", json::value_t::string));
+    entry.signature = signature.get<std::string>();
+    if (!seen.insert(entry.signature).second) return r.error(at, "signature appears twice: " + entry.signature);
+    if (node.contains("layers") && node["layers"].is_array())
+      for (const json& name : node["layers"])
+        if (name.is_string()) entry.layers.push_back(name.get<std::string>());
+    MPLAN_TRY_ASSIGN(tasks, r.member(node, at, "tasks", json::value_t::object));
+    for (const auto& [kind, by_b] : tasks.items()) {
+      const std::string kind_at = at + ".tasks." + kind;
+      if (kind != "FP" && kind != "BP1" && kind != "BP2" && kind != "update")
+        return r.error(kind_at, "expected a task kind: FP, BP1, BP2 or update");
+      if (!by_b.is_object()) return r.error(kind_at, "expected an object of sub-batches");
+      auto& series = entry.tasks[kind];
+      for (const auto& [b_text, options] : by_b.items()) {
+        const std::string b_at = kind_at + "." + b_text;
+        int64_t b = 0;
+        auto [end, ec] = std::from_chars(b_text.data(), b_text.data() + b_text.size(), b);
+        if (ec != std::errc() || end != b_text.data() + b_text.size() || b < 1)
+          return r.error(b_at, "expected a sub-batch (a whole number >= 1) as the key");
+        if (!options.is_array() || options.empty()) return r.error(b_at, "expected a non-empty array of options");
+        std::vector<TaskOption>& list = series[b];
+        for (size_t k = 0; k < options.size(); ++k) {
+          const json& o = options[k];
+          const std::string o_at = fmt::format("{}[{}]", b_at, k);
+          if (!o.is_object()) return r.error(o_at, "expected an option object");
+          MPLAN_TRY_ASSIGN(algorithm, r.member(o, o_at, "algorithm", json::value_t::string));
+          MPLAN_TRY_ASSIGN(time, r.member(o, o_at, "time_ms", json::value_t::number_float));
+          MPLAN_TRY_ASSIGN(workspace, r.member(o, o_at, "workspace_bytes", json::value_t::number_integer));
+          TaskOption option{algorithm.get<std::string>(), time.get<double>(), workspace.get<int64_t>()};
+          if (!(option.time_ms >= 0) || option.workspace_bytes < 0)
+            return r.error(o_at, "expected time_ms >= 0 and workspace_bytes >= 0");
+          list.push_back(std::move(option));
+        }
+        std::stable_sort(list.begin(), list.end(), [](const TaskOption& a, const TaskOption& b2) {
+          return a.time_ms != b2.time_ms ? a.time_ms < b2.time_ms : a.workspace_bytes < b2.workspace_bytes;
+        });
+      }
+    }
+    p.entries.push_back(std::move(entry));
+  }
+  return p;
+}
+
+Result<Profile> load_profile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Error{{path, 0, 0}, "cannot read the profile (no such file, or not readable)"};
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parse_profile(text.str(), path);
+}
+
+Status check_profile_covers(const Profile& profile, const Tdfg& tdfg, const std::vector<int64_t>& required,
+                            const std::string& file) {
+  std::map<std::string, const ProfileEntry*> by_signature;
+  for (const ProfileEntry& e : profile.entries) by_signature[e.signature] = &e;
+  std::vector<int64_t> wanted = profile.sub_batches;
+  wanted.insert(wanted.end(), required.begin(), required.end());
+  std::sort(wanted.begin(), wanted.end());
+  wanted.erase(std::unique(wanted.begin(), wanted.end()), wanted.end());
+  for (TaskId t = 0; t < static_cast<TaskId>(tdfg.tasks.size()); ++t) {
+    const Task& task = tdfg.tasks[t];
+    const TaskShape shape = describe_task(tdfg, t);
+    const std::string signature = layer_signature(shape);
+    const std::string who = task.kind == TaskKind::update
+                                ? std::string("the update")
+                                : fmt::format("layer '{}'", tdfg.model->layers.at(task.layer).name);
+    auto it = by_signature.find(signature);
+    if (it == by_signature.end())
+      return Error{{file, 0, 0}, fmt::format("does not cover the model: {} ({}) is not in the profile; it was "
+                                             "made for another model (\"{}\") or is truncated",
+                                             who, signature, profile.model_name)};
+    auto kind = it->second->tasks.find(task_kind_name(task.kind));
+    if (kind == it->second->tasks.end())
+      return Error{{file, 0, 0}, fmt::format("does not cover the model: {} has no {} task in the profile ({})", who,
+                                             task_kind_name(task.kind), signature)};
+    for (int64_t b : wanted)
+      if (!kind->second.count(b))
+        return Error{{file, 0, 0},
+                     fmt::format("does not cover the model: {} {} has no entry for sub-batch {} (the profile lists "
+                                 "sub-batches {})",
+                                 who, task_kind_name(task.kind), b, join_numbers(profile.sub_batches))};
+  }
+  return Ok{};
+}
+
+RecordedCostModel::RecordedCostModel(Profile profile, std::string file)
+    : profile_(std::move(profile)), file_(std::move(file)) {
+  for (const ProfileEntry& e : profile_.entries)
+    for (const auto& [kind, series] : e.tasks) {
+      const std::string key = kind == "update" ? e.signature : e.signature + " " + kind;
+      by_task_signature_[key] = &series;
+    }
+}
+
+Result<std::unique_ptr<RecordedCostModel>> RecordedCostModel::create(Profile profile, const Tdfg& tdfg,
+                                                                     const std::vector<int64_t>& required,
+                                                                     const std::string& file) {
+  Status covered = check_profile_covers(profile, tdfg, required, file);
+  if (!covered) return covered.error();
+  return std::unique_ptr<RecordedCostModel>(new RecordedCostModel(std::move(profile), file));
+}
+
+const RecordedCostModel::Series& RecordedCostModel::series(const Tdfg& tdfg, TaskId t) const {
+  const int32_t key = keys_.key(tdfg, t);
+  const TaskShape& shape = keys_.shape(key);
+  auto it = by_task_signature_.find(task_signature(shape));
+  MPLAN_CHECK(it != by_task_signature_.end(),
+              "recorded cost model asked about a task its profile does not cover: " + tdfg.tasks.at(t).name);
+  return *it->second;
+}
+
+std::vector<TaskOption> RecordedCostModel::options(const Tdfg& tdfg, TaskId t, int64_t sub_batch) const {
+  const Series& s = series(tdfg, t);
+  auto exact = s.find(sub_batch);
+  if (exact != s.end()) return exact->second;
+  auto upper = s.lower_bound(sub_batch);
+  std::vector<TaskOption> result;
+  if (upper == s.begin()) {
+    result = upper->second;  // below the smallest recorded: its time and workspace
+  } else if (upper == s.end()) {
+    // Past the largest: in proportion to b (the per-sample time stays flat).
+    const auto& [b_max, options] = *s.rbegin();
+    const double scale = static_cast<double>(sub_batch) / static_cast<double>(b_max);
+    for (const TaskOption& o : options)
+      result.push_back({o.algorithm, o.time_ms * scale,
+                        static_cast<int64_t>(std::ceil(static_cast<double>(o.workspace_bytes) * scale))});
+  } else {
+    // Between two recorded sub-batches: linear, for algorithms both list.
+    auto lower = std::prev(upper);
+    const double f = static_cast<double>(sub_batch - lower->first) / static_cast<double>(upper->first - lower->first);
+    for (const TaskOption& lo : lower->second)
+      for (const TaskOption& hi : upper->second)
+        if (lo.algorithm == hi.algorithm)
+          result.push_back({lo.algorithm, lo.time_ms + f * (hi.time_ms - lo.time_ms),
+                            static_cast<int64_t>(std::ceil(static_cast<double>(lo.workspace_bytes) +
+                                                           f * static_cast<double>(hi.workspace_bytes - lo.workspace_bytes)))});
+    if (result.empty()) result = upper->second;
+  }
+  std::stable_sort(result.begin(), result.end(), [](const TaskOption& a, const TaskOption& b) {
+    return a.time_ms != b.time_ms ? a.time_ms < b.time_ms : a.workspace_bytes < b.workspace_bytes;
+  });
+  return result;
+}
+
+std::string RecordedCostModel::describe() const {
+  return fmt::format("recorded ({}, {}; made by {})", profile_.device_name, file_, profile_.cost_model);
+}
+
+}  // namespace mplan

@@ -1,0 +1,98 @@
+#pragma once
+// profile.json (docs/profile-format.md): a cost model written down. Per layer
+// signature (identical layers share one entry), per task kind, per sub-batch:
+// every option (algorithm, time, workspace); plus the device's memory, copy
+// engines and transfer lines. A RecordedCostModel serves such a file, after
+// checking that it covers the model.
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "profiler/cost_model.h"
+#include "profiler/signature.h"
+
+namespace mplan {
+
+// A copy's time as a line: latency_ms + bytes / bytes_per_s * 1000.
+struct TransferLine {
+  double latency_ms = 0;
+  double bytes_per_s = 0;
+  double time_ms(int64_t bytes) const {
+    return bytes <= 0 ? 0 : latency_ms + static_cast<double>(bytes) / bytes_per_s * 1000.0;
+  }
+};
+
+struct ProfileEntry {
+  std::string signature;            // layer_signature(): op, shapes and parameters
+  std::vector<std::string> layers;  // names of the model's layers with this signature (for people)
+  // Task kind name ("FP", "BP1", "BP2", "update") -> sub-batch -> options, fastest first.
+  std::map<std::string, std::map<int64_t, std::vector<TaskOption>>> tasks;
+};
+
+struct Profile {
+  static constexpr int kVersion = 1;
+  std::string cost_model;           // CostModel::describe() of what made it
+  std::string device_name;
+  int64_t device_memory_bytes = 0;
+  int copy_engines = 1;
+  TransferLine host_to_device, device_to_host;
+  std::string model_name;           // for people; coverage is checked by signature
+  int64_t batch = 0;
+  std::vector<int64_t> sub_batches; // ascending
+  std::vector<ProfileEntry> entries;
+};
+
+// Sub-batch lists of `mplan profile --sub-batches`: "pow2" (1, 2, 4, ... and
+// the batch), "all" (1..batch), or "LIST" ("1,8,32"). Errors name the flag.
+Result<std::vector<int64_t>> parse_sub_batches(const std::string& text, int64_t batch);
+
+// Asks `model` for every task of the TDFG at every sub-batch, once per signature.
+Profile make_profile(const Tdfg& tdfg, const CostModel& model, const std::vector<int64_t>& sub_batches,
+                     const std::string& device_name);
+
+std::string profile_to_json(const Profile& profile);
+// `file` names the text in errors (a truncated file says where it ends).
+Result<Profile> parse_profile(const std::string& json_text, const std::string& file);
+Result<Profile> load_profile(const std::string& path);
+
+// Ok if the profile has every task of the TDFG at every one of its own
+// sub-batches and at every one of `required_sub_batches`; otherwise an error
+// naming the layer, task and sub-batch that is missing.
+Status check_profile_covers(const Profile& profile, const Tdfg& tdfg,
+                            const std::vector<int64_t>& required_sub_batches, const std::string& file);
+
+// Serves a profile. Sub-batches between recorded ones are interpolated
+// linearly per algorithm; past the largest, time and workspace grow in
+// proportion to b (docs/profile-format.md).
+class RecordedCostModel final : public CostModel {
+ public:
+  // Refuses (with the missing layer or sub-batch named) a profile that does
+  // not cover the TDFG at `required_sub_batches` and its own sub-batches.
+  static Result<std::unique_ptr<RecordedCostModel>> create(Profile profile, const Tdfg& tdfg,
+                                                           const std::vector<int64_t>& required_sub_batches,
+                                                           const std::string& file);
+
+  std::vector<TaskOption> options(const Tdfg& tdfg, TaskId t, int64_t sub_batch) const override;
+  double host_to_device_ms(int64_t bytes) const override { return profile_.host_to_device.time_ms(bytes); }
+  double device_to_host_ms(int64_t bytes) const override { return profile_.device_to_host.time_ms(bytes); }
+  int copy_engines() const override { return profile_.copy_engines; }
+  int64_t device_memory_bytes() const override { return profile_.device_memory_bytes; }
+  std::string describe() const override;
+
+  const Profile& profile() const { return profile_; }
+
+ private:
+  using Series = std::map<int64_t, std::vector<TaskOption>>;
+  RecordedCostModel(Profile profile, std::string file);
+  const Series& series(const Tdfg& tdfg, TaskId t) const;
+
+  Profile profile_;
+  std::string file_;
+  std::map<std::string, const Series*> by_task_signature_;
+  TaskKeyCache keys_;
+};
+
+}  // namespace mplan

@@ -1,0 +1,79 @@
+#!/usr/bin/env python3
+"""PyTorch reference for tests/runtime/torch_crosscheck_test.cpp.
+
+Usage: torch_reference.py DIR. Reads the inputs the test wrote to DIR as .npy
+files, runs the same ops in PyTorch (float64), and writes the results next to
+them as ref_<name>.npy. The layer parameters here must match the test's.
+"""
+import os
+import sys
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+
+def main(d):
+    def load(name):
+        return torch.from_numpy(np.load(os.path.join(d, name + ".npy")).astype(np.float64))
+
+    def save(name, t):
+        np.save(os.path.join(d, "ref_" + name + ".npy"), t.detach().numpy().astype(np.float32))
+
+    # conv_a: stride (2, 1), pad (1, 2), groups 2; conv_b: 3x3, stride 1, pad 1, groups 2.
+    for case, stride, pad in (("conv_a", (2, 1), (1, 2)), ("conv_b", (1, 1), (1, 1))):
+        x = load(case + "_x").requires_grad_()
+        w = load(case + "_w").requires_grad_()
+        b = load(case + "_b").requires_grad_()
+        y = F.conv2d(x, w, b, stride=stride, padding=pad, groups=2)
+        y.backward(load(case + "_dy"))
+        save(case + "_y", y)
+        save(case + "_dx", x.grad)
+        save(case + "_dw", w.grad)
+        save(case + "_db", b.grad)
+
+    # batchnorm: training mode, eps 1e-5, momentum 0.1, running stats from 0 and 1.
+    x = load("bn_x").requires_grad_()
+    gamma = load("bn_gamma").requires_grad_()
+    beta = load("bn_beta").requires_grad_()
+    rmean = torch.zeros(x.shape[1], dtype=torch.float64)
+    rvar = torch.ones(x.shape[1], dtype=torch.float64)
+    y = F.batch_norm(x, rmean, rvar, gamma, beta, training=True, momentum=0.1, eps=1e-5)
+    y.backward(load("bn_dy"))
+    save("bn_y", y)
+    save("bn_dx", x.grad)
+    save("bn_dgamma", gamma.grad)
+    save("bn_dbeta", beta.grad)
+    save("bn_rmean", rmean)
+    save("bn_rvar", rvar)
+
+    # lrn: size 5, alpha 0.5, beta 0.75, k 2.
+    x = load("lrn_x").requires_grad_()
+    y = torch.nn.LocalResponseNorm(5, alpha=0.5, beta=0.75, k=2.0)(x)
+    y.backward(load("lrn_dy"))
+    save("lrn_y", y)
+    save("lrn_dx", x.grad)
+
+    # pools: kernel 3, stride 2, pad 1, ceil_mode; avg with count_include_pad=True.
+    x = load("pool_x").requires_grad_()
+    y = F.max_pool2d(x, 3, 2, 1, ceil_mode=True)
+    y.backward(load("maxpool_dy"))
+    save("maxpool_y", y)
+    save("maxpool_dx", x.grad)
+    x.grad = None
+    y = F.avg_pool2d(x, 3, 2, 1, ceil_mode=True, count_include_pad=True)
+    y.backward(load("avgpool_dy"))
+    save("avgpool_y", y)
+    save("avgpool_dx", x.grad)
+
+    # softmax cross-entropy, mean over the batch.
+    z = load("xent_logits").requires_grad_()
+    labels = torch.from_numpy(np.load(os.path.join(d, "xent_labels.npy")).astype(np.int64))
+    loss = F.cross_entropy(z, labels)
+    loss.backward()
+    save("xent_loss", loss.reshape(1))
+    save("xent_dz", z.grad)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
