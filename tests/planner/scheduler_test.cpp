@@ -125,11 +125,13 @@ TEST(Scheduler, OffloadsTheCheapestContiguousBlockAndPrefetchesIt) {
   const Plan& p = *plan;
   EXPECT_EQ(p.steps[7].stream, StreamKind::d2h);
   EXPECT_EQ(p.steps[13].stream, StreamKind::h2d);
-  // Events are numbered as first needed: 0 the input load, 1 the offload,
-  // 2 compute T2, 3 the prefetch of A.
-  EXPECT_EQ(p.steps[10].waits, std::vector<EventId>{1});
-  EXPECT_EQ(p.steps[13].waits, (std::vector<EventId>{1, 2}));
-  EXPECT_EQ(p.steps[15].waits, std::vector<EventId>{3});
+  // Events are numbered as first needed: 0 the input load, 1 compute T0
+  // (A's writer, which the offload waits for), 2 the offload, 3 compute T2,
+  // 4 the prefetch of A.
+  EXPECT_EQ(p.steps[7].waits, std::vector<EventId>{1});
+  EXPECT_EQ(p.steps[10].waits, std::vector<EventId>{2});
+  EXPECT_EQ(p.steps[13].waits, (std::vector<EventId>{2, 3}));
+  EXPECT_EQ(p.steps[15].waits, std::vector<EventId>{4});
   EXPECT_EQ(p.summary.offload_count, 1);
   EXPECT_EQ(p.summary.prefetch_count, 1);
   EXPECT_EQ(p.summary.bytes_to_host, 1024);

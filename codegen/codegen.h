@@ -1,0 +1,53 @@
+#pragma once
+// Codegen (DESIGN.md, "Generated program and runtime"): turns a Plan into the
+// source tree of a training program -- train.cpp, the plan as straight-line
+// code in the style of llm.c, and a CMakeLists.txt that builds it against the
+// runtime. Pure: files come back as strings; write_program puts them on disk.
+
+#include <string>
+#include <vector>
+
+#include "frontend/error.h"
+#include "frontend/model.h"
+#include "planner/plan.h"
+#include "tdfg/tdfg.h"
+
+namespace mplan::codegen {
+
+struct CodegenOptions {
+  // What generated it and from what, for the header comment.
+  std::string mplan_version = "0.1.0";
+  std::string model_file;   // shown in the header; "" -> Model::source_file
+  // The runtime sources the generated CMakeLists builds with
+  // add_subdirectory when MPLAN_RUNTIME_LIBRARY is not given: the default of
+  // the MPLAN_RUNTIME_DIR cache variable (usually <repo>/runtime).
+  std::string runtime_dir;
+};
+
+struct GeneratedFile {
+  std::string path;  // relative to the output directory: "train.cpp"
+  std::string text;
+};
+
+struct GeneratedProgram {
+  std::vector<GeneratedFile> files;
+  const GeneratedFile* find(const std::string& path) const;
+};
+
+// The program for `plan` (made for `tdfg`, the TDFG of `model` at one
+// sub-batch). Errors: a plan that does not belong to the model (digest or
+// task count differ) or that uses a step the program cannot express.
+Result<GeneratedProgram> emit_program(const Model& model, const Tdfg& tdfg, const Plan& plan,
+                                      const CodegenOptions& options);
+
+// Writes every file under `dir` (created if missing), each atomically (a
+// temporary file renamed over the target).
+Status write_program(const GeneratedProgram& program, const std::string& dir);
+
+// The text of the generated CMakeLists.txt (emit_cmake.cpp).
+std::string emit_cmake(const std::string& model_name, const CodegenOptions& options);
+
+// The default runtime directory of this build of mplan (<repo>/runtime).
+std::string default_runtime_dir();
+
+}  // namespace mplan::codegen
