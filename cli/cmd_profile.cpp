@@ -12,6 +12,7 @@
 #include "cli/command.h"
 #include "frontend/parse.h"
 #include "profiler/analytic_model.h"
+#include "profiler/cpu_measured.h"
 #include "profiler/device.h"
 #include "profiler/profile.h"
 #include "tdfg/tdfg.h"
@@ -24,9 +25,26 @@ struct ProfileOptions {
   std::string device = "";
   std::string sub_batches = "pow2";
   std::string output;
+  std::string backend = "analytic";  // analytic (--device) or cpu (measured here; cg)
 };
 
+// --backend cpu: times the CPU runtime's ops and algorithms on this machine
+// (profiler/cpu_measured.h) and writes them as the profile.
+void run_cpu_profile(const ProfileOptions& options) {
+  const Model model = unwrap(load_model(options.model_path));
+  const std::vector<int64_t> sub_batches = unwrap(parse_sub_batches(options.sub_batches, model.batch));
+  const Tdfg tdfg = build_tdfg(model);
+  const CpuMeasuredCostModel cost_model;
+  const Profile profile = make_profile(tdfg, cost_model, sub_batches, "cpu");
+  write_file_atomically(options.output, profile_to_json(profile));
+  fmt::print("wrote {}: {} measured on the CPU, {} distinct layers, {} measurements, sub-batches {}\n",
+             options.output, model.name, profile.entries.size(), cost_model.measurements(), options.sub_batches);
+}
+
 void run_profile(const ProfileOptions& options) {
+  if (options.backend == "cpu") return run_cpu_profile(options);
+  if (options.backend != "analytic") fail("--backend: expected analytic or cpu, not '" + options.backend + "'");
+  if (options.device.empty()) fail("--device: required with --backend analytic");
   const Model model = unwrap(load_model(options.model_path));
   Result<Device> device = load_device(options.device);
   if (!device) fail("--device: " + device.error().to_string());
@@ -45,8 +63,11 @@ void setup_profile(CLI::App& command) {
   auto options = std::make_shared<ProfileOptions>();
   command.add_option("model", options->model_path, "Model file (YAML)")->required();
   command.add_option("--device", options->device,
-                     "Device: a name from examples/devices (k40, titanx, p100, v100, ...) or a path to a device file")
-      ->required();
+                     "Device: a name from examples/devices (k40, titanx, p100, v100, ...) or a path to a device file "
+                     "(required with --backend analytic)");
+  command.add_option("--backend", options->backend,
+                     "analytic: the device file's model; cpu: time the CPU runtime's algorithms on this machine")
+      ->capture_default_str();
   command.add_option("--sub-batches", options->sub_batches,
                      "Sub-batches to profile: pow2 (1, 2, 4, ... and the batch), all (1..batch), or a list "
                      "such as 1,8,32")

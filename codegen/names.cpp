@@ -36,10 +36,20 @@ std::string sanitise_identifier(const std::string& name) {
 }
 
 std::string sanitise_file_name(const std::string& name) {
-  std::string out = squeeze(name, [](unsigned char c) { return is_alnum(c) || c == '.' || c == '-'; });
-  // No leading '.' or '-' (hidden files, "..", options), and at most 100 characters.
-  size_t start = out.find_first_not_of(".-");
-  out = start == std::string::npos ? std::string() : out.substr(start);
+  // Runs of letters and digits, joined by '.' or '-' where exactly that one
+  // character separates them in the name, else by '_'; nothing before the
+  // first run or after the last (no hidden files, no "..", no options).
+  std::string out, separator;
+  for (unsigned char c : name) {
+    if (is_alnum(c)) {
+      if (!out.empty() && !separator.empty()) out += (separator == "." || separator == "-") ? separator : "_";
+      separator.clear();
+      out += static_cast<char>(c);
+    } else if (!out.empty()) {
+      separator += static_cast<char>(c);
+    }
+    if (out.size() > 100) break;
+  }
   if (out.size() > 100) out.resize(100);
   if (out.empty()) return "unnamed";
   return out;

@@ -25,7 +25,8 @@ const char* op_name(Op op) {
 
 int64_t Shape::elements() const {
   int64_t product = 1;
-  for (int64_t d : dims) product *= d;
+  for (int64_t d : dims)
+    MPLAN_CHECK(!__builtin_mul_overflow(product, d, &product), "shape elements overflow int64");
   return product;
 }
 

@@ -34,7 +34,7 @@ Shape read_input_shape(const MapReader& top) {
                                 input.IsSequence() ? fmt::format(" of {}", input.size()) : ""));
   Shape shape;
   for (const YAML::Node& dim : input) shape.dims.push_back(top.int_value(dim, "input", 1));
-  if (shape.elements() > kMaxElements)
+  if (!is_valid_size(shape))
     top.fail(input, fmt::format("input {} is too large (at most {} elements per sample)",
                                 shape.to_string(), kMaxElements));
   return shape;

@@ -7,6 +7,12 @@ namespace {
 
 ShapeOrMessage failure(std::string message) { return {{}, std::move(message)}; }
 
+// Whether a weight tensor of these dimensions stays within kMaxElements, so
+// that parameter counts (Model::parameter_count) cannot overflow.
+bool weights_fit(std::initializer_list<int64_t> dims) {
+  return is_valid_size(Shape{std::vector<int64_t>(dims)});
+}
+
 std::string describe_input(const std::vector<std::string>& names, size_t k) {
   return k < names.size() ? fmt::format("'{}'", names[k]) : fmt::format("#{}", k + 1);
 }
@@ -69,6 +75,9 @@ ShapeOrMessage infer_conv(const Layer& layer, const Shape& in) {
   if (layer.out % layer.groups != 0)
     return failure(fmt::format("out = {} is not divisible by groups = {}", layer.out,
                                layer.groups));
+  if (!weights_fit({layer.out, in_channels / layer.groups, layer.window.kernel_h,
+                    layer.window.kernel_w}))
+    return failure(fmt::format("its weights are too large (at most {} elements)", kMaxElements));
   return spatial_output(layer, in, layer.out, /*ceil_mode=*/false);
 }
 
@@ -119,6 +128,8 @@ ShapeOrMessage infer_unchecked_size(const Layer& layer, const std::vector<Shape>
     case Op::linear:
       if (auto why = need_rank(1, "1-D [N]"); !why.empty()) return failure(why);
       if (auto why = check_range("out", layer.out, 1); !why.empty()) return failure(why);
+      if (!weights_fit({layer.out, first.dims[0]}))
+        return failure(fmt::format("its weights are too large (at most {} elements)", kMaxElements));
       return {Shape{{layer.out}}, {}};
     case Op::batchnorm:
       if (first.dims.size() != 3 && first.dims.size() != 1)
@@ -173,19 +184,23 @@ ShapeOrMessage infer_unchecked_size(const Layer& layer, const std::vector<Shape>
 
 }  // namespace
 
+bool is_valid_size(const Shape& shape) {
+  int64_t elements = 1;
+  for (int64_t d : shape.dims)
+    if (d < 1 || __builtin_mul_overflow(elements, d, &elements) || elements > kMaxElements)
+      return false;
+  return true;
+}
+
 ShapeOrMessage infer_output_shape(const Layer& layer, const std::vector<Shape>& input_shapes,
                                   const std::vector<std::string>& input_names, int64_t classes) {
   if (std::string why = expected_input_count(layer, input_shapes.size()); !why.empty())
     return failure(why);
   ShapeOrMessage result = infer_unchecked_size(layer, input_shapes, input_names, classes);
   if (!result.ok()) return result;
-  // Every input has at most kMaxElements elements, so the products below stay in int64.
-  int64_t elements = 1;
-  for (int64_t d : result.shape.dims) {
-    if (d < 1 || __builtin_mul_overflow(elements, d, &elements) || elements > kMaxElements)
-      return failure(fmt::format("its output {} is too large (at most {} elements per sample)",
-                                 result.shape.to_string(), kMaxElements));
-  }
+  if (!is_valid_size(result.shape))
+    return failure(fmt::format("its output {} is too large (at most {} elements per sample)",
+                               result.shape.to_string(), kMaxElements));
   return result;
 }
 

@@ -16,6 +16,10 @@ namespace mplan {
 inline constexpr int64_t kMaxElements = int64_t{1} << 40;
 inline constexpr int64_t kMaxSizeField = 2147483647;  // 2^31 - 1
 
+// Whether every dimension is >= 1 and the product is at most kMaxElements
+// (computed without overflow, unlike Shape::elements).
+bool is_valid_size(const Shape& shape);
+
 // Either the output shape or a message such as "kernel 7x7 is larger than its
 // padded input 5x5" (without the layer's name or location: the caller adds them).
 struct ShapeOrMessage {

@@ -32,7 +32,7 @@ Status check_model_fields(const Model& model) {
     if (d < 1 || d > kMaxSizeField)
       return model_error(model, fmt::format("input dimensions must be between 1 and {}, got {}",
                                             kMaxSizeField, model.input.to_string()));
-  if (model.input.elements() > kMaxElements)
+  if (!is_valid_size(model.input))
     return model_error(model, fmt::format("input {} is too large (at most {} elements per sample)",
                                           model.input.to_string(), kMaxElements));
   if (model.dtype != "float32")

@@ -254,7 +254,9 @@ std::optional<int64_t> Scheduler::obtain(int64_t bytes, int writer_slot, int64_t
 
 void Scheduler::free_buffer(BufferId buf) {
   const Buffer& b = buffers_[buf];
-  dirty_[b.offset] = DirtyRange{b.offset + mm_.reserved_bytes(b.bytes), bstate_[buf].users};
+  // A buffer freed before its first writer passes on what that writer owed.
+  dirty_[b.offset] = DirtyRange{b.offset + mm_.reserved_bytes(b.bytes),
+                                merge_slot_steps(bstate_[buf].users, bstate_[buf].must_follow)};
   mm_.free(buf);
   Step free;
   free.kind = StepKind::free;
@@ -588,6 +590,10 @@ void Scheduler::run_task(int32_t r, int32_t k) {
     bs.users[kComputeSlot] = step;
     bs.last_writer = step;
     bs.must_follow = kNoSlotSteps;
+  }
+  if (choice.workspace != kNoBuffer) {
+    bstate_[choice.workspace].users[kComputeSlot] = step;
+    bstate_[choice.workspace].must_follow = kNoSlotSteps;
   }
   for (BlockId b : task.reads) {
     if (!tdfg_.blocks[b].resident) inst_[inst_index(r, b)].used_since_arrival = true;

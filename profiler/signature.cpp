@@ -106,22 +106,60 @@ ConvShape conv_shape(const TaskShape& s) {
   return c;
 }
 
-int32_t TaskKeyCache::key(const Tdfg& tdfg, TaskId t) const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  PerTdfg& seen = per_tdfg_[&tdfg];
+namespace {
+// splitmix64's finaliser: a well-mixed combination of 64-bit words.
+uint64_t mix(uint64_t h, uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+  h ^= h >> 30;
+  h *= 0xbf58476d1ce4e5b9ULL;
+  h ^= h >> 27;
+  h *= 0x94d049bb133111ebULL;
+  return h ^ (h >> 31);
+}
+uint64_t mix_shape(uint64_t h, const Shape& shape) {
+  h = mix(h, shape.dims.size());
+  for (int64_t d : shape.dims) h = mix(h, static_cast<uint64_t>(d));
+  return h;
+}
+}  // namespace
+
+uint64_t task_fingerprint(const Tdfg& tdfg, TaskId t) {
+  MPLAN_CHECK(tdfg.model != nullptr, "task_fingerprint: the TDFG has no model");
+  const Model& model = *tdfg.model;
   const Task& task = tdfg.tasks.at(t);
-  if (seen.model != tdfg.model || seen.keys.size() != tdfg.tasks.size()) {
-    seen.model = tdfg.model;
-    seen.keys.assign(tdfg.tasks.size(), -1);
-    seen.names.assign(tdfg.tasks.size(), std::string());
+  uint64_t h = mix(0x6d706c616eULL, static_cast<uint64_t>(task.kind));
+  if (task.kind == TaskKind::update) {
+    int64_t parameters = 0, tensors = 0;
+    for (LayerId l = 0; l < static_cast<LayerId>(model.layers.size()); ++l) {
+      const int64_t p = model.parameter_count(l);
+      parameters += p;
+      tensors += p > 0;
+    }
+    h = mix(h, static_cast<uint64_t>(parameters));
+    h = mix(h, static_cast<uint64_t>(tensors));
+    return mix(h, model.optimizer.momentum > 0);
   }
-  if (seen.keys[t] >= 0 && seen.names[t] == task.name) return seen.keys[t];
+  const Layer& layer = model.layers.at(task.layer);
+  h = mix(h, static_cast<uint64_t>(layer.op));
+  for (int k = 0; k < static_cast<int>(layer.inputs.size()); ++k) h = mix_shape(h, model.input_shape(task.layer, k));
+  h = mix_shape(h, layer.output);
+  const Window& w = layer.window;
+  for (int64_t v : {layer.out, layer.groups, static_cast<int64_t>(layer.bias), w.kernel_h, w.kernel_w, w.stride_h,
+                    w.stride_w, w.pad_h, w.pad_w, static_cast<int64_t>(layer.pool_mode), layer.lrn_size})
+    h = mix(h, static_cast<uint64_t>(v));
+  return h;
+}
+
+int32_t TaskKeyCache::key(const Tdfg& tdfg, TaskId t) const {
+  const uint64_t fingerprint = task_fingerprint(tdfg, t);
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto found = by_fingerprint_.find(fingerprint);
+  if (found != by_fingerprint_.end()) return found->second;
   TaskShape shape = describe_task(tdfg, t);
   const std::string signature = task_signature(shape);
   auto [it, inserted] = index_.emplace(signature, static_cast<int32_t>(entries_.size()));
   if (inserted) entries_.push_back(Entry{shape, layer_signature(shape)});
-  seen.keys[t] = it->second;
-  seen.names[t] = task.name;
+  by_fingerprint_.emplace(fingerprint, it->second);
   return it->second;
 }
 

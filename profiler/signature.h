@@ -50,7 +50,9 @@ ConvDirection conv_direction(TaskKind kind);
 ConvShape conv_shape(const TaskShape& shape);
 
 // Interns task signatures: key(tdfg, t) is a small integer, equal for tasks
-// with equal signatures, computed once per task of a TDFG. Thread-safe.
+// with equal signatures. A query hashes the task's shape fields in place (no
+// allocation) and looks the hash up; only a new shape builds its signature
+// string. Thread-safe.
 class TaskKeyCache {
  public:
   int32_t key(const Tdfg& tdfg, TaskId t) const;
@@ -62,15 +64,14 @@ class TaskKeyCache {
     TaskShape shape;
     std::string layer_signature;
   };
-  struct PerTdfg {
-    const Model* model = nullptr;
-    std::vector<int32_t> keys;       // -1: not computed yet
-    std::vector<std::string> names;  // the task names seen, to notice a different TDFG at the same address
-  };
   mutable std::mutex mutex_;
-  mutable std::unordered_map<std::string, int32_t> index_;
+  mutable std::unordered_map<std::string, int32_t> index_;       // task signature -> key
+  mutable std::unordered_map<uint64_t, int32_t> by_fingerprint_;  // shape hash -> key
   mutable std::deque<Entry> entries_;  // deque: references stay valid as it grows
-  mutable std::unordered_map<const Tdfg*, PerTdfg> per_tdfg_;
 };
+
+// A 64-bit hash of every field describe_task reads for task t (two tasks
+// with equal hashes have equal signatures, up to a 2^-64 collision).
+uint64_t task_fingerprint(const Tdfg& tdfg, TaskId t);
 
 }  // namespace mplan

@@ -142,6 +142,9 @@ TEST(ParseErrors, HugeNumbersAreErrorsNotOverflow) {
   expect_error(model_text("  - {name: c, op: conv, out: 2000000000, kernel: 1}\n" + kTail,
                           "[3, 2000, 2000]"),
                6, "{", "layer 'c': its output [2000000000, 2000, 2000] is too large");
+  expect_error(model_text("  - {op: flatten}\n  - {name: fc, op: linear, out: 2147483647}\n"
+                          "  - {op: softmax_xent}\n"),
+               7, "{", "layer 'fc': its weights are too large");
   expect_error("name: t\ninput: [1000, 1000, 1000]\nbatch: 2000000000\nclasses: 10\nlayers:\n" + kTail,
                6, "{", "times the batch 2000000000 is too large");
 }

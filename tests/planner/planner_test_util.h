@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <set>
 #include <sstream>
@@ -62,7 +64,23 @@ class FakeCost final : public CostModel {
 // buffer, holding data; a buffer's first writer starts after every user of
 // what was in its range before; a reader starts after the last writer; each
 // task runs once per round and the update once, last.
+inline void dump_plan(const Tdfg& tdfg, const Plan& plan) {
+  for (const Step& s : plan.steps) {
+    std::printf("%d %s %s task=%s buf=%d", s.index, step_kind_name(s.kind), stream_kind_name(s.stream),
+                s.task >= 0 ? tdfg.tasks[s.task].name.c_str() : "-", s.buffer);
+    if (s.buffer >= 0) {
+      const Buffer& b = plan.buffers[s.buffer];
+      std::printf(" [%lld,+%lld) %s", (long long)b.offset, (long long)b.bytes,
+                  b.block >= 0 ? tdfg.blocks[b.block].name.c_str() : "ws");
+    }
+    std::printf(" waits=");
+    for (EventId e : s.waits) std::printf("%d,", e);
+    std::printf(" rec=%d %.4f-%.4f\n", s.records, s.start_ms, s.end_ms);
+  }
+}
+
 inline void expect_consistent(const Tdfg& tdfg, const Plan& plan) {
+  if (std::getenv("MPLAN_DUMP_PLAN")) dump_plan(tdfg, plan);
   ASSERT_LE(plan.summary.peak_arena_bytes, plan.arena_bytes);
   ASSERT_LE(plan.resident_region_bytes + plan.arena_bytes, plan.budget_bytes);
   int64_t sum = 0;
@@ -89,7 +107,7 @@ inline void expect_consistent(const Tdfg& tdfg, const Plan& plan) {
   };
   auto first_write = [&](BufferId id, const Step& s) {
     if (has_data.count(id)) return;
-    EXPECT_GE(s.start_ms + 1e-9, must_start[id]) << "step " << s.index << " overwrites a range too early";
+    EXPECT_GE(s.start_ms + 1e-9, must_start[id]) << "step " << s.index << " overwrites a range too early (buffer " << id << ")";
     has_data.insert(id);
   };
   for (const Step& s : plan.steps) {

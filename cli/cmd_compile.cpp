@@ -1,0 +1,189 @@
+// `mplan compile model.yaml --budget SIZE [--device NAME|FILE] [--batch B]
+//  [--copy-engines 1|2] [--sub-batch b] -o DIR`: plans one training iteration
+// under the budget (planner/planner.h), checks the plan with the independent
+// verifier (planner/verify.h) and writes DIR/plan.json, DIR/trace.json and
+// DIR/memory.svg. Every flag is checked before anything is computed, and
+// nothing is written unless the plan is made and verified.
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "cli/command.h"
+#include "frontend/bytes.h"
+#include "frontend/parse.h"
+#include "planner/memory_svg.h"
+#include "planner/plan_json.h"
+#include "planner/planner.h"
+#include "planner/trace.h"
+#include "planner/verify.h"
+#include "profiler/analytic_model.h"
+#include "profiler/device.h"
+#include "tdfg/tdfg.h"
+
+namespace mplan::cli {
+
+namespace {
+
+// The papers' GPU (moDNN, vDNN): plans are for it unless the user says otherwise.
+constexpr const char* kDefaultDevice = "k40";
+
+struct CompileOptions {
+  std::string model_path;
+  std::string budget_text;
+  std::string device;
+  std::string out_dir;
+  int64_t batch = 0;
+  int64_t sub_batch = 0;
+  int copy_engines = 0;
+  bool batch_given = false, sub_batch_given = false, copy_engines_given = false;
+  bool no_prefetch = false, lean_algorithms = false;
+};
+
+struct Checked {
+  int64_t budget_bytes = 0;
+};
+
+// Flag checks that need no file: done first so that a typo costs nothing.
+Checked check_flags(const CompileOptions& o) {
+  Checked c;
+  Result<int64_t> budget = parse_bytes(o.budget_text);
+  if (!budget.ok())
+    fail(fmt::format("--budget '{}': {} (for example --budget 4GiB or --budget 512MiB)", o.budget_text,
+                     budget.error().message));
+  if (*budget <= 0) fail(fmt::format("--budget '{}': the budget must be more than 0 bytes", o.budget_text));
+  c.budget_bytes = *budget;
+  if (o.batch_given && o.batch <= 0)
+    fail(fmt::format("--batch must be a positive number of samples, got {}", o.batch));
+  if (o.sub_batch_given && o.sub_batch <= 0)
+    fail(fmt::format("--sub-batch must be a positive number of samples, got {}", o.sub_batch));
+  if (o.copy_engines_given && o.copy_engines != 1 && o.copy_engines != 2)
+    fail(fmt::format("--copy-engines must be 1 (one copy stream shared by both directions) or 2 (one per "
+                     "direction), got {}",
+                     o.copy_engines));
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::exists(o.out_dir, ec) && !fs::is_directory(o.out_dir, ec))
+    fail(fmt::format("-o '{}': exists and is not a folder", o.out_dir));
+  return c;
+}
+
+std::string summary_text(const Plan& plan, const std::string& device_line, size_t events) {
+  const PlanSummary& s = plan.summary;
+  std::string out;
+  out += fmt::format("model       {} ({})\n", plan.model_name, plan.model_digest);
+  out += device_line;
+  out += fmt::format("budget      {}: resident {}, arena {}, peak arena {}\n", format_bytes(plan.budget_bytes),
+                     format_bytes(plan.resident_region_bytes), format_bytes(plan.arena_bytes),
+                     format_bytes(s.peak_arena_bytes));
+  out += fmt::format("batch       {} as {} round{} of sub-batch {}\n", plan.batch, plan.sub_batches.size(),
+                     plan.sub_batches.size() == 1 ? "" : "s", plan.sub_batch);
+  const double overhead = s.ideal_ms > 0 ? 100.0 * (s.simulated_ms / s.ideal_ms - 1.0) : 0.0;
+  out += fmt::format("time        {:.3f} ms simulated, {:.3f} ms ideal ({:+.1f}%)\n", s.simulated_ms, s.ideal_ms,
+                     overhead);
+  out += fmt::format("copies      {} offloads ({} to host), {} prefetches ({} to device), stall {:.3f} ms\n",
+                     s.offload_count, format_bytes(s.bytes_to_host), s.prefetch_count,
+                     format_bytes(s.bytes_to_device), s.stall_ms);
+  out += fmt::format("verified    {} steps, {} buffers, {} events: no violations\n", plan.steps.size(),
+                     plan.buffers.size(), events);
+  return out;
+}
+
+void run_compile(const CompileOptions& o) {
+  const Checked checked = check_flags(o);
+  const Model model = unwrap(load_model(o.model_path));
+
+  std::string device_line;
+  Device device;
+  if (o.device.empty()) {
+    device = unwrap(load_device(kDefaultDevice));
+    device_line = fmt::format("device      {} (default; use --device to choose)\n", device.name);
+  } else {
+    Result<Device> loaded = load_device(o.device);
+    if (!loaded.ok()) fail(fmt::format("--device '{}': {}", o.device, loaded.error().to_string()));
+    device = std::move(loaded).value();
+    device_line = fmt::format("device      {}\n", device.name);
+  }
+  const AnalyticCostModel cost(device);
+  const Tdfg tdfg = build_tdfg(model);
+
+  PlanOptions options;
+  options.budget_bytes = checked.budget_bytes;
+  options.batch = o.batch_given ? o.batch : 0;
+  options.sub_batch = o.sub_batch_given ? o.sub_batch : 0;
+  options.copy_engines = o.copy_engines_given ? o.copy_engines : 0;
+  options.prefetch = !o.no_prefetch;
+  options.select_algorithms = !o.lean_algorithms;
+  Plan plan = unwrap(make_plan(tdfg, cost, options));
+  if (plan.task_names.empty())
+    for (const Task& t : tdfg.tasks) plan.task_names.push_back(t.name);
+  if (plan.block_names.empty())
+    for (const Block& b : tdfg.blocks) plan.block_names.push_back(b.name);
+
+  // A plan the verifier rejects is a planner bug, never the user's: refuse to write it.
+  const std::vector<Violation> violations = verify_plan(plan, tdfg);
+  if (!violations.empty()) {
+    std::string list;
+    const size_t shown = std::min<size_t>(violations.size(), 50);
+    for (size_t i = 0; i < shown; ++i) list += "\n  " + to_string(violations[i]);
+    if (shown < violations.size()) list += fmt::format("\n  ... and {} more", violations.size() - shown);
+    fail(fmt::format("internal error: the planner made a plan that fails verification ({} violation{}); "
+                     "nothing was written. Please report this with the model and flags.{}",
+                     violations.size(), violations.size() == 1 ? "" : "s", list));
+  }
+
+  const std::string plan_text = plan_to_json(plan);
+  const std::string trace_text = plan_to_trace_json(plan);
+  const std::string svg_text = plan_memory_svg(plan);
+
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::create_directories(o.out_dir, ec);
+  if (ec) fail(fmt::format("-o '{}': cannot create the folder: {}", o.out_dir, ec.message()));
+  const fs::path dir(o.out_dir);
+  write_file_atomically((dir / "trace.json").string(), trace_text);
+  write_file_atomically((dir / "memory.svg").string(), svg_text);
+  // plan.json last: its presence means the whole output is there.
+  write_file_atomically((dir / "plan.json").string(), plan_text);
+
+  fmt::print("{}", summary_text(plan, device_line, static_cast<size_t>(plan.event_count)));
+  fmt::print("wrote       {}, {}, {}\n", (dir / "plan.json").string(), (dir / "trace.json").string(),
+             (dir / "memory.svg").string());
+}
+
+void setup_compile(CLI::App& command) {
+  auto o = std::make_shared<CompileOptions>();
+  command.add_option("model", o->model_path, "Model file (YAML)")->required();
+  command.add_option("--budget", o->budget_text, "Device memory the program may use, e.g. 4GiB, 512MiB")
+      ->required();
+  command.add_option("--device", o->device,
+                     "Device the plan is for: a name in examples/devices (k40, p100, v100, ...) or a device "
+                     "file (default: k40, the papers' GPU)");
+  auto* batch = command.add_option("--batch", o->batch, "Mini-batch size B (default: the model's batch)");
+  auto* sub_batch =
+      command.add_option("--sub-batch", o->sub_batch, "Fix the sub-batch size b (default: chosen by the planner)");
+  auto* engines = command.add_option("--copy-engines", o->copy_engines,
+                                     "1: one copy stream for both directions (moDNN); 2: one per direction "
+                                     "(default: what the device has)");
+  command.add_flag("--no-prefetch", o->no_prefetch, "Load offloaded blocks only when needed (no prefetching)");
+  command.add_flag("--lean-algorithms", o->lean_algorithms,
+                   "Always use the conv algorithm with the least workspace (no Eq. 5 selection)");
+  command.add_option("-o,--out", o->out_dir, "Output folder (created if missing)")->required();
+  command.callback([o, batch, sub_batch, engines] {
+    o->batch_given = batch->count() > 0;
+    o->sub_batch_given = sub_batch->count() > 0;
+    o->copy_engines_given = engines->count() > 0;
+    run_compile(*o);
+  });
+}
+
+const Registration registration("compile",
+                                "Plan one training iteration under a memory budget; write plan.json, trace.json, "
+                                "memory.svg",
+                                setup_compile, 20);
+
+}  // namespace
+
+}  // namespace mplan::cli

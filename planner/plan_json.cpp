@@ -1,0 +1,541 @@
+#include "planner/plan_json.h"
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+namespace mplan {
+
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+// ---- writing ----------------------------------------------------------------
+
+Json summary_json(const PlanSummary& s) {
+  Json j;
+  j["simulated_ms"] = s.simulated_ms;
+  j["ideal_ms"] = s.ideal_ms;
+  j["peak_arena_bytes"] = s.peak_arena_bytes;
+  j["peak_live_bytes"] = s.peak_live_bytes;
+  j["fragmentation"] = s.fragmentation;
+  j["bytes_to_host"] = s.bytes_to_host;
+  j["bytes_to_device"] = s.bytes_to_device;
+  j["offload_count"] = s.offload_count;
+  j["prefetch_count"] = s.prefetch_count;
+  j["input_load_count"] = s.input_load_count;
+  j["input_bytes"] = s.input_bytes;
+  j["defragmentation_count"] = s.defragmentation_count;
+  j["stall_ms"] = s.stall_ms;
+  j["planner_ms"] = s.planner_ms;
+  j["notes"] = s.notes;
+  return j;
+}
+
+Json choice_json(const TaskChoice& c) {
+  Json j;
+  j["task"] = c.task;
+  j["round"] = c.round;
+  j["sub_batch"] = c.sub_batch;
+  j["algorithm"] = c.algorithm;
+  j["time_ms"] = c.time_ms;
+  j["workspace_bytes"] = c.workspace_bytes;
+  j["workspace"] = c.workspace;
+  j["workspace_offset"] = c.workspace_offset;
+  j["gain_ms"] = c.gain_ms;
+  Json micro = Json::array();
+  for (const MicroBatch& m : c.micro_batches) {
+    micro.push_back({{"size", m.size},
+                     {"algorithm", m.algorithm},
+                     {"time_ms", m.time_ms},
+                     {"workspace_bytes", m.workspace_bytes}});
+  }
+  j["micro_batches"] = micro;
+  return j;
+}
+
+Json buffer_json(const Buffer& b) {
+  Json j;
+  j["id"] = b.id;
+  j["block"] = b.block;
+  j["workspace_of"] = b.workspace_of;
+  j["round"] = b.round;
+  j["bytes"] = b.bytes;
+  j["offset"] = b.offset;
+  j["resident"] = b.resident;
+  return j;
+}
+
+Json host_slot_json(const HostSlot& h) {
+  return Json{{"id", h.id}, {"block", h.block}, {"round", h.round}, {"bytes", h.bytes}, {"host_offset", h.host_offset}};
+}
+
+// Steps are the bulk of a plan: fields that keep their default are left out
+// (the reader restores the default), except those the kind requires.
+Json step_json(const Step& s) {
+  Json j;
+  j["index"] = s.index;
+  j["kind"] = step_kind_name(s.kind);
+  j["stream"] = stream_kind_name(s.stream);
+  if (s.kind == StepKind::compute || s.task != kNoTask) j["task"] = s.task;
+  j["round"] = s.round;
+  if (s.kind != StepKind::compute || s.buffer != kNoBuffer) j["buffer"] = s.buffer;
+  const bool copy = s.kind == StepKind::offload || s.kind == StepKind::prefetch;
+  if (copy || s.host_slot != kNoHostSlot) j["host_slot"] = s.host_slot;
+  if (s.kind == StepKind::compute || !s.reads.empty()) j["reads"] = s.reads;
+  if (s.kind == StepKind::compute || !s.writes.empty()) j["writes"] = s.writes;
+  if (s.workspace != kNoBuffer) j["workspace"] = s.workspace;
+  if (!s.waits.empty()) j["waits"] = s.waits;
+  if (s.records != kNoEvent) j["records"] = s.records;
+  j["start_ms"] = s.start_ms;
+  j["end_ms"] = s.end_ms;
+  return j;
+}
+
+// One element per line inside arrays of records; the rest indented.
+void append_array_of_objects(std::string& out, const Json& array) {
+  if (array.empty()) {
+    out += "[]";
+    return;
+  }
+  out += "[\n";
+  for (size_t i = 0; i < array.size(); ++i) {
+    out += "    ";
+    out += array[i].dump();
+    out += i + 1 < array.size() ? ",\n" : "\n";
+  }
+  out += "  ]";
+}
+
+}  // namespace
+
+std::string plan_to_json(const Plan& plan) {
+  Json header;
+  header["format"] = kPlanFormatName;
+  header["format_version"] = plan.format_version;
+  header["model_name"] = plan.model_name;
+  header["model_digest"] = plan.model_digest;
+  header["device"] = plan.device;
+  header["budget_bytes"] = plan.budget_bytes;
+  header["resident_bytes"] = plan.resident_bytes;
+  header["resident_region_bytes"] = plan.resident_region_bytes;
+  header["arena_bytes"] = plan.arena_bytes;
+  header["host_bytes"] = plan.host_bytes;
+  header["batch"] = plan.batch;
+  header["sub_batch"] = plan.sub_batch;
+  header["sub_batches"] = plan.sub_batches;
+  header["copy_engines"] = plan.copy_engines;
+  header["event_count"] = plan.event_count;
+  header["summary"] = summary_json(plan.summary);
+  header["task_names"] = plan.task_names;
+  header["block_names"] = plan.block_names;
+
+  Json choices = Json::array(), buffers = Json::array(), slots = Json::array(), steps = Json::array();
+  for (const TaskChoice& c : plan.choices) choices.push_back(choice_json(c));
+  for (const Buffer& b : plan.buffers) buffers.push_back(buffer_json(b));
+  for (const HostSlot& h : plan.host_slots) slots.push_back(host_slot_json(h));
+  for (const Step& s : plan.steps) steps.push_back(step_json(s));
+
+  std::string out = "{\n";
+  for (auto it = header.begin(); it != header.end(); ++it) {
+    out += "  " + Json(it.key()).dump() + ": ";
+    if (it.key() == "summary") {
+      std::string nested = it.value().dump(2);
+      // Indent the nested object by two more spaces.
+      std::string indented;
+      for (char ch : nested) {
+        indented += ch;
+        if (ch == '\n') indented += "  ";
+      }
+      out += indented;
+    } else {
+      out += it.value().dump();
+    }
+    out += ",\n";
+  }
+  const std::pair<const char*, const Json*> arrays[] = {
+      {"choices", &choices}, {"buffers", &buffers}, {"host_slots", &slots}, {"steps", &steps}};
+  for (size_t i = 0; i < 4; ++i) {
+    out += fmt::format("  \"{}\": ", arrays[i].first);
+    append_array_of_objects(out, *arrays[i].second);
+    out += i + 1 < 4 ? ",\n" : "\n";
+  }
+  out += "}\n";
+  return out;
+}
+
+// ---- reading ------------------------------------------------------------------
+
+namespace {
+
+// The first problem found; thrown inside the reader, returned as an Error.
+struct ReadFailure {
+  std::string message;
+};
+
+class Reader {
+ public:
+  explicit Reader(std::string file) : file_(std::move(file)) {}
+
+  [[noreturn]] void fail(const std::string& path, const std::string& message) const {
+    throw ReadFailure{path.empty() ? message : path + ": " + message};
+  }
+
+  const Json& field(const Json& object, const std::string& path, const char* key) const {
+    auto it = object.find(key);
+    if (it == object.end()) fail(path, fmt::format("missing field \"{}\"", key));
+    return *it;
+  }
+  static std::string sub(const std::string& path, const char* key) {
+    return path.empty() ? std::string(key) : path + "." + key;
+  }
+
+  const Json& object(const Json& j, const std::string& path) const {
+    if (!j.is_object()) fail(path, fmt::format("expected an object, found {}", j.type_name()));
+    return j;
+  }
+  const Json& array(const Json& j, const std::string& path) const {
+    if (!j.is_array()) fail(path, fmt::format("expected an array, found {}", j.type_name()));
+    return j;
+  }
+  int64_t integer(const Json& j, const std::string& path, int64_t lo = std::numeric_limits<int64_t>::min(),
+                  int64_t hi = std::numeric_limits<int64_t>::max()) const {
+    int64_t v = 0;
+    if (j.is_number_unsigned()) {
+      uint64_t u = j.get<uint64_t>();
+      if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) fail(path, "integer too large");
+      v = static_cast<int64_t>(u);
+    } else if (j.is_number_integer()) {
+      v = j.get<int64_t>();
+    } else {
+      fail(path, fmt::format("expected an integer, found {}", describe(j)));
+    }
+    if (v < lo || v > hi) fail(path, fmt::format("{} is out of range {}..{}", v, lo, hi));
+    return v;
+  }
+  int32_t int32(const Json& j, const std::string& path, int64_t lo = std::numeric_limits<int32_t>::min(),
+                int64_t hi = std::numeric_limits<int32_t>::max()) const {
+    return static_cast<int32_t>(integer(j, path, std::max<int64_t>(lo, std::numeric_limits<int32_t>::min()),
+                                        std::min<int64_t>(hi, std::numeric_limits<int32_t>::max())));
+  }
+  double number(const Json& j, const std::string& path) const {
+    if (!j.is_number()) fail(path, fmt::format("expected a number, found {}", describe(j)));
+    return j.get<double>();
+  }
+  std::string text(const Json& j, const std::string& path) const {
+    if (!j.is_string()) fail(path, fmt::format("expected a string, found {}", describe(j)));
+    return j.get<std::string>();
+  }
+  bool boolean(const Json& j, const std::string& path) const {
+    if (!j.is_boolean()) fail(path, fmt::format("expected true or false, found {}", describe(j)));
+    return j.get<bool>();
+  }
+  static std::string describe(const Json& j) {
+    std::string shown = j.dump();
+    if (shown.size() > 40) shown = shown.substr(0, 37) + "...";
+    return fmt::format("{} {}", j.type_name(), shown);
+  }
+
+  // Shorthands reading a required field of an object.
+  int64_t int_field(const Json& o, const std::string& path, const char* key,
+                    int64_t lo = std::numeric_limits<int64_t>::min(),
+                    int64_t hi = std::numeric_limits<int64_t>::max()) const {
+    return integer(field(o, path, key), sub(path, key), lo, hi);
+  }
+  int32_t int32_field(const Json& o, const std::string& path, const char* key,
+                      int64_t lo = std::numeric_limits<int32_t>::min(),
+                      int64_t hi = std::numeric_limits<int32_t>::max()) const {
+    return int32(field(o, path, key), sub(path, key), lo, hi);
+  }
+  double number_field(const Json& o, const std::string& path, const char* key) const {
+    return number(field(o, path, key), sub(path, key));
+  }
+  std::string text_field(const Json& o, const std::string& path, const char* key) const {
+    return text(field(o, path, key), sub(path, key));
+  }
+  std::vector<std::string> texts(const Json& j, const std::string& path) const {
+    std::vector<std::string> out;
+    for (size_t i = 0; i < array(j, path).size(); ++i) out.push_back(text(j[i], fmt::format("{}[{}]", path, i)));
+    return out;
+  }
+  template <typename Int>
+  std::vector<Int> ints(const Json& j, const std::string& path, int64_t lo, int64_t hi) const {
+    std::vector<Int> out;
+    for (size_t i = 0; i < array(j, path).size(); ++i)
+      out.push_back(static_cast<Int>(integer(j[i], fmt::format("{}[{}]", path, i), lo, hi)));
+    return out;
+  }
+
+  Plan read(const Json& root) const {
+    object(root, "");
+    Plan plan;
+    const std::string format = text_field(root, "", "format");
+    if (format != kPlanFormatName)
+      fail("format", fmt::format("\"{}\" is not a plan file (expected \"{}\")", format, kPlanFormatName));
+    plan.format_version = int32_field(root, "", "format_version");
+    if (plan.format_version != kPlanFormatVersion)
+      fail("format_version", fmt::format("version {} is not supported; this mplan reads version {} (re-run "
+                                         "`mplan compile` to make a new plan)",
+                                         plan.format_version, kPlanFormatVersion));
+    plan.model_name = text_field(root, "", "model_name");
+    plan.model_digest = text_field(root, "", "model_digest");
+    plan.device = text_field(root, "", "device");
+    plan.budget_bytes = int_field(root, "", "budget_bytes", 0);
+    plan.resident_bytes = int_field(root, "", "resident_bytes", 0);
+    plan.resident_region_bytes = int_field(root, "", "resident_region_bytes", 0);
+    plan.arena_bytes = int_field(root, "", "arena_bytes", 0);
+    plan.host_bytes = int_field(root, "", "host_bytes", 0);
+    plan.batch = int_field(root, "", "batch", 0);
+    plan.sub_batch = int_field(root, "", "sub_batch", 0);
+    plan.sub_batches = ints<int64_t>(field(root, "", "sub_batches"), "sub_batches", 1,
+                                     std::numeric_limits<int64_t>::max());
+    plan.copy_engines = int32_field(root, "", "copy_engines", 1, 2);
+    plan.event_count = int32_field(root, "", "event_count", 0);
+    read_summary(object(field(root, "", "summary"), "summary"), plan.summary);
+    if (root.contains("task_names")) plan.task_names = texts(root["task_names"], "task_names");
+    if (root.contains("block_names")) plan.block_names = texts(root["block_names"], "block_names");
+
+    const int32_t rounds = static_cast<int32_t>(plan.sub_batches.size());
+    // Ids of tasks and blocks: checked against the names when the file has them
+    // (the verifier checks them against the TDFG in any case).
+    const int64_t max_task = plan.task_names.empty() ? std::numeric_limits<int32_t>::max() - 1
+                                                      : static_cast<int64_t>(plan.task_names.size()) - 1;
+    const int64_t max_block = plan.block_names.empty() ? std::numeric_limits<int32_t>::max() - 1
+                                                        : static_cast<int64_t>(plan.block_names.size()) - 1;
+
+    const Json& buffers = array(field(root, "", "buffers"), "buffers");
+    for (size_t i = 0; i < buffers.size(); ++i) {
+      const std::string path = fmt::format("buffers[{}]", i);
+      const Json& o = object(buffers[i], path);
+      Buffer b;
+      b.id = int32_field(o, path, "id");
+      if (b.id != static_cast<BufferId>(i)) fail(sub(path, "id"), fmt::format("is {}, expected its index {}", b.id, i));
+      b.block = int32_field(o, path, "block", -1, max_block);
+      b.workspace_of = int32_field(o, path, "workspace_of", -1, max_task);
+      b.round = int32_field(o, path, "round", kOnceRound, rounds - 1);
+      b.bytes = int_field(o, path, "bytes", 0);
+      b.offset = int_field(o, path, "offset", 0);
+      b.resident = boolean(field(o, path, "resident"), sub(path, "resident"));
+      plan.buffers.push_back(b);
+    }
+    const int64_t max_buffer = static_cast<int64_t>(plan.buffers.size()) - 1;
+
+    const Json& slots = array(field(root, "", "host_slots"), "host_slots");
+    for (size_t i = 0; i < slots.size(); ++i) {
+      const std::string path = fmt::format("host_slots[{}]", i);
+      const Json& o = object(slots[i], path);
+      HostSlot h;
+      h.id = int32_field(o, path, "id");
+      if (h.id != static_cast<HostSlotId>(i)) fail(sub(path, "id"), fmt::format("is {}, expected its index {}", h.id, i));
+      h.block = int32_field(o, path, "block", 0, max_block);
+      h.round = int32_field(o, path, "round", kOnceRound, rounds - 1);
+      h.bytes = int_field(o, path, "bytes", 0);
+      h.host_offset = int_field(o, path, "host_offset", 0);
+      plan.host_slots.push_back(h);
+    }
+    const int64_t max_slot = static_cast<int64_t>(plan.host_slots.size()) - 1;
+
+    const Json& choices = array(field(root, "", "choices"), "choices");
+    for (size_t i = 0; i < choices.size(); ++i) {
+      const std::string path = fmt::format("choices[{}]", i);
+      const Json& o = object(choices[i], path);
+      TaskChoice c;
+      c.task = int32_field(o, path, "task", 0, max_task);
+      c.round = int32_field(o, path, "round", kOnceRound, rounds - 1);
+      c.sub_batch = int_field(o, path, "sub_batch", 0);
+      c.algorithm = text_field(o, path, "algorithm");
+      c.time_ms = number_field(o, path, "time_ms");
+      c.workspace_bytes = int_field(o, path, "workspace_bytes", 0);
+      c.workspace = int32_field(o, path, "workspace", -1, max_buffer);
+      c.workspace_offset = int_field(o, path, "workspace_offset", -1);
+      c.gain_ms = number_field(o, path, "gain_ms");
+      const std::string micro_path = sub(path, "micro_batches");
+      const Json& micro = array(field(o, path, "micro_batches"), micro_path);
+      for (size_t m = 0; m < micro.size(); ++m) {
+        const std::string mp = fmt::format("{}[{}]", micro_path, m);
+        const Json& mo = object(micro[m], mp);
+        MicroBatch mb;
+        mb.size = int_field(mo, mp, "size", 1);
+        mb.algorithm = text_field(mo, mp, "algorithm");
+        mb.time_ms = number_field(mo, mp, "time_ms");
+        mb.workspace_bytes = int_field(mo, mp, "workspace_bytes", 0);
+        c.micro_batches.push_back(mb);
+      }
+      plan.choices.push_back(std::move(c));
+    }
+
+    const Json& steps = array(field(root, "", "steps"), "steps");
+    plan.steps.reserve(steps.size());
+    const int64_t max_event = static_cast<int64_t>(plan.event_count) - 1;
+    for (size_t i = 0; i < steps.size(); ++i) {
+      const std::string path = fmt::format("steps[{}]", i);
+      const Json& o = object(steps[i], path);
+      Step s;
+      s.index = int32_field(o, path, "index");
+      if (s.index != static_cast<int32_t>(i))
+        fail(sub(path, "index"), fmt::format("is {}, expected its position {}", s.index, i));
+      const std::string kind = text_field(o, path, "kind");
+      if (!parse_step_kind(kind, &s.kind))
+        fail(sub(path, "kind"), fmt::format("\"{}\" is not one of compute, offload, prefetch, alloc, free", kind));
+      const std::string stream = text_field(o, path, "stream");
+      if (!parse_stream_kind(stream, &s.stream))
+        fail(sub(path, "stream"), fmt::format("\"{}\" is not one of compute, h2d, d2h, copy, host", stream));
+      const bool compute = s.kind == StepKind::compute;
+      const bool copy = s.kind == StepKind::offload || s.kind == StepKind::prefetch;
+      // Required by the kind, else optional with the default.
+      if (compute || o.contains("task")) s.task = int32_field(o, path, "task", -1, max_task);
+      s.round = int32_field(o, path, "round", kOnceRound, rounds - 1);
+      if (!compute || o.contains("buffer")) s.buffer = int32_field(o, path, "buffer", -1, max_buffer);
+      if (copy || o.contains("host_slot")) s.host_slot = int32_field(o, path, "host_slot", -1, max_slot);
+      if (compute || o.contains("reads"))
+        s.reads = ints<BufferId>(field(o, path, "reads"), sub(path, "reads"), -1, max_buffer);
+      if (compute || o.contains("writes"))
+        s.writes = ints<BufferId>(field(o, path, "writes"), sub(path, "writes"), -1, max_buffer);
+      if (o.contains("workspace")) s.workspace = int32_field(o, path, "workspace", -1, max_buffer);
+      if (o.contains("waits")) s.waits = ints<EventId>(o["waits"], sub(path, "waits"), 0, max_event);
+      if (o.contains("records")) s.records = int32_field(o, path, "records", -1, max_event);
+      s.start_ms = number_field(o, path, "start_ms");
+      s.end_ms = number_field(o, path, "end_ms");
+      plan.steps.push_back(std::move(s));
+    }
+    return plan;
+  }
+
+  void read_summary(const Json& o, PlanSummary& s) const {
+    const std::string p = "summary";
+    s.simulated_ms = number_field(o, p, "simulated_ms");
+    s.ideal_ms = number_field(o, p, "ideal_ms");
+    s.peak_arena_bytes = int_field(o, p, "peak_arena_bytes", 0);
+    s.peak_live_bytes = int_field(o, p, "peak_live_bytes", 0);
+    s.fragmentation = number_field(o, p, "fragmentation");
+    s.bytes_to_host = int_field(o, p, "bytes_to_host", 0);
+    s.bytes_to_device = int_field(o, p, "bytes_to_device", 0);
+    s.offload_count = int32_field(o, p, "offload_count", 0);
+    s.prefetch_count = int32_field(o, p, "prefetch_count", 0);
+    s.input_load_count = int32_field(o, p, "input_load_count", 0);
+    s.input_bytes = int_field(o, p, "input_bytes", 0);
+    s.defragmentation_count = int32_field(o, p, "defragmentation_count", 0);
+    s.stall_ms = number_field(o, p, "stall_ms");
+    s.planner_ms = number_field(o, p, "planner_ms");
+    s.notes = texts(field(o, p, "notes"), "summary.notes");
+  }
+
+ private:
+  std::string file_;
+};
+
+// Line and column (from 1) of a byte offset in `text`.
+std::pair<int, int> line_column(const std::string& text, size_t byte) {
+  int line = 1, column = 1;
+  for (size_t i = 0; i < byte && i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      column = 1;
+    } else {
+      ++column;
+    }
+  }
+  return {line, column};
+}
+
+}  // namespace
+
+Result<Plan> plan_from_json(const std::string& text, const std::string& file) {
+  Json root;
+  try {
+    root = Json::parse(text);
+  } catch (const Json::parse_error& e) {
+    // e.byte is 1-based: the byte after the last one read.
+    auto [line, column] = line_column(text, e.byte > 0 ? e.byte - 1 : 0);
+    std::string what = e.what();
+    // nlohmann's text: "[json.exception.parse_error.101] parse error at line 1, column 1: syntax error ..."
+    auto colon = what.find(": ", what.find("parse error"));
+    std::string detail = colon == std::string::npos ? what : what.substr(colon + 2);
+    return Error{SourceLocation{file, line, column}, "not a valid JSON plan file: " + detail};
+  }
+  try {
+    return Reader(file).read(root);
+  } catch (const ReadFailure& failure) {
+    return Error{SourceLocation{file, 0, 0}, failure.message};
+  } catch (const Json::exception& e) {  // should not happen: every access is checked first
+    return Error{SourceLocation{file, 0, 0}, std::string("malformed plan: ") + e.what()};
+  }
+}
+
+Result<Plan> load_plan(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Error{SourceLocation{path, 0, 0}, "cannot read the plan file (missing or unreadable)"};
+  std::ostringstream text;
+  text << in.rdbuf();
+  return plan_from_json(text.str(), path);
+}
+
+// ---- equality -------------------------------------------------------------------
+
+namespace {
+
+// Exact, bit-level for doubles (NaN equals NaN only with the same bits).
+bool same(double a, double b) { return a == b || (std::isnan(a) && std::isnan(b)); }
+
+bool same(const MicroBatch& a, const MicroBatch& b) {
+  return a.size == b.size && a.algorithm == b.algorithm && same(a.time_ms, b.time_ms) &&
+         a.workspace_bytes == b.workspace_bytes;
+}
+bool same(const TaskChoice& a, const TaskChoice& b) {
+  if (a.micro_batches.size() != b.micro_batches.size()) return false;
+  for (size_t i = 0; i < a.micro_batches.size(); ++i)
+    if (!same(a.micro_batches[i], b.micro_batches[i])) return false;
+  return a.task == b.task && a.round == b.round && a.sub_batch == b.sub_batch && a.algorithm == b.algorithm &&
+         same(a.time_ms, b.time_ms) && a.workspace_bytes == b.workspace_bytes && a.workspace == b.workspace &&
+         a.workspace_offset == b.workspace_offset && same(a.gain_ms, b.gain_ms);
+}
+bool same(const Buffer& a, const Buffer& b) {
+  return a.id == b.id && a.block == b.block && a.workspace_of == b.workspace_of && a.round == b.round &&
+         a.bytes == b.bytes && a.offset == b.offset && a.resident == b.resident;
+}
+bool same(const HostSlot& a, const HostSlot& b) {
+  return a.id == b.id && a.block == b.block && a.round == b.round && a.bytes == b.bytes &&
+         a.host_offset == b.host_offset;
+}
+bool same(const Step& a, const Step& b) {
+  return a.index == b.index && a.kind == b.kind && a.stream == b.stream && a.task == b.task &&
+         a.round == b.round && a.buffer == b.buffer && a.host_slot == b.host_slot && a.reads == b.reads &&
+         a.writes == b.writes && a.workspace == b.workspace && a.waits == b.waits && a.records == b.records &&
+         same(a.start_ms, b.start_ms) && same(a.end_ms, b.end_ms);
+}
+bool same(const PlanSummary& a, const PlanSummary& b) {
+  return same(a.simulated_ms, b.simulated_ms) && same(a.ideal_ms, b.ideal_ms) &&
+         a.peak_arena_bytes == b.peak_arena_bytes && a.peak_live_bytes == b.peak_live_bytes &&
+         same(a.fragmentation, b.fragmentation) && a.bytes_to_host == b.bytes_to_host &&
+         a.bytes_to_device == b.bytes_to_device && a.offload_count == b.offload_count &&
+         a.prefetch_count == b.prefetch_count && a.input_load_count == b.input_load_count &&
+         a.input_bytes == b.input_bytes && a.defragmentation_count == b.defragmentation_count &&
+         same(a.stall_ms, b.stall_ms) && same(a.planner_ms, b.planner_ms) && a.notes == b.notes;
+}
+template <typename T>
+bool same_all(const std::vector<T>& a, const std::vector<T>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (!same(a[i], b[i])) return false;
+  return true;
+}
+
+}  // namespace
+
+bool plans_equal(const Plan& a, const Plan& b) {
+  return a.format_version == b.format_version && a.model_name == b.model_name &&
+         a.model_digest == b.model_digest && a.device == b.device && a.budget_bytes == b.budget_bytes &&
+         a.resident_bytes == b.resident_bytes && a.resident_region_bytes == b.resident_region_bytes &&
+         a.arena_bytes == b.arena_bytes && a.host_bytes == b.host_bytes && a.batch == b.batch &&
+         a.sub_batch == b.sub_batch && a.sub_batches == b.sub_batches && a.copy_engines == b.copy_engines &&
+         a.event_count == b.event_count && same(a.summary, b.summary) && a.task_names == b.task_names &&
+         a.block_names == b.block_names && same_all(a.choices, b.choices) && same_all(a.buffers, b.buffers) &&
+         same_all(a.host_slots, b.host_slots) && same_all(a.steps, b.steps);
+}
+
+}  // namespace mplan

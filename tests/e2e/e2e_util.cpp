@@ -1,0 +1,178 @@
+#include "tests/e2e/e2e_util.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <sys/wait.h>
+
+#include "frontend/parse.h"
+#include "planner/sub_batch.h"
+#include "profiler/analytic_model.h"
+#include "profiler/device.h"
+#include "runtime/npy.h"
+#include "tdfg/tdfg.h"
+
+namespace mplan::e2e {
+namespace fs = std::filesystem;
+
+const char* budget_name(Budget budget) {
+  switch (budget) {
+    case Budget::unlimited: return "unlimited";
+    case Budget::sub_batch: return "sub_batch";
+    case Budget::offload: return "offload";
+  }
+  return "?";
+}
+
+std::string source_dir() { return MPLAN_SOURCE_DIR; }
+
+std::string work_dir(const std::string& tag) {
+  fs::path dir = fs::path(MPLAN_BINARY_DIR) / "e2e-work" / tag;
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir.string();
+}
+
+Compiled compile_model(const std::string& model_path, Budget budget, const std::string& tag) {
+  std::string path = fs::path(model_path).is_absolute() ? model_path : source_dir() + "/" + model_path;
+  Result<Model> model = load_model(path);
+  if (!model) return Compiled{{}, "", model.error().to_string()};
+  return compile_model(*model, budget, tag);
+}
+
+Compiled compile_model(const Model& model, Budget budget, const std::string& tag) {
+  Compiled out;
+  Result<Device> device = load_device("k40");
+  if (!device) return Compiled{{}, "", device.error().to_string()};
+  const AnalyticCostModel cost(*device);
+  const Tdfg tdfg = build_tdfg(model);
+  PlanOptions options;
+  const int64_t resident = resident_region_bytes(tdfg);
+  const int64_t batch = model.batch;
+  switch (budget) {
+    case Budget::unlimited: options.budget_bytes = int64_t{1} << 30; break;
+    case Budget::sub_batch:
+      options.budget_bytes =
+          resident + 2 * max_task_arena_bytes(tdfg, cost, std::max<int64_t>(1, batch / 4), /*fastest=*/false) + 4096;
+      break;
+    case Budget::offload:
+      options.sub_batch = batch;
+      options.budget_bytes = resident + max_task_arena_bytes(tdfg, cost, batch, /*fastest=*/false) + 4096;
+      break;
+  }
+  Result<Plan> plan = make_plan(tdfg, cost, options);
+  if (!plan) return Compiled{{}, "", "make_plan: " + plan.error().to_string()};
+  out.plan = std::move(*plan);
+  for (const Task& t : tdfg.tasks) out.plan.task_names.push_back(t.name);
+  for (const Block& b : tdfg.blocks) out.plan.block_names.push_back(b.name);
+  codegen::CodegenOptions cg;
+  cg.model_file = model.source_file;
+  Result<codegen::GeneratedProgram> program = codegen::emit_program(model, tdfg, out.plan, cg);
+  if (!program) return Compiled{out.plan, "", "emit_program: " + program.error().to_string()};
+  // The folder is kept between runs: files are rewritten only when their text
+  // changed, so an unchanged program is not rebuilt (cmake --build is incremental).
+  out.dir = (fs::path(MPLAN_BINARY_DIR) / "e2e-work" / tag).string();
+  fs::create_directories(out.dir);
+  codegen::GeneratedProgram changed;
+  for (const codegen::GeneratedFile& file : program->files) {
+    std::ifstream in(out.dir + "/" + file.path, std::ios::binary);
+    std::string old((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (old != file.text) changed.files.push_back(file);
+  }
+  Status written = codegen::write_program(changed, out.dir);
+  if (!written) out.error = written.error().to_string();
+  return out;
+}
+
+RunResult run_command(const std::string& command) {
+  RunResult result;
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  if (!pipe) return result;
+  std::array<char, 4096> buffer;
+  size_t n;
+  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) result.output.append(buffer.data(), n);
+  int status = pclose(pipe);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+
+static std::string quoted(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+std::string build_program(const std::string& dir) {
+  RunResult configure = run_command("cmake -S " + quoted(dir) + " -B " + quoted(dir + "/build") +
+                                    " -DCMAKE_BUILD_TYPE=Release -DMPLAN_RUNTIME_LIBRARY=" +
+                                    quoted(MPLAN_RUNTIME_LIBRARY_PATH));
+  if (configure.exit_code != 0) return "cmake configure failed:\n" + configure.output;
+  RunResult build = run_command("cmake --build " + quoted(dir + "/build") + " -j2");
+  if (build.exit_code != 0) {
+    std::string log = build.output;
+    return "cmake build failed:\n" + (log.size() > 6000 ? log.substr(log.size() - 6000) : log);
+  }
+  return "";
+}
+
+RunResult run_program(const std::string& dir, const std::string& args) {
+  return run_command(quoted(dir + "/build/train") + " " + args);
+}
+
+std::map<std::string, std::vector<float>> read_weights(const std::string& dir) {
+  std::map<std::string, std::vector<float>> weights;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (entry.path().extension() != ".npy") continue;
+    rt::NpyArray array;
+    std::string error;
+    if (!rt::npy_read(entry.path().string(), &array, &error)) {
+      ADD_FAILURE() << error;
+      continue;
+    }
+    if (array.type != rt::NpyType::f32) continue;
+    weights[entry.path().stem().string()] = std::vector<float>(array.f32(), array.f32() + array.elements());
+  }
+  return weights;
+}
+
+double max_relative_difference(const std::map<std::string, std::vector<float>>& a,
+                               const std::map<std::string, std::vector<float>>& b, std::string* worst) {
+  double result = 0;
+  if (a.size() != b.size()) {
+    *worst = "different tensor sets";
+    return INFINITY;
+  }
+  for (const auto& [name, values] : b) {
+    auto it = a.find(name);
+    if (it == a.end() || it->second.size() != values.size()) {
+      *worst = name + " missing or of another size";
+      return INFINITY;
+    }
+    double max_abs = 0, max_diff = 0;
+    for (size_t i = 0; i < values.size(); ++i) {
+      max_abs = std::max(max_abs, static_cast<double>(std::fabs(values[i])));
+      double d = std::fabs(static_cast<double>(it->second[i]) - values[i]);
+      if (std::isnan(d)) d = INFINITY;
+      max_diff = std::max(max_diff, d);
+    }
+    double rel = max_diff / std::max(max_abs, 1e-12);
+    if (rel > result || (std::isinf(rel) && worst->empty())) {
+      result = rel;
+      *worst = name + " (max diff " + std::to_string(max_diff) + ", max |value| " + std::to_string(max_abs) + ")";
+    }
+  }
+  return result;
+}
+
+bool have_torch() {
+  static const bool have = run_command("/usr/bin/python3 -c 'import torch, numpy, yaml'").exit_code == 0;
+  return have;
+}
+
+}  // namespace mplan::e2e

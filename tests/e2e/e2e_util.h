@@ -1,0 +1,64 @@
+#pragma once
+// Helpers of the end-to-end tests: plan a model in process (the stages'
+// libraries, as `mplan compile` does), write the generated program, build it
+// with cmake against the prebuilt runtime, run it, and read its weights.
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "codegen/codegen.h"
+#include "planner/planner.h"
+
+namespace mplan::e2e {
+
+struct Compiled {
+  Plan plan;
+  std::string dir;     // the program's folder (train.cpp, CMakeLists.txt, build/)
+  std::string error;   // non-empty: planning or codegen failed
+};
+
+// The budgets of the tests, from the model's own bounds (each asserted by the test):
+//   unlimited  1 GiB: one round, no copies;
+//   sub_batch  resident + a quarter-batch's largest task need x 2: the whole
+//              batch does not fit, so the planner splits it;
+//   offload    resident + the largest task need at the whole batch, sub-batch
+//              fixed to the batch: the tasks fit one by one but not all their
+//              outputs, so blocks are offloaded.
+enum class Budget { unlimited, sub_batch, offload };
+const char* budget_name(Budget budget);
+
+// Plans `model_path` (a file under examples/models, or any path) at `budget`
+// with the analytic K40 cost model and writes the program to a fresh folder
+// under the test binary dir named `tag`.
+Compiled compile_model(const std::string& model_path, Budget budget, const std::string& tag);
+// The same with a Model built in code (for hostile layer names).
+Compiled compile_model(const Model& model, Budget budget, const std::string& tag);
+
+// Configures and builds dir/build with cmake against the prebuilt runtime.
+// Returns "" on success, else the tail of the log.
+std::string build_program(const std::string& dir);
+
+struct RunResult {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr together
+};
+RunResult run_command(const std::string& command);
+// Runs dir/build/train with `args`.
+RunResult run_program(const std::string& dir, const std::string& args);
+
+// Every <name>.npy under dir: name -> floats (int32 files are skipped).
+std::map<std::string, std::vector<float>> read_weights(const std::string& dir);
+
+// max over tensors of |a - b|_inf / max(|b|_inf, 1e-12); names must match.
+double max_relative_difference(const std::map<std::string, std::vector<float>>& a,
+                               const std::map<std::string, std::vector<float>>& b, std::string* worst);
+
+// Whether /usr/bin/python3 can import torch.
+bool have_torch();
+
+std::string source_dir();   // MPLAN_SOURCE_DIR
+std::string work_dir(const std::string& tag);  // a fresh folder for one test
+
+}  // namespace mplan::e2e

@@ -1,0 +1,65 @@
+// The generated program against PyTorch (torch 1.13 under /usr/bin/python3):
+// the same model, initial weights (the program's --save at step 0) and data
+// (.npy files the test writes) trained 3 steps in PyTorch, with gradient
+// accumulation over the plan's sub-batches, reach the same weights, momentum
+// buffers and batch-norm running statistics within 1e-4 relative.
+
+#include <gtest/gtest.h>
+
+#include "tests/e2e/e2e_util.h"
+
+namespace mplan::e2e {
+namespace {
+
+void expect_agrees_with_torch(const std::string& model, Budget budget, bool expect_split) {
+  if (!have_torch()) GTEST_SKIP() << "/usr/bin/python3 cannot import torch, numpy and yaml";
+  const std::string name = model.substr(model.rfind('/') + 1);
+  Compiled compiled = compile_model(model, budget, name + "-" + budget_name(budget));
+  ASSERT_EQ(compiled.error, "");
+  if (expect_split) {
+    ASSERT_GT(compiled.plan.sub_batches.size(), 1u) << "the budget must split the batch";
+  }
+  ASSERT_EQ(build_program(compiled.dir), "");
+  const std::string dir = work_dir("torch-" + name + "-" + budget_name(budget));
+  const std::string script = source_dir() + "/tests/e2e/torch_train.py";
+  const std::string model_path = source_dir() + "/" + model;
+  RunResult data = run_command("/usr/bin/python3 " + script + " data --model " + model_path +
+                               " --samples 40 --seed 3 --out " + dir + "/data");
+  ASSERT_EQ(data.exit_code, 0) << data.output;
+  RunResult init = run_program(compiled.dir, "--steps 0 --seed 5 --save " + dir + "/init");
+  ASSERT_EQ(init.exit_code, 0) << init.output;
+  RunResult run = run_program(compiled.dir, "--steps 3 --seed 5 --data " + dir + "/data --save " + dir + "/program");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  std::printf("%s", run.output.c_str());
+  std::string subs;
+  for (int64_t n : compiled.plan.sub_batches) subs += (subs.empty() ? "" : ",") + std::to_string(n);
+  RunResult torch = run_command("/usr/bin/python3 " + script + " train --model " + model_path + " --init " + dir +
+                                "/init --data " + dir + "/data --steps 3 --seed 5 --sub-batches " + subs +
+                                " --out " + dir + "/torch");
+  ASSERT_EQ(torch.exit_code, 0) << torch.output;
+  auto program = read_weights(dir + "/program");
+  auto reference = read_weights(dir + "/torch");
+  ASSERT_FALSE(reference.empty());
+  std::string worst;
+  double diff = max_relative_difference(program, reference, &worst);
+  std::printf("%s at %s budget (sub-batches %s) vs PyTorch: max relative difference %.3g at %s\n", name.c_str(),
+              budget_name(budget), subs.c_str(), diff, worst.c_str());
+  EXPECT_LE(diff, 1e-4) << worst;
+}
+
+// Every op, batch norm included, at the unlimited budget: one sub-batch.
+TEST(Torch, EveryOpUnlimitedAgreesWithPyTorch) {
+  expect_agrees_with_torch("examples/models/every_op.yaml", Budget::unlimited, false);
+}
+
+// Batch norm with per-sub-batch statistics, as PyTorch with gradient accumulation.
+TEST(Torch, EveryOpSubBatchesAgreeWithPyTorchAccumulating) {
+  expect_agrees_with_torch("examples/models/every_op.yaml", Budget::sub_batch, true);
+}
+
+TEST(Torch, CifarSmallSubBatchesAgreeWithPyTorchAccumulating) {
+  expect_agrees_with_torch("examples/models/cifar_small.yaml", Budget::sub_batch, true);
+}
+
+}  // namespace
+}  // namespace mplan::e2e
