@@ -7,11 +7,13 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <string>
 
 #include "cli/command.h"
+#include "codegen/codegen.h"
 #include "frontend/bytes.h"
 #include "frontend/parse.h"
 #include "planner/memory_svg.h"
@@ -27,6 +29,10 @@ namespace mplan::cli {
 
 namespace {
 
+#ifndef MPLAN_VERSION_TEXT
+#define MPLAN_VERSION_TEXT "0.1.0"
+#endif
+
 // The papers' GPU (moDNN, vDNN): plans are for it unless the user says otherwise.
 constexpr const char* kDefaultDevice = "k40";
 
@@ -40,6 +46,7 @@ struct CompileOptions {
   int copy_engines = 0;
   bool batch_given = false, sub_batch_given = false, copy_engines_given = false;
   bool no_prefetch = false, lean_algorithms = false;
+  bool build = false;  // --build: also cmake-configure and build DIR/build/train (codegen, cg)
 };
 
 struct Checked {
@@ -91,6 +98,25 @@ std::string summary_text(const Plan& plan, const std::string& device_line, size_
   return out;
 }
 
+// --build: the two cmake commands of docs/generated-program.md, output shown.
+void build_program(const std::string& dir) {
+  auto quoted = [](const std::string& text) {
+    std::string out = "'";
+    for (char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return out + "'";
+  };
+  const std::string build_dir = dir + "/build";
+  const std::string configure = "cmake -S " + quoted(dir) + " -B " + quoted(build_dir) + " > " +
+                                quoted(build_dir + ".log") + " 2>&1";
+  std::filesystem::create_directories(build_dir);
+  if (std::system(configure.c_str()) != 0)
+    fail(fmt::format("--build: cmake could not configure {} (log: {}.log)", dir, build_dir));
+  const std::string build = "cmake --build " + quoted(build_dir) + " -j2 >> " + quoted(build_dir + ".log") + " 2>&1";
+  if (std::system(build.c_str()) != 0)
+    fail(fmt::format("--build: cmake could not build {} (log: {}.log)", dir, build_dir));
+  fmt::print("built       {}/train (run it with --steps N; --help for its flags)\n", build_dir);
+}
+
 void run_compile(const CompileOptions& o) {
   const Checked checked = check_flags(o);
   const Model model = unwrap(load_model(o.model_path));
@@ -134,6 +160,12 @@ void run_compile(const CompileOptions& o) {
                      violations.size(), violations.size() == 1 ? "" : "s", list));
   }
 
+  // The training program: DIR/train.cpp and DIR/CMakeLists.txt (codegen/codegen.h).
+  codegen::CodegenOptions codegen_options;
+  codegen_options.mplan_version = MPLAN_VERSION_TEXT;
+  codegen_options.model_file = o.model_path;
+  const codegen::GeneratedProgram program = unwrap(codegen::emit_program(model, tdfg, plan, codegen_options));
+
   const std::string plan_text = plan_to_json(plan);
   const std::string trace_text = plan_to_trace_json(plan);
   const std::string svg_text = plan_memory_svg(plan);
@@ -145,12 +177,16 @@ void run_compile(const CompileOptions& o) {
   const fs::path dir(o.out_dir);
   write_file_atomically((dir / "trace.json").string(), trace_text);
   write_file_atomically((dir / "memory.svg").string(), svg_text);
+  for (const codegen::GeneratedFile& file : program.files)
+    write_file_atomically((dir / file.path).string(), file.text);
   // plan.json last: its presence means the whole output is there.
   write_file_atomically((dir / "plan.json").string(), plan_text);
 
   fmt::print("{}", summary_text(plan, device_line, static_cast<size_t>(plan.event_count)));
   fmt::print("wrote       {}, {}, {}\n", (dir / "plan.json").string(), (dir / "trace.json").string(),
              (dir / "memory.svg").string());
+  fmt::print("program     {}, {}\n", (dir / "train.cpp").string(), (dir / "CMakeLists.txt").string());
+  if (o.build) build_program(dir.string());
 }
 
 void setup_compile(CLI::App& command) {
@@ -171,6 +207,7 @@ void setup_compile(CLI::App& command) {
   command.add_flag("--lean-algorithms", o->lean_algorithms,
                    "Always use the conv algorithm with the least workspace (no Eq. 5 selection)");
   command.add_option("-o,--out", o->out_dir, "Output folder (created if missing)")->required();
+  command.add_flag("--build", o->build, "Also build the training program: cmake -S DIR -B DIR/build && cmake --build DIR/build");
   command.callback([o, batch, sub_batch, engines] {
     o->batch_given = batch->count() > 0;
     o->sub_batch_given = sub_batch->count() > 0;

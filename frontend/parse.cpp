@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -72,6 +73,23 @@ SourceLocation location_of_mark(const YAML::Mark& mark, const std::string& file)
   return SourceLocation{file, mark.line + 1, mark.column + 1};
 }
 
+// The line (1-based) of a second YAML document's "---" marker, or 0. A text
+// scan because yaml-cpp 0.7's LoadAll loops forever on some bad input (a
+// stray ',': jbeder/yaml-cpp#1040); YAML::Load reads only the first document.
+int second_document_line(const std::string& text) {
+  std::istringstream lines(text);
+  std::string line;
+  bool seen_content = false;
+  for (int number = 1; std::getline(lines, line); ++number) {
+    bool marker = line.rfind("---", 0) == 0 &&
+                  (line.size() == 3 || std::isspace(static_cast<unsigned char>(line[3])));
+    if (marker && seen_content) return number;
+    size_t first = line.find_first_not_of(" \t\r");
+    if (!marker && first != std::string::npos && line[first] != '#') seen_content = true;
+  }
+  return 0;
+}
+
 // Everything but the YAML syntax: throws InputError.
 Model read_model(const YAML::Node& document, const std::string& file) {
   const std::string expected = "a model: a map with name, input, batch, classes and layers";
@@ -103,21 +121,21 @@ Model read_model(const YAML::Node& document, const std::string& file) {
 }  // namespace
 
 Result<Model> parse_model(const std::string& yaml_text, const std::string& file) {
-  std::vector<YAML::Node> documents;
+  YAML::Node document;
   try {
-    documents = YAML::LoadAll(yaml_text);
+    document = YAML::Load(yaml_text);
   } catch (const YAML::Exception& e) {
     return Error{location_of_mark(e.mark, file), fmt::format("not valid YAML: {}", e.msg)};
   }
-  if (documents.empty() || (documents.size() == 1 && documents[0].IsNull()))
+  if (!document.IsDefined() || document.IsNull())
     return Error{SourceLocation{file, 0, 0},
                  "the file is empty (expected a model: a map with name, input, batch, classes "
                  "and layers)"};
-  if (documents.size() > 1)
-    return Error{location_of(documents[1], file),
-                 "expected one YAML document, but the file has more than one ('---')"};
+  if (int line = second_document_line(yaml_text); line > 0)
+    return Error{SourceLocation{file, line, 1},
+                 "expected one YAML document, but a second one starts here ('---')"};
   try {
-    return read_model(documents[0], file);
+    return read_model(document, file);
   } catch (const InputError& e) {
     return e.error;
   } catch (const YAML::Exception& e) {

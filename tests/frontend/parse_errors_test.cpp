@@ -54,7 +54,10 @@ TEST(ParseErrors, NotYaml) {
   expect_error("a: b: c\n", 1, ": c", "not valid YAML");
   expect_error("just some words\n", 1, "just", "expected a model: a map with name, input");
   expect_error("- a\n- b\n", 1, "- a", "expected a model");
-  expect_error("name: a\n---\nname: b\n", 3, "name", "expected one YAML document");
+  // yaml-cpp 0.7's LoadAll never returns on these (jbeder/yaml-cpp#1040).
+  EXPECT_FALSE(parse_model(",", "m.yaml").ok());
+  EXPECT_FALSE(parse_model(",ame: t\ninput: [1, 2, 2]\n", "m.yaml").ok());
+  expect_error("name: a\n---\nname: b\n", 2, "---", "expected one YAML document");
 }
 
 TEST(ParseErrors, UnknownOp) {

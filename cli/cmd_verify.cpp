@@ -1,0 +1,72 @@
+// `mplan verify PLAN --model model.yaml`: replays a plan with the independent
+// verifier (planner/verify.h) against the TDFG rebuilt from the model. PLAN is
+// a plan.json or the folder `mplan compile -o` wrote. Exit 0 with
+// "plan OK: ..." or every violation, one per line, and exit 1.
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "cli/command.h"
+#include "frontend/bytes.h"
+#include "frontend/parse.h"
+#include "planner/plan_json.h"
+#include "planner/verify.h"
+#include "tdfg/tdfg.h"
+
+namespace mplan::cli {
+
+namespace {
+
+struct VerifyOptions {
+  std::string plan_path;
+  std::string model_path;
+};
+
+// A folder stands for the plan.json in it.
+std::string plan_file(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) return (fs::path(path) / "plan.json").string();
+  return path;
+}
+
+void run_verify(const VerifyOptions& o) {
+  const std::string path = plan_file(o.plan_path);
+  const Plan plan = unwrap(load_plan(path));
+  const Model model = unwrap(load_model(o.model_path));
+  const std::string digest = plan_model_digest(model);
+  if (digest != plan.model_digest)
+    fail(fmt::format("{} was made for model '{}' (digest {}), but {} is model '{}' with digest {}: compile the "
+                     "plan again or pass the model it was made from",
+                     path, plan.model_name, plan.model_digest, o.model_path, model.name, digest));
+  const Tdfg tdfg = build_tdfg(model);
+  const std::vector<Violation> violations = verify_plan(plan, tdfg);
+  if (violations.empty()) {
+    fmt::print("plan OK: {} steps, {} buffers, {} events, {} round{} of sub-batch {}, peak arena {} of {} (budget {})\n",
+               plan.steps.size(), plan.buffers.size(), plan.event_count, plan.sub_batches.size(),
+               plan.sub_batches.size() == 1 ? "" : "s", plan.sub_batch, format_bytes(plan.summary.peak_arena_bytes),
+               format_bytes(plan.arena_bytes), format_bytes(plan.budget_bytes));
+    return;
+  }
+  for (const Violation& v : violations) fmt::print("{}\n", to_string(v));
+  std::fflush(stdout);
+  fail(fmt::format("{}: {} violation{} in {} steps", path, violations.size(), violations.size() == 1 ? "" : "s",
+                   plan.steps.size()));
+}
+
+void setup_verify(CLI::App& command) {
+  auto o = std::make_shared<VerifyOptions>();
+  command.add_option("plan", o->plan_path, "plan.json, or the folder `mplan compile -o` wrote")->required();
+  command.add_option("--model", o->model_path, "The model file the plan was made from (rebuilds the TDFG)")
+      ->required();
+  command.callback([o] { run_verify(*o); });
+}
+
+const Registration registration("verify", "Check a plan with the independent verifier", setup_verify, 30);
+
+}  // namespace
+
+}  // namespace mplan::cli

@@ -1,0 +1,180 @@
+// profile.json: a recorded profile round-trips (same answers), identical
+// layers share one entry, and a truncated or mismatched file is refused with
+// the missing layer or sub-batch named.
+
+#include "profiler/profile.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "profiler/analytic_model.h"
+#include "profiler/device.h"
+#include "profiler/ideal.h"
+#include "tdfg/bounds.h"
+#include "tests/profiler/profiler_test_models.h"
+
+namespace mplan {
+namespace {
+
+AnalyticCostModel p100_model() {
+  Result<Device> device = load_device("p100");
+  EXPECT_TRUE(device.ok());
+  return AnalyticCostModel(*device);
+}
+
+TEST(Profile, RoundTripGivesTheSameAnswers) {
+  const Model model = test::parse_or_die(test::kSmallCnn);
+  const Tdfg tdfg = build_tdfg(model);
+  const AnalyticCostModel analytic = p100_model();
+  const std::vector<int64_t> sub_batches = *parse_sub_batches("pow2", model.batch);
+  EXPECT_EQ(sub_batches, (std::vector<int64_t>{1, 2, 4, 8, 16}));
+  const Profile written = make_profile(tdfg, analytic, sub_batches, "p100");
+  const std::string text = profile_to_json(written);
+  Result<Profile> read = parse_profile(text, "profile.json");
+  ASSERT_TRUE(read.ok()) << read.error().to_string();
+  auto recorded = RecordedCostModel::create(*read, tdfg, {model.batch}, "profile.json");
+  ASSERT_TRUE(recorded.ok()) << recorded.error().to_string();
+  const CostModel& replay = **recorded;
+  for (TaskId t = 0; t < static_cast<TaskId>(tdfg.tasks.size()); ++t)
+    for (int64_t b : sub_batches) {
+      const auto expected = analytic.options(tdfg, t, b);
+      const auto actual = replay.options(tdfg, t, b);
+      ASSERT_EQ(expected.size(), actual.size()) << tdfg.tasks[t].name << " b=" << b;
+      for (size_t i = 0; i < expected.size(); ++i) {
+        EXPECT_EQ(expected[i].algorithm, actual[i].algorithm);
+        EXPECT_EQ(expected[i].time_ms, actual[i].time_ms);  // exact: JSON keeps every digit
+        EXPECT_EQ(expected[i].workspace_bytes, actual[i].workspace_bytes);
+      }
+    }
+  for (int64_t bytes : {int64_t{1} << 10, int64_t{1} << 20, int64_t{3} << 28}) {
+    EXPECT_NEAR(replay.host_to_device_ms(bytes), analytic.host_to_device_ms(bytes), 1e-9);
+    EXPECT_NEAR(replay.device_to_host_ms(bytes), analytic.device_to_host_ms(bytes), 1e-9);
+  }
+  EXPECT_EQ(replay.device_memory_bytes(), analytic.device_memory_bytes());
+  EXPECT_EQ(replay.copy_engines(), analytic.copy_engines());
+  // Writing what was read gives the same file.
+  EXPECT_EQ(profile_to_json(*read), text);
+  // Between recorded sub-batches: between their times.
+  const TaskId conv2 = tdfg.fp_of.at(model.find("conv2"));
+  const double at_4 = replay.options(tdfg, conv2, 4).front().time_ms;
+  const double at_8 = replay.options(tdfg, conv2, 8).front().time_ms;
+  const double at_6 = replay.options(tdfg, conv2, 6).front().time_ms;
+  EXPECT_GT(at_6, at_4);
+  EXPECT_LT(at_6, at_8);
+}
+
+TEST(Profile, IdenticalLayersShareOneEntry) {
+  const Model model = test::parse_or_die(test::kSmallCnn);
+  const Tdfg tdfg = build_tdfg(model);
+  const Profile profile = make_profile(tdfg, p100_model(), {1, 16}, "p100");
+  int conv_entries = 0;
+  for (const ProfileEntry& e : profile.entries) {
+    if (e.signature.rfind("conv ", 0) != 0) continue;
+    ++conv_entries;
+    if (e.signature.find("in=[16, 32, 32] out=[16, 32, 32] kernel=3x3") != std::string::npos)
+      EXPECT_EQ(e.layers, (std::vector<std::string>{"conv2", "conv3", "conv4"}));
+  }
+  // conv1 (3 input channels), conv2 = conv3 = conv4, conv5.
+  EXPECT_EQ(conv_entries, 3);
+}
+
+TEST(Profile, ResNet50HasEachDistinctConvShapeOnce) {
+  Result<Model> model = load_model(std::string(MPLAN_SOURCE_DIR) + "/examples/models/resnet50.yaml");
+  ASSERT_TRUE(model.ok()) << model.error().to_string();
+  const Tdfg tdfg = build_tdfg(*model);
+  const Profile profile = make_profile(tdfg, p100_model(), {1, 128}, "p100");
+  std::set<std::string> distinct;
+  size_t conv_layers = 0;
+  for (const Layer& layer : model->layers) conv_layers += layer.op == Op::conv;
+  size_t conv_entries = 0, layers_listed = 0;
+  for (const ProfileEntry& e : profile.entries) {
+    EXPECT_TRUE(distinct.insert(e.signature).second) << "twice: " << e.signature;
+    if (e.signature.rfind("conv ", 0) == 0) {
+      ++conv_entries;
+      layers_listed += e.layers.size();
+    }
+  }
+  EXPECT_EQ(conv_layers, 53u);
+  EXPECT_EQ(layers_listed, conv_layers);  // every conv layer is under exactly one entry
+  // torchvision's ResNet-50 (v1.5) has 23 distinct conv shapes (input, output, kernel, stride).
+  EXPECT_EQ(conv_entries, 23u);
+}
+
+TEST(Profile, TruncatedFileIsRefused) {
+  const Model model = test::parse_or_die(test::kSmallCnn);
+  const Tdfg tdfg = build_tdfg(model);
+  const std::string text = profile_to_json(make_profile(tdfg, p100_model(), {1, 16}, "p100"));
+  Result<Profile> cut = parse_profile(text.substr(0, text.size() / 2), "p.json");
+  ASSERT_FALSE(cut.ok());
+  EXPECT_NE(cut.error().to_string().find("p.json:"), std::string::npos);
+  EXPECT_NE(cut.error().message.find("truncated"), std::string::npos) << cut.error().to_string();
+  Result<Profile> not_profile = parse_profile("{\"format\": \"something else\"}", "p.json");
+  ASSERT_FALSE(not_profile.ok());
+  EXPECT_NE(not_profile.error().message.find("mplan-profile"), std::string::npos);
+}
+
+TEST(Profile, MismatchedModelIsRefusedNamingTheLayer) {
+  const Model model = test::parse_or_die(test::kSmallCnn);
+  const Tdfg tdfg = build_tdfg(model);
+  std::string other_text = test::kSmallCnn;
+  other_text.replace(other_text.find("out: 32, kernel: 5"), 7, "out: 48");
+  const Model other = test::parse_or_die(other_text);
+  const Tdfg other_tdfg = build_tdfg(other);
+  const Profile profile = make_profile(tdfg, p100_model(), {1, 16}, "p100");
+  auto refused = RecordedCostModel::create(profile, other_tdfg, {16}, "p.json");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("layer 'conv5'"), std::string::npos) << refused.error().to_string();
+}
+
+TEST(Profile, MissingSubBatchIsRefusedNamingIt) {
+  const Model model = test::parse_or_die(test::kSmallCnn);
+  const Tdfg tdfg = build_tdfg(model);
+  Profile profile = make_profile(tdfg, p100_model(), {1, 8, 16}, "p100");
+  // Not asked for: 4.
+  auto refused = RecordedCostModel::create(profile, tdfg, {4}, "p.json");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("sub-batch 4"), std::string::npos) << refused.error().to_string();
+  // A layer whose entry lost a sub-batch the file claims to cover.
+  for (ProfileEntry& e : profile.entries)
+    if (e.signature.rfind("linear", 0) == 0) e.tasks["BP2"].erase(8);
+  auto partial = RecordedCostModel::create(profile, tdfg, {16}, "p.json");
+  ASSERT_FALSE(partial.ok());
+  EXPECT_NE(partial.error().message.find("layer 'fc' BP2 has no entry for sub-batch 8"), std::string::npos)
+      << partial.error().to_string();
+}
+
+TEST(Profile, SubBatchLists) {
+  EXPECT_EQ(*parse_sub_batches("pow2", 12), (std::vector<int64_t>{1, 2, 4, 8, 12}));
+  EXPECT_EQ(*parse_sub_batches("all", 3), (std::vector<int64_t>{1, 2, 3}));
+  EXPECT_EQ(*parse_sub_batches("32,1,8", 64), (std::vector<int64_t>{1, 8, 32}));
+  EXPECT_FALSE(parse_sub_batches("0,4", 64).ok());
+  EXPECT_FALSE(parse_sub_batches("128", 64).ok());
+  EXPECT_FALSE(parse_sub_batches("four", 64).ok());
+}
+
+TEST(IdealRun, SumsTheFastestOptionsAndAddsTheirWorkspaces) {
+  const Model model = test::parse_or_die(test::kSmallCnn);
+  const Tdfg tdfg = build_tdfg(model);
+  const AnalyticCostModel cost = p100_model();
+  const IdealRun ideal = ideal_run(tdfg, cost);
+  EXPECT_EQ(ideal.batch, 16);
+  double sum = 0;
+  std::vector<int64_t> workspaces;
+  for (TaskId t = 0; t < static_cast<TaskId>(tdfg.tasks.size()); ++t) {
+    const TaskOption fastest = fastest_option(cost, tdfg, t, 16);
+    sum += fastest.time_ms;
+    workspaces.push_back(fastest.workspace_bytes);
+    EXPECT_EQ(ideal.choices[t].algorithm, fastest.algorithm);
+  }
+  EXPECT_DOUBLE_EQ(ideal.time_ms, sum);
+  // At least the zero-workspace liveness peak; exactly the peak with the workspaces.
+  EXPECT_GE(ideal.peak_bytes, compute_bounds(tdfg, 16).liveness_peak_bytes);
+  const std::vector<int64_t> live = liveness_profile(tdfg, 16, workspaces);
+  EXPECT_EQ(ideal.peak_bytes, *std::max_element(live.begin(), live.end()));
+  ASSERT_NE(ideal.peak_task, kNoTask);
+  EXPECT_EQ(live[ideal.peak_task], ideal.peak_bytes);
+}
+
+}  // namespace
+}  // namespace mplan
