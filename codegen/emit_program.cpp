@@ -377,7 +377,7 @@ class ProgramEmitter {
       case StepKind::compute: {
         const Task& task = tdfg_.tasks[step.task];
         const TaskChoice* choice = find_choice(plan_, step.task, step.round);
-        std::string text = task.name + round_text(step.round);
+        std::string text = (step.recompute ? "recompute " : "") + task.name + round_text(step.round);
         if (task.kind != TaskKind::update) text += fmt::format(" ({} samples)", plan_.sub_batches[step.round]);
         if (task.has_algorithms && choice) {
           if (choice->micro_batches.size() > 1) {

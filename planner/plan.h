@@ -148,6 +148,11 @@ struct Step {
   EventId records = kNoEvent;
   double start_ms = 0;
   double end_ms = 0;
+  // compute: this step re-runs an FP task of the round whose output was freed
+  // after the forward pass (SuperNeurons §3.4 recomputation); it reads and
+  // writes like the task's first run, into a new buffer of the output. Only
+  // tasks that write their output alone are recomputed (planner/policies/layer_sim.h).
+  bool recompute = false;
 };
 
 struct PlanSummary {

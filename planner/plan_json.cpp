@@ -92,6 +92,7 @@ Json step_json(const Step& s) {
   if (s.workspace != kNoBuffer) j["workspace"] = s.workspace;
   if (!s.waits.empty()) j["waits"] = s.waits;
   if (s.records != kNoEvent) j["records"] = s.records;
+  if (s.recompute) j["recompute"] = true;
   j["start_ms"] = s.start_ms;
   j["end_ms"] = s.end_ms;
   return j;
@@ -399,6 +400,10 @@ class Reader {
       if (o.contains("workspace")) s.workspace = int32_field(o, path, "workspace", -1, max_buffer);
       if (o.contains("waits")) s.waits = ints<EventId>(o["waits"], sub(path, "waits"), 0, max_event);
       if (o.contains("records")) s.records = int32_field(o, path, "records", -1, max_event);
+      if (o.contains("recompute")) {
+        if (!o.at("recompute").is_boolean()) fail(sub(path, "recompute"), "expected true or false");
+        s.recompute = o.at("recompute").get<bool>();
+      }
       s.start_ms = number_field(o, path, "start_ms");
       s.end_ms = number_field(o, path, "end_ms");
       plan.steps.push_back(std::move(s));
@@ -506,7 +511,7 @@ bool same(const Step& a, const Step& b) {
   return a.index == b.index && a.kind == b.kind && a.stream == b.stream && a.task == b.task &&
          a.round == b.round && a.buffer == b.buffer && a.host_slot == b.host_slot && a.reads == b.reads &&
          a.writes == b.writes && a.workspace == b.workspace && a.waits == b.waits && a.records == b.records &&
-         same(a.start_ms, b.start_ms) && same(a.end_ms, b.end_ms);
+         a.recompute == b.recompute && same(a.start_ms, b.start_ms) && same(a.end_ms, b.end_ms);
 }
 bool same(const PlanSummary& a, const PlanSummary& b) {
   return same(a.simulated_ms, b.simulated_ms) && same(a.ideal_ms, b.ideal_ms) &&

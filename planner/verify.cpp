@@ -797,7 +797,17 @@ class Verifier {
     }
     const std::string who = task.name + " " + round_name(step.round);
     const size_t cell = task_round_index(step.task, step.round);
-    if (++compute_count_[cell] == 1) {
+    if (step.recompute) {
+      // SuperNeurons §3.4 recomputation (plan.h Step::recompute): a second run
+      // of an FP task that writes one non-resident block alone, after its first run.
+      const bool alone = task.writes.size() == 1 && valid_block(task.writes.front()) &&
+                         !tdfg_.blocks[task.writes.front()].resident;
+      if (task.kind != TaskKind::FP || !alone)
+        add(s, ViolationKind::coverage,
+            fmt::format("{} is recomputed, but only FP tasks writing one non-resident block may be", who));
+      else if (compute_count_[cell] == 0)
+        add(s, ViolationKind::coverage, fmt::format("{} is recomputed before its first run", who));
+    } else if (++compute_count_[cell] == 1) {
       compute_step_of_[cell] = s;
     } else {
       add(s, ViolationKind::coverage,

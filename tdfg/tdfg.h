@@ -92,7 +92,11 @@ struct Tdfg {
 };
 
 // Builds the TDFG of a validated model. Aborts (MPLAN_CHECK) on an invalid
-// Model: validation is the frontend's job.
+// Model: validation is the frontend's job. Order: FP(l) in layer order, then in
+// reverse layer order BP2(l) (if l has parameters) before BP1(l), then the
+// update; the order is checked against the data dependencies (Boost.Graph,
+// tdfg/task_graph.h). FP(batchnorm) reads and writes state (running stats);
+// the update reads every W, dW and state and writes W and state.
 Tdfg build_tdfg(const Model& model);
 
 // Checks structural invariants (ids in range, every read block has a writer

@@ -374,7 +374,7 @@ int32_t Sim::compute(TaskId t, const TaskOption& option, BufferId workspace, boo
     st.workspace = workspace;
     for (int32_t a : bstate_[workspace].must_follow) follow(a);
   }
-  (void)recompute;  // marked by the caller through LayerSimResult::recompute_steps
+  st.recompute = recompute;
   int32_t step = timeline_.issue(std::move(st), kComputeSlot, option.time_ms, after);
   for (BlockId b : task.reads) bstate_[buffer_of(b)].users[kComputeSlot] = step;
   for (BlockId b : task.writes) {

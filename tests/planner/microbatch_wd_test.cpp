@@ -124,6 +124,7 @@ void expect_valid(const WdSolution& s, const std::vector<WdKernel>& kernels, int
 
 TEST(MicrobatchWd, GlpkMatchesBruteForceOverDesirableSets) {
   std::mt19937 rng(42);
+  int pool_matters = 0;  // instances whose optimum changes with the pool
   for (int trial = 0; trial < 60; ++trial) {
     const int n_kernels = 1 + trial % 6;
     std::vector<WdKernel> kernels;
@@ -137,6 +138,7 @@ TEST(MicrobatchWd, GlpkMatchesBruteForceOverDesirableSets) {
     int64_t most = 0;
     const int64_t least = least_and_most(kernels, most);
     // Pools from the least feasible one to one where every kernel gets its fastest.
+    pool_matters += *brute_force_best_ms(kernels, least) > *brute_force_best_ms(kernels, most);
     for (double fraction : {0.0, 0.1, 0.3, 0.6, 1.0}) {
       const int64_t pool = least + static_cast<int64_t>(fraction * (most - least));
       const auto expected = brute_force_best_ms(kernels, pool);
@@ -148,6 +150,7 @@ TEST(MicrobatchWd, GlpkMatchesBruteForceOverDesirableSets) {
           << n_kernels << " kernels, pool " << pool << " (least " << least << ")";
     }
   }
+  EXPECT_GT(pool_matters, 40);
 }
 
 TEST(MicrobatchWd, PruningToDesirableSetsKeepsTheOptimum) {

@@ -102,7 +102,9 @@ TEST(Bounds, OrderingBetweenTheBounds) {
     MemoryBounds b = compute_bounds(tdfg, batch);
     EXPECT_LE(b.weight_bytes, b.modnn_min_bytes);
     EXPECT_LE(b.liveness_peak_bytes, b.naive_bytes);
-    if (batch == 1) EXPECT_LE(b.modnn_min_bytes, b.liveness_peak_bytes);
+    if (batch == 1) {
+      EXPECT_LE(b.modnn_min_bytes, b.liveness_peak_bytes);
+    }
   }
 }
 

@@ -1,0 +1,276 @@
+// Planner benchmark (issue 4): plans the papers' networks on the K40 device
+// file (moDNN's GPU, papers/modnn.txt §V) and prints, per model and budget,
+// whether a plan exists, its sub-batch, simulated time / ideal, bytes moved
+// each way and the planner's wall time; the planner's wall time as the graph
+// grows (ResNet-50, -152, -1001, and the 2,500-unit ResNet when present); and
+// the least budget make_plan accepts against the naive network-wide
+// allocation (tdfg/bounds.h).
+//
+//   build/bench/planner_bench [--device k40] [--markdown docs/benchmarks-planner.md]
+//                             [--only MODEL --budget 8GiB] [--quick]
+//
+// --only plans one model at one budget and prints its figures (for profiling).
+// --quick skips the minimum-budget search.
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "frontend/bytes.h"
+#include "frontend/parse.h"
+#include "planner/planner.h"
+#include "profiler/analytic_model.h"
+#include "profiler/device.h"
+#include "tdfg/bounds.h"
+#include "tdfg/tdfg.h"
+
+namespace {
+
+using namespace mplan;
+
+constexpr int64_t kGiB = int64_t{1} << 30;
+constexpr int64_t kMiB = int64_t{1} << 20;
+
+std::string model_path(const std::string& name) {
+  return std::string(MPLAN_SOURCE_DIR) + "/examples/models/" + name + ".yaml";
+}
+
+struct Loaded {
+  Model model;
+  Tdfg tdfg;
+};
+
+// Models own their layers; the Tdfg points at the Model, so both live on the heap.
+std::unique_ptr<Loaded> load(const std::string& name) {
+  Result<Model> m = load_model(model_path(name));
+  if (!m) {
+    std::fprintf(stderr, "planner_bench: %s\n", m.error().to_string().c_str());
+    return nullptr;
+  }
+  auto l = std::make_unique<Loaded>();
+  l->model = std::move(*m);
+  l->tdfg = build_tdfg(l->model);
+  return l;
+}
+
+double now_ms() {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+struct Row {
+  std::string model;
+  int64_t batch = 0;
+  int64_t budget = 0;
+  bool feasible = false;
+  std::string error;
+  int64_t sub_batch = 0;
+  size_t rounds = 0;
+  double ratio = 0;       // simulated / ideal
+  double simulated_ms = 0, ideal_ms = 0;
+  double gb_to_host = 0, gb_to_device = 0;
+  int defrags = 0;
+  double planner_ms = 0;  // wall time of make_plan
+};
+
+Row plan_row(const Loaded& l, const CostModel& cost, int64_t budget, PlanOptions options = {}) {
+  Row row;
+  row.model = l.model.name;
+  row.batch = l.model.batch;
+  row.budget = budget;
+  options.budget_bytes = budget;
+  double t0 = now_ms();
+  Result<Plan> p = make_plan(l.tdfg, cost, options);
+  row.planner_ms = now_ms() - t0;
+  if (!p) {
+    row.error = p.error().message;
+    return row;
+  }
+  row.feasible = true;
+  row.sub_batch = p->sub_batch;
+  row.rounds = p->sub_batches.size();
+  row.simulated_ms = p->summary.simulated_ms;
+  row.ideal_ms = p->summary.ideal_ms;
+  row.ratio = p->summary.simulated_ms / p->summary.ideal_ms;
+  row.gb_to_host = p->summary.bytes_to_host / 1e9;
+  row.gb_to_device = p->summary.bytes_to_device / 1e9;
+  row.defrags = p->summary.defragmentation_count;
+  return row;
+}
+
+// The least budget (to 16 MiB) at which make_plan gives a plan: bisection
+// between a failing and a succeeding budget.
+int64_t minimum_feasible_budget(const Loaded& l, const CostModel& cost, int64_t hi) {
+  int64_t lo = 0;  // fails
+  PlanOptions o;
+  o.max_sub_batch_candidates = 2;  // feasibility does not depend on the candidates
+  while (hi - lo > 16 * kMiB) {
+    int64_t mid = lo + (hi - lo) / 2;
+    o.budget_bytes = mid;
+    if (make_plan(l.tdfg, cost, o)) hi = mid;
+    else lo = mid;
+  }
+  return hi;
+}
+
+std::string gib(int64_t bytes) { return fmt::format("{:.2f} GiB", static_cast<double>(bytes) / kGiB); }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string device_name = "k40", markdown, only, only_budget = "8GiB";
+  bool quick = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "planner_bench: %s needs a value\n", a.c_str());
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--device") device_name = next();
+    else if (a == "--markdown") markdown = next();
+    else if (a == "--only") only = next();
+    else if (a == "--budget") only_budget = next();
+    else if (a == "--quick") quick = true;
+    else {
+      std::fprintf(stderr, "planner_bench: unknown argument %s\n", a.c_str());
+      return 2;
+    }
+  }
+  Result<Device> dev = load_device(device_name);
+  if (!dev) {
+    std::fprintf(stderr, "planner_bench: %s\n", dev.error().to_string().c_str());
+    return 1;
+  }
+  AnalyticCostModel cost(*dev);
+
+  if (!only.empty()) {
+    auto l = load(only);
+    if (!l) return 1;
+    Result<int64_t> budget = parse_bytes(only_budget);
+    if (!budget) {
+      std::fprintf(stderr, "planner_bench: bad --budget\n");
+      return 2;
+    }
+    Row r = plan_row(*l, cost, *budget);
+    if (!r.feasible) std::printf("%s: infeasible: %s\n", only.c_str(), r.error.c_str());
+    else
+      std::printf("%s B=%lld at %s: b=%lld (%zu rounds) sim %.1f ms ideal %.1f ms ratio %.3f "
+                  "to host %.2f GB to device %.2f GB defrag %d planner %.0f ms\n",
+                  only.c_str(), (long long)r.batch, only_budget.c_str(), (long long)r.sub_batch, r.rounds,
+                  r.simulated_ms, r.ideal_ms, r.ratio, r.gb_to_host, r.gb_to_device, r.defrags, r.planner_ms);
+    return 0;
+  }
+
+  std::ostringstream md;
+  md << "## Planner: simulated time, bytes moved, planner time\n\n";
+  md << "Generated by `bench/planner_bench.cpp` (`planner_bench --markdown docs/benchmarks-planner.md`) on the "
+     << "analytic cost model of the device file `" << dev->source_file << "` (" << dev->description
+     << ", " << dev->copy_engines << " copy engine(s)). Times are simulated by the planner; "
+     << "\"ideal\" is unlimited memory, the whole batch as one sub-batch and the fastest algorithm of "
+     << "every task (moDNN §V-B). The budget is the whole device memory the program may use "
+     << "(weights, gradients and optimizer state included). Planner wall time was measured on the "
+     << "machine that ran the bench, a shared 2-core build host, so it is indicative only.\n\n";
+
+  // 1. The four networks of moDNN's Table/Fig. at 12, 8, 4 GiB.
+  const std::vector<std::string> models = {"vgg16", "vgg19", "resnet34", "resnet50"};
+  std::vector<std::unique_ptr<Loaded>> loaded;
+  for (const std::string& m : models) {
+    loaded.push_back(load(m));
+    if (!loaded.back()) return 1;
+  }
+  md << "### Simulated time / ideal\n\n";
+  md << "| model | batch | budget | plan | sub-batch (rounds) | simulated / ideal | GB to host | GB to device "
+        "| defrag | planner ms |\n";
+  md << "|---|---|---|---|---|---|---|---|---|---|\n";
+  std::printf("%-10s %5s %7s %5s %9s %7s %8s %8s %6s %10s\n", "model", "batch", "budget", "plan", "b(rounds)",
+              "ratio", "GB->host", "GB->dev", "defrag", "planner_ms");
+  for (int64_t budget_gib : {12, 8, 4}) {
+    for (const auto& l : loaded) {
+      Row r = plan_row(*l, cost, budget_gib * kGiB);
+      if (r.feasible) {
+        std::printf("%-10s %5lld %4lldGiB %5s %5lld(%zu) %7.3f %8.2f %8.2f %6d %10.0f\n", r.model.c_str(),
+                    (long long)r.batch, (long long)budget_gib, "yes", (long long)r.sub_batch, r.rounds, r.ratio,
+                    r.gb_to_host, r.gb_to_device, r.defrags, r.planner_ms);
+        md << fmt::format("| {} | {} | {} GiB | yes | {} ({}) | {:.3f} | {:.2f} | {:.2f} | {} | {:.0f} |\n", r.model,
+                          r.batch, budget_gib, r.sub_batch, r.rounds, r.ratio, r.gb_to_host, r.gb_to_device,
+                          r.defrags, r.planner_ms);
+      } else {
+        std::printf("%-10s %5lld %4lldGiB %5s  %s\n", r.model.c_str(), (long long)r.batch, (long long)budget_gib,
+                    "no", r.error.c_str());
+        md << fmt::format("| {} | {} | {} GiB | no | | | | | | {:.0f} |\n", r.model, r.batch, budget_gib,
+                          r.planner_ms);
+      }
+      std::fflush(stdout);
+    }
+  }
+
+  // 2. Planner wall time as the graph grows.
+  md << "\n### Planner wall time as the graph grows\n\n";
+  md << "| model | tasks | batch | budget | sub-batch (rounds) | simulated / ideal | planner ms |\n";
+  md << "|---|---|---|---|---|---|---|\n";
+  std::printf("\n%-12s %6s %5s %7s %9s %7s %10s\n", "model", "tasks", "batch", "budget", "b(rounds)", "ratio",
+              "planner_ms");
+  for (const std::string& name : {"resnet50", "resnet152", "resnet1001", "resnet2500"}) {
+    if (!std::filesystem::exists(model_path(name))) {
+      std::printf("%-12s (no examples/models/%s.yaml)\n", name.c_str(), name.c_str());
+      continue;
+    }
+    auto l = load(name);
+    if (!l) return 1;
+    for (int64_t budget_gib : {8, 4}) {
+      Row r = plan_row(*l, cost, budget_gib * kGiB);
+      std::printf("%-12s %6zu %5lld %4lldGiB %5lld(%zu) %7.3f %10.0f%s\n", name.c_str(), l->tdfg.tasks.size(),
+                  (long long)r.batch, (long long)budget_gib, (long long)r.sub_batch, r.rounds, r.ratio, r.planner_ms,
+                  r.feasible ? "" : "  infeasible");
+      md << fmt::format("| {} | {} | {} | {} GiB | {} | {} | {:.0f} |\n", name, l->tdfg.tasks.size(), r.batch,
+                        budget_gib, r.feasible ? fmt::format("{} ({})", r.sub_batch, r.rounds) : "infeasible",
+                        r.feasible ? fmt::format("{:.3f}", r.ratio) : "", r.planner_ms);
+      std::fflush(stdout);
+    }
+  }
+
+  // 3. Least feasible budget against the naive network-wide allocation.
+  if (!quick) {
+    md << "\n### Least feasible budget\n\n";
+    md << "The least budget (bisection to 16 MiB over make_plan) against the naive allocation, every block of "
+          "the network alive at once at the full batch (tdfg/bounds.h, `naive_bytes`), and the liveness "
+          "peak (blocks freed after their last use, no offloading).\n\n";
+    md << "| model | batch | naive | liveness peak | least feasible budget | naive / least |\n";
+    md << "|---|---|---|---|---|---|\n";
+    std::printf("\n%-10s %5s %12s %12s %12s %8s\n", "model", "batch", "naive", "liveness", "least", "ratio");
+    for (const auto& l : loaded) {
+      MemoryBounds bounds = compute_bounds(l->tdfg, l->model.batch);
+      int64_t least = minimum_feasible_budget(*l, cost, std::max(bounds.naive_bytes, 64 * kMiB));
+      double ratio = static_cast<double>(bounds.naive_bytes) / static_cast<double>(least);
+      std::printf("%-10s %5lld %12s %12s %12s %8.1f\n", l->model.name.c_str(), (long long)l->model.batch,
+                  gib(bounds.naive_bytes).c_str(), gib(bounds.liveness_peak_bytes).c_str(), gib(least).c_str(),
+                  ratio);
+      md << fmt::format("| {} | {} | {} | {} | {} | {:.1f}x |\n", l->model.name, l->model.batch,
+                        gib(bounds.naive_bytes), gib(bounds.liveness_peak_bytes), gib(least), ratio);
+      std::fflush(stdout);
+    }
+  }
+
+  if (!markdown.empty()) {
+    std::ofstream out(markdown);
+    if (!out) {
+      std::fprintf(stderr, "planner_bench: cannot write %s\n", markdown.c_str());
+      return 1;
+    }
+    out << md.str();
+    std::printf("\nwrote %s\n", markdown.c_str());
+  }
+  return 0;
+}
