@@ -31,7 +31,9 @@ TEST(ParseBytes, RejectsBadText) {
   for (const char* text : {"", "   ", "-1GiB", "GiB", "12 parsecs", "1.2.3MiB", "1e30", "99999999TiB"}) {
     Result<int64_t> r = parse_bytes(text);
     EXPECT_FALSE(r.ok()) << "accepted '" << text << "'";
-    if (!r.ok()) EXPECT_NE(r.error().message.find("expected a number and a unit"), std::string::npos);
+    if (!r.ok()) {
+      EXPECT_NE(r.error().message.find("expected a number and a unit"), std::string::npos);
+    }
   }
   EXPECT_NE(parse_bytes("-1GiB").error().message.find("negative"), std::string::npos);
   EXPECT_NE(parse_bytes("5 parsecs").error().message.find("unknown unit 'parsecs'"), std::string::npos);
