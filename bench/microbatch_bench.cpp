@@ -13,8 +13,8 @@
 //   build-*/bench/microbatch_bench [--device p100] [--models alexnet,resnet50]
 //                                  [--dump-lp FILE]
 //
-// --dump-lp writes the first model's WD problem at 64 MiB per kernel in CPLEX
-// LP format. Times are the cost model's, not measured on a GPU.
+// --dump-lp FILE writes each WD problem in CPLEX LP format to
+// MODEL_LIMITMiB_FILE (e.g. alexnet_64MiB_wd.lp). Times are the cost model's, not measured on a GPU.
 
 #include <fmt/format.h>
 
@@ -128,9 +128,10 @@ void bench_model(const std::string& name, const CostModel& cost, const std::stri
     for (const BenchmarkTable& table : tables)
       wd_kernels.push_back({table.kernel, desirable_configurations(table, batch, BatchSizePolicy::all, pool)});
     const double desirable_ms = ms_since(start);
-    if (!dump_lp.empty() && limit_mib == 64) {
-      const Status s = dump_wd_lp(wd_kernels, pool, dump_lp);
-      std::fprintf(stderr, "%s\n", s ? ("wrote " + dump_lp).c_str() : s.error().to_string().c_str());
+    if (!dump_lp.empty()) {
+      const std::string path = fmt::format("{}_{}MiB_{}", name, limit_mib, dump_lp);
+      const Status s = dump_wd_lp(wd_kernels, pool, path);
+      std::fprintf(stderr, "%s\n", s ? ("wrote " + path).c_str() : s.error().to_string().c_str());
     }
     const Result<WdSolution> wd = optimize_wd(wd_kernels, {pool, /*verbose=*/false});
     if (!wd) {
@@ -172,10 +173,6 @@ int main(int argc, char** argv) {
   std::printf("# micro-batched convolutions on %s\n", cost.describe().c_str());
   std::stringstream list(models);
   std::string name;
-  bool first = true;
-  while (std::getline(list, name, ',')) {
-    bench_model(name, cost, first ? dump_lp : std::string());
-    first = false;
-  }
+  while (std::getline(list, name, ',')) bench_model(name, cost, dump_lp);
   return 0;
 }

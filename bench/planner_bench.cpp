@@ -7,9 +7,10 @@
 // allocation (tdfg/bounds.h).
 //
 //   build/bench/planner_bench [--device k40] [--markdown docs/benchmarks-planner.md]
-//                             [--only MODEL --budget 8GiB] [--quick]
+//                             [--only MODEL --budget 8GiB [--exhaustive]] [--quick]
 //
-// --only plans one model at one budget and prints its figures (for profiling).
+// --only plans one model at one budget and prints its figures (for profiling);
+// --exhaustive simulates every sub-batch candidate instead of screening them.
 // --quick skips the minimum-budget search.
 
 #include <fmt/format.h>
@@ -128,7 +129,7 @@ std::string gib(int64_t bytes) { return fmt::format("{:.2f} GiB", static_cast<do
 
 int main(int argc, char** argv) {
   std::string device_name = "k40", markdown, only, only_budget = "8GiB";
-  bool quick = false;
+  bool quick = false, exhaustive = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -143,6 +144,7 @@ int main(int argc, char** argv) {
     else if (a == "--only") only = next();
     else if (a == "--budget") only_budget = next();
     else if (a == "--quick") quick = true;
+    else if (a == "--exhaustive") exhaustive = true;
     else {
       std::fprintf(stderr, "planner_bench: unknown argument %s\n", a.c_str());
       return 2;
@@ -163,7 +165,9 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "planner_bench: bad --budget\n");
       return 2;
     }
-    Row r = plan_row(*l, cost, *budget);
+    PlanOptions o;
+    o.screen_sub_batches = !exhaustive;
+    Row r = plan_row(*l, cost, *budget, o);
     if (!r.feasible) std::printf("%s: infeasible: %s\n", only.c_str(), r.error.c_str());
     else
       std::printf("%s B=%lld at %s: b=%lld (%zu rounds) sim %.1f ms ideal %.1f ms ratio %.3f "

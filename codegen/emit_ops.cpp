@@ -140,14 +140,15 @@ Lines conv_lines(const Emitter& e) {
   const rt::ConvDirection direction = direction_of(e.task.kind);
   Lines lines{conv_shape_text(shape)};
   const std::string weight_elements = std::to_string(shape.w_elements());
-  const std::string bias = e.layer->bias ? e.f32(e.weight()) + " + " + weight_elements : "nullptr";
   const bool micro = e.call.choice && e.call.choice->micro_batches.size() > 1;
   std::string data_args;
   std::string accumulate;
   switch (e.task.kind) {
-    case TaskKind::FP:
+    case TaskKind::FP: {
+      const std::string bias = e.layer->bias ? e.f32(e.weight()) + " + " + weight_elements : "nullptr";
       data_args = fmt::format("{}, {}, {}, {}", e.f32(e.input()), e.f32(e.weight()), bias, e.f32(e.output()));
       break;
+    }
     case TaskKind::BP1: {
       BlockId dx = e.input_gradient(0);
       data_args = fmt::format("{}, {}, {}", e.f32(e.weight()), e.dy(), e.f32(dx));

@@ -1,5 +1,6 @@
 #include "planner/planner.h"
 
+#include <algorithm>
 #include <chrono>
 #include <string>
 
@@ -60,6 +61,7 @@ Result<Plan> make_plan(const Tdfg& tdfg, const CostModel& cost, const PlanOption
 
   // moDNN §IV-A: Eq. 3 gives the start; the candidate with the best simulated time wins.
   std::vector<int64_t> candidates;
+  int64_t start_b = options.sub_batch;  // where screening starts
   if (options.sub_batch > 0) {
     if (max_task_arena_bytes(tdfg, cost, options.sub_batch, /*fastest=*/false) > arena) {
       return Error{SourceLocation{"--sub-batch", 0, 0},
@@ -72,12 +74,11 @@ Result<Plan> make_plan(const Tdfg& tdfg, const CostModel& cost, const PlanOption
     int64_t b0 = eq3_sub_batch(tdfg, cost, arena, batch);
     int64_t bmax = largest_feasible_sub_batch(tdfg, cost, arena, batch);
     MPLAN_CHECK(bmax >= 1, "the minimum check admits sub-batch 1");
-    candidates = sub_batch_candidates(batch, std::min(b0, bmax), bmax, options.max_sub_batch_candidates);
+    start_b = std::min(b0, bmax);
+    candidates = sub_batch_candidates(batch, start_b, bmax, options.max_sub_batch_candidates);
   }
 
-  Plan best;
-  bool have = false;
-  for (int64_t b : candidates) {
+  auto simulate = [&](int64_t b) {
     ScheduleOptions so;
     so.sub_batches = split_batch(batch, b);
     so.arena_bytes = arena;
@@ -85,12 +86,42 @@ Result<Plan> make_plan(const Tdfg& tdfg, const CostModel& cost, const PlanOption
     so.select_algorithms = options.select_algorithms;
     so.prefetch = options.prefetch;
     so.prefetch_lookahead_tasks = options.prefetch_lookahead_tasks;
-    Plan p = schedule_iteration(tdfg, cost, so);
-    // Fastest wins; among equal times the larger sub-batch (fewer rounds).
-    if (!have || p.summary.simulated_ms < best.summary.simulated_ms ||
-        (p.summary.simulated_ms == best.summary.simulated_ms && p.sub_batch > best.sub_batch)) {
+    return schedule_iteration(tdfg, cost, so);
+  };
+  // Fastest wins; among equal times the larger sub-batch (fewer rounds).
+  auto better = [](const Plan& p, const Plan& q) {
+    return p.summary.simulated_ms < q.summary.simulated_ms ||
+           (p.summary.simulated_ms == q.summary.simulated_ms && p.sub_batch > q.sub_batch);
+  };
+  Plan best;
+  if (!options.screen_sub_batches || candidates.size() == 1) {
+    bool have = false;
+    for (int64_t b : candidates) {
+      Plan p = simulate(b);
+      if (!have || better(p, best)) {
+        best = std::move(p);
+        have = true;
+      }
+    }
+  } else {
+    // Screening: simulate the Eq. 3 start, then walk to larger and to smaller
+    // candidates while the simulated time improves (it is unimodal in b in
+    // practice: fewer rounds amortise per-kernel costs until the offloading
+    // a larger b forces outweighs them).
+    auto start = std::lower_bound(candidates.begin(), candidates.end(), start_b);
+    if (start == candidates.end()) --start;
+    auto s = static_cast<size_t>(start - candidates.begin());
+    best = simulate(candidates[s]);
+    for (size_t i = s + 1; i < candidates.size(); ++i) {
+      Plan p = simulate(candidates[i]);
+      if (!better(p, best)) break;
       best = std::move(p);
-      have = true;
+    }
+    bool moved_up = best.sub_batch != candidates[s];
+    for (size_t i = s; !moved_up && i-- > 0;) {
+      Plan p = simulate(candidates[i]);
+      if (!better(p, best)) break;
+      best = std::move(p);
     }
   }
 

@@ -25,6 +25,9 @@ struct PlanOptions {
   // Candidates simulated when choosing b, besides the Eq. 3 start: the
   // neighbouring powers of two and divisors of B down to this many.
   int max_sub_batch_candidates = 8;
+  // Simulate only the Eq. 3 start and its neighbours while the time improves
+  // (true), or every candidate (false).
+  bool screen_sub_batches = true;
   // Select conv algorithms by Eq. 5; false: always the leanest option.
   bool select_algorithms = true;
   // Prefetch ahead for future tasks (Algorithm 1 lines 15-27); false: load

@@ -12,6 +12,7 @@ namespace mplan {
 namespace {
 
 constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
+const std::map<int64_t, Segment> kNoSegments;
 
 // A non-resident block in one round: where it is now.
 struct InstanceState {
@@ -49,6 +50,43 @@ struct Scheme {
   int64_t soonest_next_use = 0;
 };
 
+// The distinct non-resident blocks a task reads (inputs, accumulated outputs
+// included) and the ones it creates.
+struct TaskBlocks {
+  std::vector<BlockId> inputs, outputs;
+};
+TaskBlocks task_blocks(const Tdfg& tdfg, TaskId t) {
+  const Task& task = tdfg.tasks[t];
+  TaskBlocks tb;
+  for (BlockId b : task.reads) {
+    if (!tdfg.blocks[b].resident && std::find(tb.inputs.begin(), tb.inputs.end(), b) == tb.inputs.end())
+      tb.inputs.push_back(b);
+  }
+  for (BlockId b : task.writes) {
+    const Block& block = tdfg.blocks[b];
+    if (block.resident || std::find(tb.inputs.begin(), tb.inputs.end(), b) != tb.inputs.end() ||
+        std::find(tb.outputs.begin(), tb.outputs.end(), b) != tb.outputs.end())
+      continue;
+    // A later writer of an accumulated block reads it too.
+    if (!block.writers.empty() && block.writers.front() != t) tb.inputs.push_back(b);
+    else tb.outputs.push_back(b);
+  }
+  return tb;
+}
+
+// One segment of the arena as find_scheme sees it: whether a scheme may
+// take it, and what taking it costs (Fig. 3).
+struct ScanSegment {
+  int64_t begin = 0, end = 0;
+  BufferId owner = kNoBuffer;      // kNoBuffer: free
+  bool acceptable = false;         // free, or offloadable now
+  double users_end_ms = 0;         // the last of its users' ends
+  double writer_end_ms = 0;        // its last writer's end (0: none)
+  double copy_ms = 0;              // its d2h copy, 0 when the host has it
+  bool needs_copy = false;
+  int64_t next_use = 0;
+};
+
 class Scheduler {
  public:
   Scheduler(const Tdfg& tdfg, const CostModel& cost, const ScheduleOptions& options)
@@ -64,6 +102,7 @@ class Scheduler {
   int64_t instance_bytes(int32_t inst) const;
   bool host_sourced(BlockId b) const { return tdfg_.blocks[b].writers.empty(); }
   int64_t next_use(int32_t inst) const;
+  int64_t next_use_uncached(int32_t inst) const;
   bool evictable(BufferId buf, int64_t horizon) const;
   const std::vector<TaskOption>& options_of(TaskId t, int32_t r);
   double fast_time(int64_t p);
@@ -91,6 +130,16 @@ class Scheduler {
   std::vector<TaskId> order_;                  // the round's tasks (all but the update)
   int32_t n_ = 0;
   std::vector<std::vector<int32_t>> uses_;     // per block: positions k in a round that use it
+  std::vector<TaskBlocks> blocks_of_;          // per position k: task_blocks of order_[k]
+  // Per instance: a position >= the current one and the instance's first use
+  // at or after the position it was computed at (valid while it is >= the
+  // current position: no use lies in between).
+  mutable std::vector<int64_t> next_use_cache_;
+  mutable std::vector<ScanSegment> scan_;      // find_scheme's scratch
+  // What scan_ was made for: every arena change issues an alloc or free step,
+  // so the step count dates it.
+  mutable size_t scan_steps_ = SIZE_MAX;
+  mutable int64_t scan_horizon_ = -1, scan_pos_ = -1;
   std::vector<InstanceState> inst_;
   std::vector<Buffer> buffers_;
   std::vector<BufferState> bstate_;
@@ -112,6 +161,14 @@ int64_t Scheduler::instance_bytes(int32_t inst) const {
 
 // The next position that uses the instance, from the current task on.
 int64_t Scheduler::next_use(int32_t inst) const {
+  int64_t here = pos(cur_r_, cur_k_);
+  if (next_use_cache_[inst] >= here) return next_use_cache_[inst];
+  int64_t p = next_use_uncached(inst);
+  next_use_cache_[inst] = p;
+  return p;
+}
+
+int64_t Scheduler::next_use_uncached(int32_t inst) const {
   auto nb = static_cast<int32_t>(tdfg_.blocks.size());
   int32_t r = inst / nb;
   const std::vector<int32_t>& u = uses_[inst % nb];
@@ -156,60 +213,94 @@ double Scheduler::fast_time(int64_t p) {
 // The offloading scheme of least delay (§IV-B.1, Fig. 3-4): every run of
 // contiguous free or offloadable segments, started at each node of the list
 // and extended until it holds `bytes`. Ties: least transfer, then the blocks
-// needed latest, then the lowest address.
+// needed latest, then the lowest address. One walk of the list gathers what
+// each segment costs; the windows then slide over that array (their ends only
+// move forward as their starts do), so a call is linear in the segments plus
+// the windows' lengths.
 Scheme Scheduler::find_scheme(int64_t bytes, int writer_slot, int64_t horizon) const {
-  Scheme best;
   int64_t need = mm_.reserved_bytes(bytes);
-  const auto& segs = mm_.by_address();
-  auto acceptable = [&](const Segment& s) { return s.free() || evictable(s.owner, horizon); };
   double writer_ready_ms = timeline_.free_at_ms(writer_slot);
-  int d2h = timeline_.d2h_slot();
-  for (auto it = segs.begin(); it != segs.end();) {
-    if (!acceptable(it->second)) {
-      ++it;
-      continue;
+  double d2h_free_ms = timeline_.free_at_ms(timeline_.d2h_slot());
+  std::vector<ScanSegment>& segs = scan_;
+  // The scan depends on the arena, the timeline and the horizon only: calls
+  // with none of them changed in between (one per option in choose_option)
+  // share it.
+  bool fresh = scan_steps_ != timeline_.steps().size() || scan_horizon_ != horizon || scan_pos_ != pos(cur_r_, cur_k_);
+  if (fresh) segs.clear();
+  for (const auto& [begin, seg] : fresh ? mm_.by_address() : kNoSegments) {
+    ScanSegment g;
+    g.begin = seg.begin;
+    g.end = seg.end;
+    if (seg.free()) {
+      g.acceptable = true;
+    } else if (evictable(seg.owner, horizon)) {
+      g.acceptable = true;
+      g.owner = seg.owner;
+      const BufferState& bs = bstate_[seg.owner];
+      g.next_use = next_use(bs.instance);
+      g.users_end_ms = -std::numeric_limits<double>::infinity();
+      for (int32_t u : bs.users) {
+        if (u >= 0) g.users_end_ms = std::max(g.users_end_ms, timeline_.step(u).end_ms);
+      }
+      if (!inst_[bs.instance].host_valid) {
+        g.needs_copy = true;
+        g.writer_end_ms = bs.last_writer >= 0 ? timeline_.step(bs.last_writer).end_ms : 0.0;
+        g.copy_ms = cost_.device_to_host_ms(buffers_[seg.owner].bytes);
+      }
     }
-    int64_t begin = it->first;
-    auto jt = it;
-    while (jt != segs.end() && acceptable(jt->second) && jt->second.begin - begin < need) ++jt;
-    int64_t span_end = jt == segs.begin() ? begin : std::prev(jt)->second.end;
+    segs.push_back(g);
+  }
+  scan_steps_ = timeline_.steps().size();
+  scan_horizon_ = horizon;
+  scan_pos_ = pos(cur_r_, cur_k_);
+  // Fig. 3: offloads queue on the d2h stream; the writer waits for them and
+  // for the last users of the freed blocks.
+  Scheme best;
+  size_t best_i = 0, best_j = 0;
+  auto better = [](const Scheme& a, const Scheme& b) {
+    return std::make_tuple(a.delay_ms, a.transfer_ms, -a.soonest_next_use, a.begin) <
+           std::make_tuple(b.delay_ms, b.transfer_ms, -b.soonest_next_use, b.begin);
+  };
+  size_t n = segs.size();
+  size_t j = 0;  // the window [i, j): first segment past it
+  for (size_t i = 0; i < n; ++i) {
+    if (!segs[i].acceptable) continue;
+    int64_t begin = segs[i].begin;
+    j = std::max(j, i);
+    while (j < n && segs[j].acceptable && segs[j].begin - begin < need) ++j;
+    int64_t span_end = j == i ? begin : segs[j - 1].end;
     if (span_end - begin < need) {
-      if (jt == segs.end()) break;
-      it = std::next(jt);  // blocked: no window can cross jt
+      if (j == n) break;
+      i = j;  // blocked: no window can cross j
       continue;
     }
-    // Fig. 3: offloads queue on the d2h stream; the writer waits for them and
-    // for the last users of the freed blocks.
     Scheme c;
     c.found = true;
     c.begin = begin;
     c.soonest_next_use = kNever;
-    double copy_free_ms = timeline_.free_at_ms(d2h);
+    double copy_free_ms = d2h_free_ms;
     double ready_ms = writer_ready_ms;
-    for (auto s = it; s != jt; ++s) {
-      if (s->second.free()) continue;
-      BufferId v = s->second.owner;
-      const BufferState& bs = bstate_[v];
-      const InstanceState& is = inst_[bs.instance];
-      c.victims.push_back(v);
-      c.soonest_next_use = std::min(c.soonest_next_use, next_use(bs.instance));
-      for (int32_t u : bs.users) {
-        if (u >= 0) ready_ms = std::max(ready_ms, timeline_.step(u).end_ms);
-      }
-      if (!is.host_valid) {
-        double start = std::max(copy_free_ms, bs.last_writer >= 0 ? timeline_.step(bs.last_writer).end_ms : 0.0);
-        double ms = cost_.device_to_host_ms(buffers_[v].bytes);
-        copy_free_ms = start + ms;
-        c.transfer_ms += ms;
+    for (size_t k = i; k < j; ++k) {
+      const ScanSegment& g = segs[k];
+      if (g.owner == kNoBuffer) continue;
+      c.soonest_next_use = std::min(c.soonest_next_use, g.next_use);
+      ready_ms = std::max(ready_ms, g.users_end_ms);
+      if (g.needs_copy) {
+        double start = std::max(copy_free_ms, g.writer_end_ms);
+        copy_free_ms = start + g.copy_ms;
+        c.transfer_ms += g.copy_ms;
         ready_ms = std::max(ready_ms, copy_free_ms);
       }
     }
     c.delay_ms = ready_ms - writer_ready_ms;
-    auto key = [](const Scheme& s) {
-      return std::make_tuple(s.delay_ms, s.transfer_ms, -s.soonest_next_use, s.begin);
-    };
-    if (!best.found || key(c) < key(best)) best = std::move(c);
-    ++it;
+    if (!best.found || better(c, best)) {
+      best = c;
+      best_i = i;
+      best_j = j;
+    }
+  }
+  for (size_t k = best_i; best.found && k < best_j; ++k) {
+    if (segs[k].owner != kNoBuffer) best.victims.push_back(segs[k].owner);
   }
   return best;
 }
@@ -341,33 +432,9 @@ void Scheduler::load(int32_t inst, int64_t offset) {
   s.loaded_once = true;
 }
 
-// The distinct non-resident blocks a task reads (inputs, accumulated outputs
-// included) and the ones it creates.
-struct TaskBlocks {
-  std::vector<BlockId> inputs, outputs;
-};
-TaskBlocks task_blocks(const Tdfg& tdfg, TaskId t) {
-  const Task& task = tdfg.tasks[t];
-  TaskBlocks tb;
-  for (BlockId b : task.reads) {
-    if (!tdfg.blocks[b].resident && std::find(tb.inputs.begin(), tb.inputs.end(), b) == tb.inputs.end())
-      tb.inputs.push_back(b);
-  }
-  for (BlockId b : task.writes) {
-    const Block& block = tdfg.blocks[b];
-    if (block.resident || std::find(tb.inputs.begin(), tb.inputs.end(), b) != tb.inputs.end() ||
-        std::find(tb.outputs.begin(), tb.outputs.end(), b) != tb.outputs.end())
-      continue;
-    // A later writer of an accumulated block reads it too.
-    if (!block.writers.empty() && block.writers.front() != t) tb.inputs.push_back(b);
-    else tb.outputs.push_back(b);
-  }
-  return tb;
-}
-
 // Algorithm 1 lines 3-8: allocate missing inputs (and load them) and outputs.
 bool Scheduler::prepare(int32_t r, int32_t k) {
-  TaskBlocks tb = task_blocks(tdfg_, order_[k]);
+  const TaskBlocks& tb = blocks_of_[k];
   int64_t here = pos(r, k);
   for (BlockId b : tb.inputs) {
     int32_t i = inst_index(r, b);
@@ -409,7 +476,7 @@ bool Scheduler::choose_option(int32_t r, int32_t k, TaskChoice* choice) {
     for (int64_t p = here + 1; p <= std::min(last, here + opt_.prefetch_lookahead_tasks); ++p) {
       auto sr = static_cast<int32_t>(p / n_);
       auto sk = static_cast<int32_t>(p % n_);
-      for (BlockId b : task_blocks(tdfg_, order_[sk]).inputs) {
+      for (BlockId b : blocks_of_[sk].inputs) {
         int32_t i = inst_index(sr, b);
         if (inst_[i].buffer == kNoBuffer && (inst_[i].host_valid || host_sourced(b))) {
           prefetch_need += mm_.reserved_bytes(instance_bytes(i));
@@ -477,7 +544,7 @@ void Scheduler::prefetch_ahead(int32_t r, int32_t k, double task_ms) {
   int64_t last = pos(static_cast<int32_t>(opt_.sub_batches.size()) - 1, n_ - 1);
   int64_t t_need = 0;
   {
-    TaskBlocks tb = task_blocks(tdfg_, order_[k]);
+    const TaskBlocks& tb = blocks_of_[k];
     for (BlockId b : tb.inputs) t_need += mm_.reserved_bytes(instance_bytes(inst_index(r, b)));
     for (BlockId b : tb.outputs) t_need += mm_.reserved_bytes(instance_bytes(inst_index(r, b)));
   }
@@ -486,7 +553,7 @@ void Scheduler::prefetch_ahead(int32_t r, int32_t k, double task_ms) {
   for (int64_t p = here + 1; p <= std::min(last, here + opt_.prefetch_lookahead_tasks); ++p) {
     auto sr = static_cast<int32_t>(p / n_);
     auto sk = static_cast<int32_t>(p % n_);
-    TaskBlocks tb = task_blocks(tdfg_, order_[sk]);
+    const TaskBlocks& tb = blocks_of_[sk];
     std::vector<int32_t> missing;
     int64_t s_need = 0;
     double trans_ms = 0;
@@ -598,7 +665,7 @@ void Scheduler::run_task(int32_t r, int32_t k) {
   for (BlockId b : task.reads) {
     if (!tdfg_.blocks[b].resident) inst_[inst_index(r, b)].used_since_arrival = true;
   }
-  TaskBlocks tb = task_blocks(tdfg_, t);
+  const TaskBlocks& tb = blocks_of_[k];
   for (BlockId b : tb.inputs) {
     InstanceState& s = inst_[inst_index(r, b)];
     if (std::find(task.writes.begin(), task.writes.end(), b) != task.writes.end()) s.host_valid = false;
@@ -674,7 +741,10 @@ Plan Scheduler::run() {
       }
     }
   }
+  blocks_of_.clear();
+  for (int32_t k = 0; k < n_; ++k) blocks_of_.push_back(task_blocks(tdfg_, order_[k]));
   inst_.assign(static_cast<size_t>(nb) * opt_.sub_batches.size(), InstanceState{});
+  next_use_cache_.assign(inst_.size(), -1);
   // Resident blocks: fixed offsets in the resident region, block order.
   resident_buffer_.assign(nb, kNoBuffer);
   int64_t resident_offset = 0;

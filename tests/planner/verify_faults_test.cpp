@@ -70,7 +70,7 @@ TEST(VerifyFaults, ValidPlansHaveNoViolations) {
                         Case{"cifar_small", 6 * MiB, 2, 12},  // 32 = 12 + 12 + 8
                         Case{"cifar_small", 64 * MiB, 2, 0}, Case{"every_op", 64 * MiB, 2, 0},
                         Case{"every_op", 64 * MiB, 1, 1}}) {
-    SCOPED_TRACE(testing::Message() << c.model << " budget " << c.budget_bytes << " engines " << c.copy_engines
+    SCOPED_TRACE(::testing::Message() << c.model << " budget " << c.budget_bytes << " engines " << c.copy_engines
                                     << " sub-batch " << c.sub_batch);
     Planned p = plan_example(c.model, c.budget_bytes, c.copy_engines, c.sub_batch);
     if (p.plan.steps.empty()) continue;  // plan_example already failed the test
