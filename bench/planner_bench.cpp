@@ -7,7 +7,7 @@
 // allocation (tdfg/bounds.h).
 //
 //   build/bench/planner_bench [--device k40] [--markdown docs/benchmarks-planner.md]
-//                             [--only MODEL --budget 8GiB [--exhaustive]] [--quick]
+//                             [--only MODEL --budget 8GiB [--exhaustive] [--sub-batch N]] [--quick]
 //
 // --only plans one model at one budget and prints its figures (for profiling);
 // --exhaustive simulates every sub-batch candidate instead of screening them.
@@ -130,6 +130,7 @@ std::string gib(int64_t bytes) { return fmt::format("{:.2f} GiB", static_cast<do
 int main(int argc, char** argv) {
   std::string device_name = "k40", markdown, only, only_budget = "8GiB";
   bool quick = false, exhaustive = false;
+  int64_t only_sub_batch = 0;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -145,6 +146,7 @@ int main(int argc, char** argv) {
     else if (a == "--budget") only_budget = next();
     else if (a == "--quick") quick = true;
     else if (a == "--exhaustive") exhaustive = true;
+    else if (a == "--sub-batch") only_sub_batch = std::stoll(next());
     else {
       std::fprintf(stderr, "planner_bench: unknown argument %s\n", a.c_str());
       return 2;
@@ -167,6 +169,7 @@ int main(int argc, char** argv) {
     }
     PlanOptions o;
     o.screen_sub_batches = !exhaustive;
+    o.sub_batch = only_sub_batch;
     Row r = plan_row(*l, cost, *budget, o);
     if (!r.feasible) std::printf("%s: infeasible: %s\n", only.c_str(), r.error.c_str());
     else
@@ -226,7 +229,7 @@ int main(int argc, char** argv) {
   md << "|---|---|---|---|---|---|---|\n";
   std::printf("\n%-12s %6s %5s %7s %9s %7s %10s\n", "model", "tasks", "batch", "budget", "b(rounds)", "ratio",
               "planner_ms");
-  for (const std::string& name : {"resnet50", "resnet152", "resnet1001", "resnet2500"}) {
+  for (const std::string name : {"resnet50", "resnet152", "resnet1001", "resnet2500"}) {
     if (!std::filesystem::exists(model_path(name))) {
       std::printf("%-12s (no examples/models/%s.yaml)\n", name.c_str(), name.c_str());
       continue;

@@ -1,6 +1,7 @@
-// `mplan bounds model.yaml [--batch B] [--layers] [--json]`: what the model
-// needs in memory before any planning (tdfg/bounds.h): weights, the naive
-// total, the liveness peak and moDNN's minimum (Eq. 2).
+// `mplan bounds model.yaml [--batch B] [--layers] [--json] [--device D]`: what
+// the model needs in memory before any planning (tdfg/bounds.h): weights, the
+// naive total, the liveness peak and moDNN's minimum (Eq. 2); with --device,
+// moDNN's ideal case (profiler/ideal.h): its time and the memory it needs.
 
 #include <fmt/format.h>
 
@@ -8,11 +9,15 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "cli/command.h"
 #include "frontend/bytes.h"
 #include "frontend/parse.h"
+#include "profiler/analytic_model.h"
+#include "profiler/device.h"
+#include "profiler/ideal.h"
 #include "tdfg/bounds.h"
 #include "tdfg/tdfg.h"
 
@@ -26,7 +31,13 @@ struct BoundsOptions {
   bool batch_given = false;
   bool layers = false;
   bool json = false;
-  // --device (ideal time from the profiler) will be added here by the lead.
+  std::string device;  // empty: no ideal-run figures
+};
+
+// The ideal run's figures for the text and JSON outputs, with its device.
+struct IdealFigures {
+  std::string device;
+  IdealRun run;
 };
 
 std::string task_name(const Tdfg& tdfg, TaskId t) {
@@ -34,7 +45,7 @@ std::string task_name(const Tdfg& tdfg, TaskId t) {
 }
 
 nlohmann::json bounds_json(const Model& model, const Tdfg& tdfg, const MemoryBounds& bounds,
-                           bool with_layers) {
+                           const std::optional<IdealFigures>& ideal, bool with_layers) {
   nlohmann::json out;
   out["model"] = model.name;
   out["batch"] = bounds.batch;
@@ -45,7 +56,13 @@ nlohmann::json bounds_json(const Model& model, const Tdfg& tdfg, const MemoryBou
   out["liveness_peak_task"] = task_name(tdfg, bounds.liveness_peak_task);
   out["modnn_min_bytes"] = bounds.modnn_min_bytes;
   out["modnn_min_task"] = task_name(tdfg, bounds.modnn_min_task);
-  // "ideal_time_ms" from --device will go here.
+  if (ideal) {
+    out["device"] = ideal->device;
+    out["ideal_time_ms"] = ideal->run.time_ms;
+    out["ideal_peak_bytes"] = ideal->run.peak_bytes;
+    out["ideal_peak_task"] = task_name(tdfg, ideal->run.peak_task);
+    out["ideal_largest_workspace_bytes"] = ideal->run.workspace_bytes;
+  }
   if (with_layers) {
     nlohmann::json rows = nlohmann::json::array();
     for (const LayerBytes& row : bounds.layers) {
@@ -63,7 +80,7 @@ nlohmann::json bounds_json(const Model& model, const Tdfg& tdfg, const MemoryBou
 }
 
 std::string bounds_text(const Model& model, const Tdfg& tdfg, const MemoryBounds& bounds,
-                        bool with_layers) {
+                        const std::optional<IdealFigures>& ideal, bool with_layers) {
   std::string out;
   out += fmt::format("model           {}\n", model.name);
   out += fmt::format("batch           {}\n", bounds.batch);
@@ -77,7 +94,13 @@ std::string bounds_text(const Model& model, const Tdfg& tdfg, const MemoryBounds
   out += fmt::format("Mmin (moDNN)    {}  set by {} (sub-batch 1, Eq. 2)\n",
                      format_bytes_exact(bounds.modnn_min_bytes),
                      task_name(tdfg, bounds.modnn_min_task));
-  // The ideal time line (--device) will go here.
+  if (ideal) {
+    out += fmt::format("device          {}\n", ideal->device);
+    out += fmt::format("ideal time      {:.3f} ms per iteration  (full batch, fastest algorithms, "
+                       "unlimited memory)\n", ideal->run.time_ms);
+    out += fmt::format("ideal memory    {}  at {} (with the fastest algorithms' workspaces)\n",
+                       format_bytes_exact(ideal->run.peak_bytes), task_name(tdfg, ideal->run.peak_task));
+  }
   if (with_layers) {
     size_t name_width = 5, shape_width = 12;
     for (const Layer& layer : model.layers) {
@@ -103,10 +126,17 @@ void run_bounds(const BoundsOptions& options) {
   const int64_t batch = options.batch_given ? options.batch : model.batch;
   const Tdfg tdfg = build_tdfg(model);
   const MemoryBounds bounds = compute_bounds(tdfg, batch);
+  std::optional<IdealFigures> ideal;
+  if (!options.device.empty()) {
+    Result<Device> device = load_device(options.device);
+    if (!device.ok()) fail(fmt::format("--device '{}': {}", options.device, device.error().to_string()));
+    const AnalyticCostModel cost(device.value());
+    ideal = IdealFigures{cost.describe(), ideal_run(tdfg, cost, batch)};
+  }
   if (options.json)
-    fmt::print("{}\n", bounds_json(model, tdfg, bounds, options.layers).dump(2));
+    fmt::print("{}\n", bounds_json(model, tdfg, bounds, ideal, options.layers).dump(2));
   else
-    fmt::print("{}", bounds_text(model, tdfg, bounds, options.layers));
+    fmt::print("{}", bounds_text(model, tdfg, bounds, ideal, options.layers));
 }
 
 void setup_bounds(CLI::App& command) {
@@ -116,7 +146,9 @@ void setup_bounds(CLI::App& command) {
                                    "Mini-batch size to compute the bounds at (default: the model's batch)");
   command.add_flag("--layers", options->layers, "Also print a table of per-layer sizes");
   command.add_flag("--json", options->json, "Print JSON instead of text");
-  // --device DEVICE (ideal iteration time from the profiler) will be added here by the lead.
+  command.add_option("--device", options->device,
+                     "Also give moDNN's ideal case on this device (analytic model): a name in "
+                     "examples/devices (k40, p100, h100, ...) or a device file");
   command.callback([options, batch] {
     options->batch_given = batch->count() > 0;
     run_bounds(*options);

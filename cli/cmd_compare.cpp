@@ -110,6 +110,8 @@ void run_compare(const CompareOptions& options) {
     out["device"] = cost.describe();
     out["budget_bytes"] = *budget;
     out["batch"] = batch;
+    out["tasks"] = tdfg.tasks.size();
+    out["blocks"] = tdfg.blocks.size();
     out["ideal_ms"] = ideal.simulated_ms;
     out["ideal_budget_bytes"] = ideal_budget;
     nlohmann::json list = nlohmann::json::array();

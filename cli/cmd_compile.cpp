@@ -80,20 +80,20 @@ Checked check_flags(const CompileOptions& o) {
 std::string summary_text(const Plan& plan, const std::string& device_line, size_t events) {
   const PlanSummary& s = plan.summary;
   std::string out;
-  out += fmt::format("model       {} ({})\n", plan.model_name, plan.model_digest);
+  out += fmt::format("model: {} ({})\n", plan.model_name, plan.model_digest);
   out += device_line;
-  out += fmt::format("budget      {}: resident {}, arena {}, peak arena {}\n", format_bytes(plan.budget_bytes),
+  out += fmt::format("budget: {} = resident {} + arena {}; peak arena {}\n", format_bytes(plan.budget_bytes),
                      format_bytes(plan.resident_region_bytes), format_bytes(plan.arena_bytes),
                      format_bytes(s.peak_arena_bytes));
-  out += fmt::format("batch       {} as {} round{} of sub-batch {}\n", plan.batch, plan.sub_batches.size(),
+  out += fmt::format("batch: {} as {} round{} of sub-batch {}\n", plan.batch, plan.sub_batches.size(),
                      plan.sub_batches.size() == 1 ? "" : "s", plan.sub_batch);
   const double overhead = s.ideal_ms > 0 ? 100.0 * (s.simulated_ms / s.ideal_ms - 1.0) : 0.0;
-  out += fmt::format("time        {:.3f} ms simulated, {:.3f} ms ideal ({:+.1f}%)\n", s.simulated_ms, s.ideal_ms,
+  out += fmt::format("time: {:.3f} ms simulated, {:.3f} ms ideal ({:+.1f}%)\n", s.simulated_ms, s.ideal_ms,
                      overhead);
-  out += fmt::format("copies      {} offloads ({} to host), {} prefetches ({} to device), stall {:.3f} ms\n",
+  out += fmt::format("copies: {} offloads ({} to host), {} prefetches ({} to device), stall {:.3f} ms\n",
                      s.offload_count, format_bytes(s.bytes_to_host), s.prefetch_count,
                      format_bytes(s.bytes_to_device), s.stall_ms);
-  out += fmt::format("verified    {} steps, {} buffers, {} events: no violations\n", plan.steps.size(),
+  out += fmt::format("verified: {} steps, {} buffers, {} events: no violations\n", plan.steps.size(),
                      plan.buffers.size(), events);
   return out;
 }
@@ -125,12 +125,12 @@ void run_compile(const CompileOptions& o) {
   Device device;
   if (o.device.empty()) {
     device = unwrap(load_device(kDefaultDevice));
-    device_line = fmt::format("device      {} (default; use --device to choose)\n", device.name);
+    device_line = fmt::format("device: {} (default; use --device to choose)\n", device.name);
   } else {
     Result<Device> loaded = load_device(o.device);
     if (!loaded.ok()) fail(fmt::format("--device '{}': {}", o.device, loaded.error().to_string()));
     device = std::move(loaded).value();
-    device_line = fmt::format("device      {}\n", device.name);
+    device_line = fmt::format("device: {}\n", device.name);
   }
   const AnalyticCostModel cost(device);
   const Tdfg tdfg = build_tdfg(model);
@@ -183,9 +183,9 @@ void run_compile(const CompileOptions& o) {
   write_file_atomically((dir / "plan.json").string(), plan_text);
 
   fmt::print("{}", summary_text(plan, device_line, static_cast<size_t>(plan.event_count)));
-  fmt::print("wrote       {}, {}, {}\n", (dir / "plan.json").string(), (dir / "trace.json").string(),
+  fmt::print("wrote: {}, {}, {}\n", (dir / "plan.json").string(), (dir / "trace.json").string(),
              (dir / "memory.svg").string());
-  fmt::print("program     {}, {}\n", (dir / "train.cpp").string(), (dir / "CMakeLists.txt").string());
+  fmt::print("program: {}, {}\n", (dir / "train.cpp").string(), (dir / "CMakeLists.txt").string());
   if (o.build) build_program(dir.string());
 }
 

@@ -149,7 +149,7 @@ std::string table_text(const Plan& plan) {
       o.bytes = plan.buffers[st.buffer].bytes;
     } else {
       const int32_t next = next_compute[i + 1];
-      o.back_before.insert(next >= 0 ? plan_step_label(plan, plan.steps[next]) : std::string("the end"));
+      o.back_before.insert(next >= 0 ? plan_task_name(plan, plan.steps[next].task) : std::string("the end"));
     }
   }
 

@@ -437,6 +437,18 @@ class ProgramEmitter {
         }
         Result<std::vector<std::string>> body = emit_compute_call(call);
         if (!body) return body.error();
+        // Debug mode: NaN must not be laundered (relu turns NaN into 0), so every
+        // float output is checked right where it is written.
+        std::string checked;
+        for (size_t i = 0; i < task.writes.size(); ++i) {
+          const Block& block = tdfg_.blocks[task.writes[i]];
+          if (block.kind == BlockKind::saved && block.bytes_per_sample > 0 && task.op == Op::dropout) continue;  // mask bytes
+          if (block.kind == BlockKind::labels) continue;
+          const std::string& name = buffer_names_.at(step.writes[i]);
+          checked += fmt::format("{}{{{}, \"{}\"}}", checked.empty() ? "" : ", ", name, name);
+        }
+        if (!checked.empty())
+          body->push_back(fmt::format("if (c.debug_poison) check_finite({}, {{{}}}, c);", step.index, checked));
         if (body->size() == 1) {
           lines.push_back(fmt::format("launch(c.compute, [=, &c] {{ {} }});", body->front()));
         } else {

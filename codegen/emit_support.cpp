@@ -16,6 +16,7 @@ std::string support_types() {
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <initializer_list>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -89,6 +90,28 @@ void note_alloc(Context& c, Region r) {
 // dropped) with NaN, in stream order right after its last user.
 void poison(Context& c, Stream& stream, Region r) {
   if (c.debug_poison) launch(stream, [&c, r] { arena_release(c.arena, r.offset, r.bytes); });
+}
+
+// Debug mode: a step's float outputs must be finite; a NaN there means the step
+// read poison (a freed, dropped or not yet written buffer). Caught where it is
+// made, since later ops may launder it (relu maps NaN to 0).
+struct Named {
+  Region region;
+  const char* name;
+};
+void check_finite(int step_index, std::initializer_list<Named> outputs, const Context& c) {
+  for (const Named& out : outputs) {
+    const float* p = F(c, out.region);
+    for (size_t i = 0; i < out.region.bytes / sizeof(float); ++i)
+      if (!std::isfinite(p[i])) {
+        std::fprintf(stderr,
+                     "train: error: step %d wrote a value that is not finite into %s (element %zu%s): it read a "
+                     "freed, dropped or not yet written buffer, or raced with a copy\n",
+                     step_index, out.name, i, is_poison(p[i]) ? ", the poison pattern" : "");
+        std::fflush(stderr);
+        std::_Exit(3);
+      }
+  }
 }
 
 // Debug mode: a copy that starts late, so that a missing wait shows up.

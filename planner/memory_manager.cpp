@@ -38,6 +38,7 @@ std::optional<int64_t> MemoryManager::allocate(AllocationId id, int64_t size_byt
   auto it = free_by_size_.lower_bound({size, INT64_MIN});
   if (it == free_by_size_.end()) return std::nullopt;
   int64_t begin = it->second;
+  if (large_bytes_ > 0 && size >= large_bytes_) begin += it->first - size;
   allocate_at(id, size_bytes, begin);
   return begin;
 }

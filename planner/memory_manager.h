@@ -42,6 +42,11 @@ class MemoryManager {
   // unit so every allocation has a distinct address) and returns its offset,
   // or nothing when no free segment is large enough. The id must not be live.
   std::optional<int64_t> allocate(AllocationId id, int64_t size_bytes);
+  // Allocations of at least `bytes` (0: none, the default) go to the top
+  // end of their best-fit segment instead of its start, so large blocks stack
+  // from the top of the arena and small ones from the bottom, and a hole left
+  // by a small block does not split the room large ones need.
+  void place_large_at_top(int64_t bytes) { large_bytes_ = bytes; }
   // Places the allocation at `offset`, which must lie in a free range large enough.
   void allocate_at(AllocationId id, int64_t size_bytes, int64_t offset);
   // Frees a live allocation and coalesces.
@@ -82,6 +87,7 @@ class MemoryManager {
   int64_t live_bytes_ = 0;
   int64_t peak_end_ = 0;
   int64_t peak_live_ = 0;
+  int64_t large_bytes_ = 0;
 };
 
 }  // namespace mplan

@@ -90,7 +90,7 @@ std::string plan_memory_svg(const Plan& plan) {
   svg += fmt::format("<text x=\"{}\" y=\"26\" font-size=\"17\" font-weight=\"bold\">{}</text>\n", kLeft,
                      xml_escape(fmt::format("{}: device memory over one iteration", plan.model_name)));
   svg += fmt::format("<text x=\"{}\" y=\"46\" font-size=\"12\" fill=\"#444\">{}</text>\n", kLeft,
-                     xml_escape(fmt::format("budget {}, batch {}, sub-batch {}{}; peak arena {}; {}",
+                     xml_escape(fmt::format("budget {}, batch {}, sub-batch {}{}; most arena in use {}; {}",
                                             format_bytes(plan.budget_bytes), plan.batch, plan.sub_batch,
                                             sub_batches, format_bytes(peak), plan.device)));
 

@@ -78,7 +78,7 @@ Result<Plan> make_plan(const Tdfg& tdfg, const CostModel& cost, const PlanOption
     candidates = sub_batch_candidates(batch, start_b, bmax, options.max_sub_batch_candidates);
   }
 
-  auto simulate = [&](int64_t b) {
+  auto simulate = [&](int64_t b, double abandon_after_ms) {
     ScheduleOptions so;
     so.sub_batches = split_batch(batch, b);
     so.arena_bytes = arena;
@@ -86,44 +86,39 @@ Result<Plan> make_plan(const Tdfg& tdfg, const CostModel& cost, const PlanOption
     so.select_algorithms = options.select_algorithms;
     so.prefetch = options.prefetch;
     so.prefetch_lookahead_tasks = options.prefetch_lookahead_tasks;
-    return schedule_iteration(tdfg, cost, so);
+    so.abandon_after_ms = abandon_after_ms;
+    so.large_block_divisor = options.large_block_divisor;
+    return schedule_iteration_within(tdfg, cost, so);
   };
   // Fastest wins; among equal times the larger sub-batch (fewer rounds).
   auto better = [](const Plan& p, const Plan& q) {
     return p.summary.simulated_ms < q.summary.simulated_ms ||
            (p.summary.simulated_ms == q.summary.simulated_ms && p.sub_batch > q.sub_batch);
   };
+  // The Eq. 3 start first, then the others nearest it first (in ratio), so a
+  // good plan is known early; with screening, a candidate's simulation stops
+  // as soon as its compute stream passes the best time so far (it can only
+  // end later), which gives the same winner as simulating every candidate.
+  std::vector<int64_t> order = candidates;
+  std::stable_sort(order.begin(), order.end(), [start_b](int64_t a, int64_t b) {
+    auto distance = [start_b](int64_t x) {
+      return x >= start_b ? static_cast<double>(x) / static_cast<double>(start_b)
+                          : static_cast<double>(start_b) / static_cast<double>(x);
+    };
+    return distance(a) < distance(b);
+  });
   Plan best;
-  if (!options.screen_sub_batches || candidates.size() == 1) {
-    bool have = false;
-    for (int64_t b : candidates) {
-      Plan p = simulate(b);
-      if (!have || better(p, best)) {
-        best = std::move(p);
-        have = true;
-      }
-    }
-  } else {
-    // Screening: simulate the Eq. 3 start, then walk to larger and to smaller
-    // candidates while the simulated time improves (it is unimodal in b in
-    // practice: fewer rounds amortise per-kernel costs until the offloading
-    // a larger b forces outweighs them).
-    auto start = std::lower_bound(candidates.begin(), candidates.end(), start_b);
-    if (start == candidates.end()) --start;
-    auto s = static_cast<size_t>(start - candidates.begin());
-    best = simulate(candidates[s]);
-    for (size_t i = s + 1; i < candidates.size(); ++i) {
-      Plan p = simulate(candidates[i]);
-      if (!better(p, best)) break;
-      best = std::move(p);
-    }
-    bool moved_up = best.sub_batch != candidates[s];
-    for (size_t i = s; !moved_up && i-- > 0;) {
-      Plan p = simulate(candidates[i]);
-      if (!better(p, best)) break;
-      best = std::move(p);
+  bool have = false;
+  for (int64_t b : order) {
+    double bound = have && options.screen_sub_batches ? best.summary.simulated_ms : 0;
+    std::optional<Plan> p = simulate(b, bound);
+    if (!p) continue;
+    if (!have || better(*p, best)) {
+      best = std::move(*p);
+      have = true;
     }
   }
+  MPLAN_CHECK(have, "no sub-batch candidate was simulated");
 
   best.model_name = tdfg.model->name;
   best.model_digest = plan_model_digest(*tdfg.model);

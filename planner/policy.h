@@ -17,7 +17,9 @@
 //                 recomputation, per-step fastest algorithm that fits (§3.2-3.5)
 //   modnn         moDNN Algorithm 1 as published: one copy stream, the Eq. 3 sub-batch
 //   mplan         our default: moDNN's scheduler over sub-batch candidates with
-//                 the device's copy engines (planner/planner.h)
+//                 the device's copy engines (planner/planner.h); where one of
+//                 vDNN's configurations (static, dyn, or over moDNN's sub-batch
+//                 candidates) simulates faster, that plan instead (the note says which)
 //
 // The first group runs on the layer-wise simulator (planner/policies/layer_sim.h),
 // modnn and mplan on moDNN's scheduler (planner/scheduler.h); both use the
@@ -80,9 +82,10 @@ struct PolicyOutcome {
 PolicyOutcome run_policy(PolicyKind kind, const Tdfg& tdfg, const CostModel& cost, const PolicyOptions& options);
 
 // The smallest budget at which `kind` is feasible, found by bisection between
-// moDNN's minimum (Eq. 2, below which nothing fits) and the ideal's need,
-// to within `resolution_bytes` (rounded up: the returned budget is feasible);
-// -1 if the policy is not feasible even at the ideal's need.
+// moDNN's minimum (Eq. 2, below which nothing fits) and twice the ideal's
+// need (room for fragmentation), to within `resolution_bytes` (rounded up:
+// the returned budget is feasible); -1 if the policy is not feasible even
+// there. The ideal's own minimum is its need.
 int64_t minimum_feasible_budget(PolicyKind kind, const Tdfg& tdfg, const CostModel& cost, int64_t batch,
                                 int64_t resolution_bytes);
 

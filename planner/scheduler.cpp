@@ -91,9 +91,11 @@ class Scheduler {
  public:
   Scheduler(const Tdfg& tdfg, const CostModel& cost, const ScheduleOptions& options)
       : tdfg_(tdfg), cost_(cost), opt_(options), mm_(options.arena_bytes, kPlanAlignmentBytes),
-        timeline_(options.copy_engines) {}
+        timeline_(options.copy_engines) {
+    if (options.large_block_divisor > 0) mm_.place_large_at_top(options.arena_bytes / options.large_block_divisor);
+  }
 
-  Plan run();
+  std::optional<Plan> run();
 
  private:
   // Positions of the unrolled sequence: round r, task k of the round's list.
@@ -725,7 +727,7 @@ void Scheduler::run_update() {
   choices_.push_back(c);
 }
 
-Plan Scheduler::run() {
+std::optional<Plan> Scheduler::run() {
   MPLAN_CHECK(!opt_.sub_batches.empty(), "no rounds");
   for (TaskId t = 0; t < static_cast<TaskId>(tdfg_.tasks.size()); ++t) {
     if (t != tdfg_.update_task) order_.push_back(t);
@@ -759,7 +761,12 @@ Plan Scheduler::run() {
   }
   // The arena manager's ids are buffer ids; resident ids are never placed there.
   for (int32_t r = 0; r < static_cast<int32_t>(opt_.sub_batches.size()); ++r) {
-    for (int32_t k = 0; k < n_; ++k) run_task(r, k);
+    for (int32_t k = 0; k < n_; ++k) {
+      run_task(r, k);
+      if (opt_.abandon_after_ms > 0 && timeline_.free_at_ms(kComputeSlot) > opt_.abandon_after_ms) {
+        return std::nullopt;
+      }
+    }
   }
   if (tdfg_.update_task != kNoTask) run_update();
 
@@ -787,6 +794,13 @@ Plan Scheduler::run() {
 }  // namespace
 
 Plan schedule_iteration(const Tdfg& tdfg, const CostModel& cost, const ScheduleOptions& options) {
+  ScheduleOptions unbounded = options;
+  unbounded.abandon_after_ms = 0;
+  return *Scheduler(tdfg, cost, unbounded).run();
+}
+
+std::optional<Plan> schedule_iteration_within(const Tdfg& tdfg, const CostModel& cost,
+                                              const ScheduleOptions& options) {
   return Scheduler(tdfg, cost, options).run();
 }
 

@@ -8,6 +8,7 @@
 // every block after its last use.
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "planner/plan.h"
@@ -23,6 +24,14 @@ struct ScheduleOptions {
   bool select_algorithms = true;     // Eq. 5; false: leanest option everywhere
   bool prefetch = true;              // Algorithm 1 lines 15-27; false: load on demand
   int prefetch_lookahead_tasks = 64;
+  // Blocks of at least arena_bytes / large_block_divisor stack from the top
+  // of the arena, the rest from its bottom (MemoryManager::place_large_at_top);
+  // 0: plain best fit.
+  int large_block_divisor = 16;
+  // > 0: schedule_iteration_within gives up as soon as the compute stream
+  // passes this time (the plan could only end later); the planner uses it to
+  // drop sub-batch candidates early.
+  double abandon_after_ms = 0;
 };
 
 // Schedules the iteration. Fills choices, buffers (resident ones first, at
@@ -32,5 +41,9 @@ struct ScheduleOptions {
 // Aborts (MPLAN_CHECK) if some task cannot fit the arena even alone: the
 // caller checks the sub-batch against the arena first (planner/sub_batch.h).
 Plan schedule_iteration(const Tdfg& tdfg, const CostModel& cost, const ScheduleOptions& options);
+// The same, or nothing when options.abandon_after_ms > 0 and the compute
+// stream passed it.
+std::optional<Plan> schedule_iteration_within(const Tdfg& tdfg, const CostModel& cost,
+                                              const ScheduleOptions& options);
 
 }  // namespace mplan

@@ -19,7 +19,7 @@ struct ArenaSample {
   int64_t bytes = 0;
 };
 
-// The arena use over the iteration: one sample at the start (0 bytes) and one
+// The arena use over the iteration: one sample at time 0 and one
 // per distinct alloc/free time, in time order (alloc/free take effect at their
 // simulated issue time, plan.h).
 std::vector<ArenaSample> arena_usage(const Plan& plan);

@@ -19,6 +19,15 @@ struct Point {
   int32_t left = -1, right = -1;
 };
 
+// Times that differ by less than this fraction are the same time: sums of the
+// same micro-batch times in another order differ in the last bits, and such
+// twins would only add ILP variables that cost more workspace for nothing.
+constexpr double kSameTimeFraction = 1e-9;
+
+bool clearly_faster(double time_ms, double than_ms) {
+  return time_ms < than_ms - kSameTimeFraction * than_ms;
+}
+
 // P(...): sort by (workspace, time, micro-batches) and keep each point faster
 // than every point before it.
 std::vector<Point> prune(std::vector<Point> points) {
@@ -28,7 +37,7 @@ std::vector<Point> prune(std::vector<Point> points) {
   });
   std::vector<Point> front;
   for (const Point& p : points)
-    if (front.empty() || p.time_ms < front.back().time_ms) front.push_back(p);
+    if (front.empty() || clearly_faster(p.time_ms, front.back().time_ms)) front.push_back(p);
   return front;
 }
 
@@ -93,7 +102,7 @@ std::vector<Configuration> pareto_front(std::vector<Configuration> configuration
   std::vector<Configuration> front;
   double best_time_ms = 0;
   for (const Key& k : keys) {
-    if (!front.empty() && k.time_ms >= best_time_ms) continue;
+    if (!front.empty() && !clearly_faster(k.time_ms, best_time_ms)) continue;
     best_time_ms = k.time_ms;
     front.push_back(std::move(configurations[k.index]));
   }

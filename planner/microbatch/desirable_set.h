@@ -24,7 +24,8 @@ namespace mplan::microbatch {
 
 // The Pareto front of `configurations`: ascending workspace, strictly
 // descending time. Of configurations equal in both, the one with the fewest
-// micro-batches is kept (then the first given).
+// micro-batches is kept (then the first given). Times within a relative 1e-9
+// count as equal (floating-point sums of the same terms).
 std::vector<Configuration> pareto_front(std::vector<Configuration> configurations);
 
 // The desirable set D(batch) of a kernel under `policy`, leaving out

@@ -202,6 +202,22 @@ PolicyOutcome run_policy(PolicyKind kind, const Tdfg& tdfg, const CostModel& cos
         out.feasible = true;
         out.simulated_ms = out.plan.summary.simulated_ms;
         out.note = "sub-batch " + std::to_string(out.plan.sub_batch);
+        if (kind == PolicyKind::mplan) {
+          // Our default keeps the fastest of moDNN's scheduler and the
+          // layer-wise runtimes' rules (vDNN's configurations over moDNN's
+          // sub-batch candidates): every one is a plan of the same form,
+          // verified the same way. SuperNeurons' recomputation is left out.
+          for (PolicyKind other : {PolicyKind::vdnn_all_m, PolicyKind::vdnn_all_p, PolicyKind::vdnn_conv_m,
+                                   PolicyKind::vdnn_conv_p, PolicyKind::vdnn_dyn, PolicyKind::vdnn_plus}) {
+            PolicyOutcome alt = run_policy(other, tdfg, cost, options);
+            if (!alt.feasible || alt.simulated_ms >= out.simulated_ms) continue;
+            std::string note = std::string(policy_name(other)) + "'s rules" +
+                               (alt.note.empty() ? "" : " (" + alt.note + ")") + " beat moDNN's scheduler here";
+            out = std::move(alt);
+            out.kind = kind;
+            out.note = note;
+          }
+        }
         break;
       }
     }
@@ -217,8 +233,10 @@ PolicyOutcome run_policy(PolicyKind kind, const Tdfg& tdfg, const CostModel& cos
 int64_t minimum_feasible_budget(PolicyKind kind, const Tdfg& tdfg, const CostModel& cost, int64_t batch,
                                 int64_t resolution_bytes) {
   if (batch <= 0) batch = tdfg.model->batch;
-  int64_t hi = ideal_budget_bytes(tdfg, cost, batch);
-  if (kind == PolicyKind::ideal) return hi;
+  int64_t ideal = ideal_budget_bytes(tdfg, cost, batch);
+  if (kind == PolicyKind::ideal) return ideal;
+  // Twice the ideal's need: room for any policy's fragmentation.
+  int64_t hi = 2 * ideal;
   auto feasible = [&](int64_t budget) {
     PolicyOptions o;
     o.budget_bytes = budget;

@@ -24,7 +24,7 @@ std::string read_file(const std::string& path) {
 
 TEST(Poison, RemovedWaitIsCaught) {
   // The intact program passes in debug mode with the same delays.
-  Compiled intact = compile_model("examples/models/cifar_small.yaml", Budget::unlimited, "cifar_small.yaml-unlimited");
+  Compiled intact = compile_model("examples/models/cifar_small.yaml", Budget::unlimited, "poison-intact");
   ASSERT_EQ(intact.error, "");
   ASSERT_EQ(build_program(intact.dir), "");
   RunResult ok = run_program(intact.dir, "--steps 2 --debug-poison --debug-copy-delay-ms 50");

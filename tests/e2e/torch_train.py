@@ -104,13 +104,13 @@ class Net:
                 y = a.mean(dim=(2, 3), keepdim=True)
             elif op == "batchnorm":
                 y = F.batch_norm(a, self.buffers[name + ".running_mean"], self.buffers[name + ".running_var"],
-                                 p("weight"), p("bias"), training=True, momentum=spec.get("momentum", 0.1),
-                                 eps=spec.get("eps", 1e-5))
+                                 p("weight"), p("bias"), training=True, momentum=float(spec.get("momentum", 0.1)),
+                                 eps=float(spec.get("eps", 1e-5)))
             elif op == "lrn":
-                y = F.local_response_norm(a, spec.get("size", 5), spec.get("alpha", 1e-4), spec.get("beta", 0.75),
-                                          spec.get("k", 2.0))
+                y = F.local_response_norm(a, spec.get("size", 5), float(spec.get("alpha", 1e-4)), float(spec.get("beta", 0.75)),
+                                          float(spec.get("k", 2.0)))
             elif op == "dropout":
-                prob = np.float32(spec.get("p", 0.5))
+                prob = np.float32(float(spec.get("p", 0.5)))
                 flat = a.reshape(n, -1)
                 u = dropout_uniform(seed, step, np.arange(first_sample, first_sample + n), flat.shape[1])
                 keep = torch.tensor((u >= prob).astype(np.float32))
@@ -161,8 +161,9 @@ def main():
     assert sum(subs) == batch
     net = Net(doc, layers, args.init)
     opt = doc.get("optimizer", {})
-    sgd = torch.optim.SGD(list(net.params.values()), lr=opt.get("lr", 0.01), momentum=opt.get("momentum", 0.9),
-                          weight_decay=opt.get("weight_decay", 0.0))
+    # PyYAML reads "5e-4" (no dot) as a string: numbers go through float().
+    sgd = torch.optim.SGD(list(net.params.values()), lr=float(opt.get("lr", 0.01)),
+                          momentum=float(opt.get("momentum", 0.9)), weight_decay=float(opt.get("weight_decay", 0.0)))
     for step in range(args.steps):
         sgd.zero_grad()
         first = 0

@@ -32,6 +32,20 @@ TEST(MemoryManager, ReusesFreedSpaceBestFit) {
   EXPECT_EQ(mm.largest_free_bytes(), 256);
 }
 
+TEST(MemoryManager, LargeAllocationsStackFromTheTop) {
+  // Threshold 1024: small ones from the bottom of their best-fit hole, large
+  // ones at its top end, so a small hole never splits the large ones' room.
+  MemoryManager mm(8192);
+  mm.place_large_at_top(1024);
+  EXPECT_EQ(mm.allocate(1, 1024), 8192 - 1024);
+  EXPECT_EQ(mm.allocate(2, 256), 0);
+  EXPECT_EQ(mm.allocate(3, 2048), 8192 - 3072);
+  EXPECT_EQ(mm.allocate(4, 512), 256);
+  mm.free(2);  // a 256 hole at 0: the 1000-byte large one still goes to the top of the big hole
+  EXPECT_EQ(mm.allocate(5, 1000), 8192 - 3072 - 1024);
+  EXPECT_EQ(mm.largest_free_bytes(), 8192 - 4096 - 768);
+}
+
 TEST(MemoryManager, CoalescesNeighbours) {
   MemoryManager mm(1024);
   ASSERT_EQ(mm.allocate(1, 256), 0);

@@ -148,6 +148,29 @@ TEST(PlannerProperty, PlansAreConsistentAndDeterministic) {
   }
 }
 
+TEST(PlannerProperty, ScreeningPicksWhatSimulatingEveryCandidatePicks) {
+  // Dropping a candidate once its compute stream passes the best time so far
+  // must not change the winner: the same plan as simulating all of them.
+  FakeCost cost;
+  for (uint32_t seed = 1; seed <= 8; ++seed) {
+    std::unique_ptr<Generated> g = generate(seed);
+    ASSERT_NE(g, nullptr);
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    int64_t min_bytes = minimum_budget(g->tdfg, cost).bytes;
+    for (double f : {1.2, 2.0, 4.0}) {
+      PlanOptions o;
+      o.budget_bytes = static_cast<int64_t>(f * static_cast<double>(min_bytes));
+      o.max_sub_batch_candidates = 12;
+      Result<Plan> screened = make_plan(g->tdfg, cost, o);
+      o.screen_sub_batches = false;
+      Result<Plan> every = make_plan(g->tdfg, cost, o);
+      ASSERT_TRUE(screened.ok() && every.ok());
+      EXPECT_EQ(screened->sub_batch, every->sub_batch);
+      EXPECT_EQ(plan_fingerprint(*screened), plan_fingerprint(*every));
+    }
+  }
+}
+
 TEST(PlannerProperty, UnevenSubBatchesCoverTheBatch) {
   // A fixed b that does not divide B: the last round is smaller, and the
   // plan stays valid for it.

@@ -113,6 +113,7 @@ TEST(Scheduler, OffloadsTheCheapestContiguousBlockAndPrefetchesIt) {
   PlanOptions o;
   o.budget_bytes = 3072;
   o.prefetch = false;
+  o.large_block_divisor = 0;  // plain best fit
   Result<Plan> plan = make_plan(g.tdfg, cost, o);
   ASSERT_TRUE(plan.ok()) << plan.error().to_string();
   expect_steps(*plan, {{StepKind::alloc, 0, 0},       {StepKind::prefetch, 0, -1}, {StepKind::alloc, 1, 256},
@@ -169,6 +170,7 @@ TEST(Scheduler, AlgorithmSelectionTakesTheFastestThatFits) {
   cost.table["conv"] = {TaskOption{"fast", 1.0, 4096}, TaskOption{"lean", 3.0, 0}};
   PlanOptions o;
   o.budget_bytes = 64 << 10;
+  o.large_block_divisor = 0;  // plain best fit
   Result<Plan> roomy = make_plan(g.tdfg, cost, o);
   ASSERT_TRUE(roomy.ok());
   ASSERT_EQ(roomy->choices.size(), 1u);
