@@ -72,6 +72,22 @@ Status check_loss(const Model& model, const std::vector<std::string>& labels) {
   return Ok{};
 }
 
+// Every layer but the loss feeds a later layer: an output that reaches no loss
+// would get no gradient, so its weights would be "trained" with a zero step.
+Status check_every_output_used(const Model& model, const std::vector<std::string>& labels) {
+  std::vector<bool> used(model.layers.size(), false);
+  for (const Layer& layer : model.layers)
+    for (LayerId from : layer.inputs)
+      if (from >= 0) used[from] = true;
+  for (LayerId l = 0; l + 1 < static_cast<LayerId>(model.layers.size()); ++l)
+    if (!used[l])
+      return Error{model.layers[l].where,
+                   fmt::format("{}: its output is not used by any later layer, so it does not "
+                               "reach the loss (remove it, or name it in a later layer's in:)",
+                               labels[l])};
+  return Ok{};
+}
+
 }  // namespace
 
 std::string default_layer_label(const Layer& layer) {
@@ -130,7 +146,7 @@ Status validate_model_labelled(Model& model, const std::vector<std::string>& giv
                                result.shape.to_string(), model.batch)};
     layer.output = result.shape;
   }
-  return Ok{};
+  return check_every_output_used(model, labels);
 }
 
 Status validate_model(Model& model) { return validate_model_labelled(model, {}); }

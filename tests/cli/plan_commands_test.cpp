@@ -18,13 +18,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Run {
+struct CommandRun {
   int exit_code = -1;
   std::string output;  // stdout and stderr together
 };
 
-Run run(const std::string& arguments) {
-  Run r;
+CommandRun run(const std::string& arguments) {
+  CommandRun r;
   const std::string command = std::string(MPLAN_EXE) + " " + arguments + " 2>&1";
   FILE* pipe = popen(command.c_str(), "r");
   if (pipe == nullptr) return r;
@@ -66,7 +66,7 @@ std::string read(const std::string& path) {
 constexpr const char* kBudget = "3MiB";
 
 TEST_F(PlanCommands, CompileWritesPlanTraceAndSvgWithTheDefaultDevice) {
-  const Run c = run("compile " + model("cifar_small") + " --budget " + kBudget + " -o " + path("out"));
+  const CommandRun c = run("compile " + model("cifar_small") + " --budget " + kBudget + " -o " + path("out"));
   ASSERT_EQ(c.exit_code, 0) << c.output;
   EXPECT_NE(c.output.find("device: k40 (default; use --device to choose)"), std::string::npos) << c.output;
   EXPECT_NE(c.output.find("no violations"), std::string::npos) << c.output;
@@ -85,7 +85,7 @@ TEST_F(PlanCommands, CompileWritesPlanTraceAndSvgWithTheDefaultDevice) {
 }
 
 TEST_F(PlanCommands, CompileWithDeviceAndFlags) {
-  const Run c = run("compile " + model("cifar_small") + " --budget 4MiB --device p100 --copy-engines 1 --batch 16 -o " +
+  const CommandRun c = run("compile " + model("cifar_small") + " --budget 4MiB --device p100 --copy-engines 1 --batch 16 -o " +
                     path("out"));
   ASSERT_EQ(c.exit_code, 0) << c.output;
   EXPECT_NE(c.output.find("device: p100"), std::string::npos) << c.output;
@@ -97,7 +97,7 @@ TEST_F(PlanCommands, CompileWithDeviceAndFlags) {
 
 TEST_F(PlanCommands, VerifyAcceptsACompiledPlanAndRejectsACorruptedOne) {
   ASSERT_EQ(run("compile " + model("cifar_small") + " --budget " + kBudget + " -o " + path("out")).exit_code, 0);
-  Run v = run("verify " + path("out/plan.json") + " --model " + model("cifar_small"));
+  CommandRun v = run("verify " + path("out/plan.json") + " --model " + model("cifar_small"));
   EXPECT_EQ(v.exit_code, 0) << v.output;
   EXPECT_EQ(v.output.rfind("plan OK: ", 0), 0u) << v.output;
   v = run("verify " + path("out") + " --model " + model("cifar_small"));  // the folder works too
@@ -123,7 +123,7 @@ TEST_F(PlanCommands, VerifyAcceptsACompiledPlanAndRejectsACorruptedOne) {
 
 TEST_F(PlanCommands, VerifyRefusesAnotherModel) {
   ASSERT_EQ(run("compile " + model("cifar_small") + " --budget " + kBudget + " -o " + path("out")).exit_code, 0);
-  const Run v = run("verify " + path("out/plan.json") + " --model " + model("every_op"));
+  const CommandRun v = run("verify " + path("out/plan.json") + " --model " + model("every_op"));
   EXPECT_NE(v.exit_code, 0);
   EXPECT_NE(v.output.find("digest"), std::string::npos) << v.output;
   EXPECT_NE(v.output.find("cifar_small"), std::string::npos) << v.output;
@@ -131,7 +131,7 @@ TEST_F(PlanCommands, VerifyRefusesAnotherModel) {
 
 TEST_F(PlanCommands, VerifyAndInspectRefuseBadFiles) {
   std::ofstream(path("junk.json")) << "{ not json";
-  Run v = run("verify " + path("junk.json") + " --model " + model("cifar_small"));
+  CommandRun v = run("verify " + path("junk.json") + " --model " + model("cifar_small"));
   EXPECT_NE(v.exit_code, 0);
   EXPECT_NE(v.output.find("not a valid JSON"), std::string::npos) << v.output;
   v = run("inspect " + path("junk.json"));
@@ -145,7 +145,7 @@ TEST_F(PlanCommands, VerifyAndInspectRefuseBadFiles) {
 TEST_F(PlanCommands, InspectSummarisesThePlan) {
   ASSERT_EQ(run("compile " + model("cifar_small") + " --budget " + kBudget + " -o " + path("out")).exit_code, 0);
   for (const std::string& extra : {std::string(), " --model " + model("cifar_small")}) {
-    const Run r = run("inspect " + path("out") + extra);
+    const CommandRun r = run("inspect " + path("out") + extra);
     ASSERT_EQ(r.exit_code, 0) << r.output;
     for (const char* text : {"model         cifar_small", "device        analytic (k40", "sub-batch",
                              "budget        3.00 MiB", "overhead", "to host", "to device", "stalls", "planner",
@@ -169,14 +169,14 @@ TEST_F(PlanCommands, CompileRefusesBadFlagsAndWritesNothing) {
                         Case{"--budget 100KiB", "minimum"}}) {
     SCOPED_TRACE(c.flags);
     const std::string out = path("out");
-    const Run r = run("compile " + m + " " + c.flags + " -o " + out);
+    const CommandRun r = run("compile " + m + " " + c.flags + " -o " + out);
     EXPECT_NE(r.exit_code, 0) << r.output;
     EXPECT_NE(r.output.find("mplan: error:"), std::string::npos) << r.output;
     EXPECT_NE(r.output.find(c.message), std::string::npos) << r.output;
     EXPECT_FALSE(fs::exists(out + "/plan.json"));
     EXPECT_FALSE(fs::exists(out + "/trace.json"));
   }
-  const Run missing = run("compile " + path("nosuch.yaml") + " --budget 3MiB -o " + path("out"));
+  const CommandRun missing = run("compile " + path("nosuch.yaml") + " --budget 3MiB -o " + path("out"));
   EXPECT_NE(missing.exit_code, 0);
   EXPECT_FALSE(fs::exists(path("out/plan.json")));
 }

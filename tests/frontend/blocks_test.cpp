@@ -98,7 +98,7 @@ TEST(Blocks, RepeatChainsRepetitionsAndNamesThem) {
   Model m = parse_ok("input: [8, 16, 16]\nbatch: 4\nclasses: 10\n" + kResidualBlock +
                      "layers:\n"
                      "  - {name: layer1, block: unit, repeat: 3}\n"
-                     "  - {name: pick, op: relu, in: layer1.1}\n" + kTail);
+                     "  - {name: pick, op: add, in: [layer1.1, layer1]}\n" + kTail);
   ASSERT_EQ(m.layers.size(), 3u * 5 + 1 + 4);
   EXPECT_EQ(m.layers[0].name, "layer1.0.conv1");
   EXPECT_EQ(m.layers[5].name, "layer1.1.conv1");
@@ -111,7 +111,8 @@ TEST(Blocks, RepeatChainsRepetitionsAndNamesThem) {
   EXPECT_EQ(layer(m, "layer1.2.sum").inputs,
             (std::vector<LayerId>{m.find("layer1.2.conv2"), m.find("layer1.1.sum")}));
   // `layer1.1` is repetition 1's output; `layer1` the last repetition's.
-  EXPECT_EQ(layer(m, "pick").inputs, std::vector<LayerId>{m.find("layer1.1.sum")});
+  EXPECT_EQ(layer(m, "pick").inputs,
+            (std::vector<LayerId>{m.find("layer1.1.sum"), m.find("layer1.2.sum")}));
   EXPECT_EQ(m.find("layer1"), m.find("layer1.2.sum"));
   EXPECT_EQ(m.find("layer1.1"), m.find("layer1.1.sum"));
   EXPECT_EQ(layer(m, "gap").inputs, std::vector<LayerId>{m.find("pick")});
@@ -216,12 +217,12 @@ TEST(Blocks, GeneratedInstanceNamesAndReferencesIntoInstances) {
                      "layers:\n"
                      "  - {block: unit}\n"
                      "  - {block: unit, repeat: 2}\n"
-                     "  - {op: add, in: [unit_1.conv1, unit_2.0.sum]}\n" + kTail);
+                     "  - {op: add, in: [unit_1.conv1, unit_2.0.sum, unit_2]}\n" + kTail);
   EXPECT_EQ(m.layers[0].name, "unit_1.conv1");
   EXPECT_EQ(m.layers[5].name, "unit_2.0.conv1");
   EXPECT_EQ(layer(m, "unit_2.0.conv1").inputs, std::vector<LayerId>{m.find("unit_1.sum")});
   EXPECT_EQ(layer(m, "add_1").inputs,
-            (std::vector<LayerId>{m.find("unit_1.conv1"), m.find("unit_2.0.sum")}));
+            (std::vector<LayerId>{m.find("unit_1.conv1"), m.find("unit_2.0.sum"), m.find("unit_2.1.sum")}));
 }
 
 TEST(Blocks, DeepRepeatStaysFast) {

@@ -41,6 +41,15 @@ void expect_error(const std::string& text, int line, const std::string& anchor,
       << "message: " << e.to_string() << "\nexpected to contain: " << expected;
 }
 
+TEST(ParseErrors, OutputThatReachesNoLoss) {
+  // relu_1 (line 7) feeds nothing: the next layer reads conv_1 explicitly.
+  expect_error(model_text("  - {op: conv, out: 4, kernel: 3}\n"
+                          "  - {op: relu}\n"
+                          "  - {op: flatten, in: conv_1}\n"
+                          "  - {op: linear, out: 10}\n  - {op: softmax_xent}\n"),
+               7, "{", "layer 'relu_1': its output is not used by any later layer");
+}
+
 TEST(ParseErrors, EmptyFile) {
   expect_error("", 0, "", "the file is empty");
   expect_error("# only a comment\n\n", 0, "", "the file is empty");

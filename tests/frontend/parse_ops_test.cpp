@@ -110,7 +110,9 @@ TEST(ParseOps, PoolFloorAndCeilMode) {
       "  - {name: p1, op: pool, mode: max, kernel: 3, stride: 2, in: input}\n"
       "  - {name: p2, op: pool, mode: max, kernel: 3, stride: 2, ceil_mode: true, in: input}\n"
       "  - {name: p3, op: pool, mode: avg, kernel: 2, in: input}\n"
-      "  - {op: global_avgpool, in: p1}\n  - {op: flatten}\n  - {op: linear, out: 10}\n"
+      "  - {name: j, op: add, in: [p2, p3]}\n"
+      "  - {name: g1, op: global_avgpool, in: p1}\n  - {name: g2, op: global_avgpool, in: j}\n"
+      "  - {op: concat, in: [g1, g2]}\n  - {op: flatten}\n  - {op: linear, out: 10}\n"
       "  - {op: softmax_xent}\n"));
   EXPECT_EQ(layer(m, "p1").output, shape({3, 15, 15}));
   EXPECT_FALSE(layer(m, "p1").ceil_mode);
@@ -226,15 +228,15 @@ TEST(ParseOps, BlockStyleMapsAndInAsAString) {
       "    out: 8\n"
       "    kernel: 3\n"
       "  - op: relu\n"
-      "    in: input\n"
+      "    in: c\n"
       "  - op: add\n"
       "    in:\n"
       "      - c\n"
-      "      - c\n" + kHead, 10, "[8, 10, 10]"));
+      "      - relu_1\n" + kHead, 10, "[8, 10, 10]"));
   EXPECT_EQ(layer(m, "c").where.line, 6);
   EXPECT_EQ(layer(m, "c").where.column, 5);
-  EXPECT_EQ(layer(m, "relu_1").inputs, std::vector<LayerId>{kModelInput});
-  EXPECT_EQ(layer(m, "add_1").inputs, (std::vector<LayerId>{0, 0}));
+  EXPECT_EQ(layer(m, "relu_1").inputs, std::vector<LayerId>{0});
+  EXPECT_EQ(layer(m, "add_1").inputs, (std::vector<LayerId>{0, 1}));
   EXPECT_EQ(layer(m, "add_1").output, shape({8, 8, 8}));
 }
 

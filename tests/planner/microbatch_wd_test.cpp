@@ -10,10 +10,12 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <optional>
 #include <random>
 #include <set>
 #include <sstream>
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include "planner/microbatch/benchmark_table.h"
@@ -119,7 +121,9 @@ void expect_valid(const WdSolution& s, const std::vector<WdKernel>& kernels, int
   EXPECT_EQ(s.total_time_ms, time_ms);
   EXPECT_EQ(s.total_workspace_bytes, workspace);
   EXPECT_LE(workspace, pool_bytes);
-  EXPECT_EQ(s.rows, static_cast<int>(kernels.size()) + 1);
+  EXPECT_EQ(s.kernel_classes, static_cast<int>(wd_kernel_classes(kernels, pool_bytes).size()));
+  EXPECT_LE(s.kernel_classes, static_cast<int>(kernels.size()));
+  EXPECT_EQ(s.rows, s.kernel_classes + 1);
 }
 
 TEST(MicrobatchWd, GlpkMatchesBruteForceOverDesirableSets) {
@@ -186,6 +190,135 @@ TEST(MicrobatchWd, PruningToDesirableSetsKeepsTheOptimum) {
   }
 }
 
+TEST(MicrobatchWd, MergedIlpOnSharedTablesMatchesBruteForceOverUnmergedProblem) {
+  // Several kernels with the same table (ResNet's repeated blocks) share
+  // integer variables n_c; the merged ILP's optimum must equal brute force
+  // over the un-merged problem (one choice per kernel) and the 0-1 ILP.
+  std::mt19937 rng(7);
+  int merged_instances = 0;  // instances where some class had two or more kernels
+  for (int trial = 0; trial < 40; ++trial) {
+    const int n_tables = 1 + trial % 3;
+    const int n_kernels = 2 + trial % 5;  // 2..6
+    std::vector<std::vector<Configuration>> tables;
+    for (int t = 0; t < n_tables; ++t) {
+      const int64_t batch = std::uniform_int_distribution<int>(1, 4)(rng);
+      tables.push_back(desirable_configurations(
+          random_table(rng, "t" + std::to_string(t), batch, 3), batch, BatchSizePolicy::all));
+    }
+    std::vector<WdKernel> kernels;
+    std::vector<int> table_of;
+    for (int k = 0; k < n_kernels; ++k) {
+      table_of.push_back(std::uniform_int_distribution<int>(0, n_tables - 1)(rng));
+      kernels.push_back({"res" + std::to_string(k) + ".fwd", tables[table_of.back()]});
+    }
+    int64_t most = 0;
+    const int64_t least = least_and_most(kernels, most);
+    for (double fraction : {0.0, 0.15, 0.4, 0.7, 1.0}) {
+      const int64_t pool = least + static_cast<int64_t>(fraction * (most - least));
+      const auto expected = brute_force_best_ms(kernels, pool);
+      ASSERT_TRUE(expected.has_value());
+      const auto merged = optimize_wd(kernels, {pool, false});
+      ASSERT_TRUE(merged.ok()) << merged.error().message;
+      expect_valid(*merged, kernels, pool);
+      EXPECT_EQ(merged->total_time_ms, *expected) << n_kernels << " kernels, pool " << pool;
+      WdOptions unmerged_options{pool, false};
+      unmerged_options.merge_identical_kernels = false;
+      const auto unmerged = optimize_wd(kernels, unmerged_options);
+      ASSERT_TRUE(unmerged.ok()) << unmerged.error().message;
+      EXPECT_EQ(unmerged->total_time_ms, *expected);
+      EXPECT_EQ(unmerged->kernel_classes, n_kernels);
+      EXPECT_EQ(unmerged->integer_variables, 0);
+      EXPECT_EQ(unmerged->binary_variables, merged->unmerged_binary_variables);
+      EXPECT_LE(merged->binary_variables + merged->integer_variables,
+                unmerged->binary_variables);
+      // Kernels of one table are in one class and, in ascending kernel order,
+      // take configurations in ascending index (the deterministic mapping).
+      std::set<int> used(table_of.begin(), table_of.end());
+      EXPECT_LE(merged->kernel_classes, static_cast<int>(used.size()));
+      merged_instances += merged->integer_variables > 0;
+      for (int k = 0; k < n_kernels; ++k)
+        for (int later = k + 1; later < n_kernels; ++later)
+          if (table_of[k] == table_of[later]) EXPECT_LE(merged->chosen[k], merged->chosen[later]);
+    }
+  }
+  EXPECT_GT(merged_instances, 100);
+}
+
+// The least total time of one configuration per kernel within the pool, by a
+// knapsack over whole KiB (independent of GLPK; for many kernels, where
+// brute force is out of reach). Workspaces must be whole KiB.
+double knapsack_best_ms(const std::vector<WdKernel>& kernels, int64_t pool_bytes) {
+  const int64_t units = pool_bytes / kKiB;
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<double> best(units + 1, 0.0);  // best[u]: least time within u KiB
+  for (const WdKernel& k : kernels) {
+    std::vector<double> next(units + 1, inf);
+    for (const Configuration& c : k.configurations) {
+      EXPECT_EQ(c.workspace_bytes() % kKiB, 0);
+      const int64_t w = c.workspace_bytes() / kKiB;
+      for (int64_t u = w; u <= units; ++u) next[u] = std::min(next[u], best[u - w] + c.time_ms());
+    }
+    best = std::move(next);
+  }
+  return best[units];
+}
+
+TEST(MicrobatchWd, ManyRepeatedKernelsMatchKnapsack) {
+  // 30 kernels of 3 tables (12, 10 and 8 copies): the 0-1 ILP's symmetry
+  // would make branch and bound slow; merged, it has 3 classes.
+  std::mt19937 rng(50);
+  for (int trial = 0; trial < 4; ++trial) {
+    std::vector<WdKernel> kernels;
+    int distinct_columns = 0;
+    for (int t = 0, copies = 12; t < 3; ++t, copies -= 2) {
+      const int64_t batch = 6;
+      const auto desirable = desirable_configurations(
+          random_table(rng, "t", batch, 3), batch, BatchSizePolicy::all);
+      distinct_columns += static_cast<int>(desirable.size());
+      for (int i = 0; i < copies; ++i)
+        kernels.push_back({fmt::format("stage{}.block{}.fwd", t, i), desirable});
+    }
+    int64_t most = 0;
+    const int64_t least = least_and_most(kernels, most);
+    for (double fraction : {0.0, 0.05, 0.2, 0.5, 0.8, 1.0}) {
+      const int64_t pool = least + static_cast<int64_t>(fraction * (most - least));
+      const auto wd = optimize_wd(kernels, {pool, false});
+      ASSERT_TRUE(wd.ok()) << wd.error().message;
+      expect_valid(*wd, kernels, pool);
+      EXPECT_EQ(wd->total_time_ms, knapsack_best_ms(kernels, pool)) << "pool " << pool;
+      EXPECT_EQ(wd->kernel_classes, 3);
+      EXPECT_EQ(wd->rows, 4);
+      EXPECT_EQ(wd->binary_variables, 0);
+      EXPECT_LE(wd->integer_variables, distinct_columns);  // less where a column exceeds the pool
+    }
+  }
+}
+
+TEST(MicrobatchWd, ClassMembersTakeConfigurationsInOrder) {
+  // Three identical kernels: 30 ms with no workspace or 10 ms with 2 MiB. A
+  // 4 MiB pool runs two fast: the first kernel takes the lean configuration.
+  auto one = [](double t, int64_t w) { return Configuration{{{8, "a", t, w}}}; };
+  const std::vector<Configuration> table = {one(30, 0), one(10, 2 * kMiB)};
+  const std::vector<WdKernel> kernels = {{"a.fwd", table}, {"b.fwd", table}, {"c.fwd", table}};
+  const auto wd = optimize_wd(kernels, {4 * kMiB, false});
+  ASSERT_TRUE(wd.ok()) << wd.error().message;
+  EXPECT_EQ(wd->chosen, (std::vector<int>{0, 1, 1}));
+  EXPECT_EQ(wd->total_time_ms, 50.0);
+  EXPECT_EQ(wd->kernel_classes, 1);
+  EXPECT_EQ(wd->integer_variables, 2);
+  EXPECT_EQ(wd->unmerged_binary_variables, 6);
+  EXPECT_EQ(wd_kernel_classes(kernels, 4 * kMiB), (std::vector<std::vector<int>>{{0, 1, 2}}));
+  // A configuration beyond the pool does not keep kernels apart: only what
+  // fits is compared.
+  std::vector<WdKernel> extra = kernels;
+  extra[1].configurations.push_back(one(5, 64 * kMiB));
+  EXPECT_EQ(wd_kernel_classes(extra, 4 * kMiB).size(), 1u);
+  EXPECT_EQ(wd_kernel_classes(extra, 64 * kMiB).size(), 2u);
+  const auto wd_extra = optimize_wd(extra, {4 * kMiB, false});
+  ASSERT_TRUE(wd_extra.ok());
+  EXPECT_EQ(wd_extra->chosen, (std::vector<int>{0, 1, 1}));
+}
+
 // Two kernels: conv1 runs in 10 ms with 2 MiB or 30 ms with none; conv2 in
 // 5 ms with 3 MiB or 8 ms with 1 MiB.
 std::vector<WdKernel> two_kernels() {
@@ -244,6 +377,22 @@ TEST(MicrobatchWd, DumpsTheProblemInCplexLpFormat) {
   EXPECT_NE(lp.find("kernel(conv2.fwd):"), std::string::npos) << lp;
   EXPECT_NE(lp.find("x(conv2.fwd)(1)"), std::string::npos) << lp;
   EXPECT_EQ(lp.find("r_1"), std::string::npos) << "a row lost its name:\n" << lp;
+
+  // Kernels with the same configurations share one row and integer columns.
+  auto kernels = two_kernels();
+  kernels.insert(kernels.begin() + 1, {"conv1b.fwd", kernels[0].configurations});
+  ASSERT_TRUE(dump_wd_lp(kernels, 5 * kMiB, path.string()).ok());
+  std::ifstream merged_in(path);
+  std::stringstream merged_text;
+  merged_text << merged_in.rdbuf();
+  const std::string merged = merged_text.str();
+  std::filesystem::remove(path);
+  EXPECT_NE(merged.find("class(conv1.fwd):"), std::string::npos) << merged;
+  EXPECT_NE(merged.find("n(conv1.fwd)(1)"), std::string::npos) << merged;
+  EXPECT_NE(merged.find("kernel(conv2.fwd):"), std::string::npos) << merged;
+  EXPECT_EQ(merged.find("conv1b"), std::string::npos) << merged;
+  EXPECT_EQ(merged.find("r_1"), std::string::npos) << merged;
+  EXPECT_EQ(merged.find("x_1"), std::string::npos) << "a column lost its name:\n" << merged;
 
   const Status unwritable = dump_wd_lp(two_kernels(), 3 * kMiB, "/nonexistent-dir/wd.lp");
   ASSERT_FALSE(unwritable.ok());

@@ -220,6 +220,37 @@ TEST(Policy, SuperNeuronsRecomputesCheapLayersAsForwardTasks) {
   expect_verified(tight, tdfg, "vgg16 at superneurons' minimum");
 }
 
+// The verifier accepts a recomputation only as a second run of an FP task
+// that writes its output alone (planner/verify.cpp, Step::recompute).
+TEST(Policy, VerifierRejectsMisplacedRecomputation) {
+  const Model model = load_example("vgg16", 8);
+  const Tdfg tdfg = build_tdfg(model);
+  const AnalyticCostModel cost = k40();
+  PolicyOptions o;
+  o.budget_bytes = ideal_budget_bytes(tdfg, cost, model.batch) * 3 / 2;
+  PolicyOutcome sn = run_policy(PolicyKind::superneurons, tdfg, cost, o);
+  ASSERT_TRUE(sn.feasible) << sn.note;
+  ASSERT_FALSE(sn.recompute_steps.empty());
+  // A recomputation marked as an ordinary run: the task runs twice.
+  Plan twice = sn.plan;
+  twice.steps[sn.recompute_steps.front()].recompute = false;
+  std::vector<Violation> v = verify_plan(twice, tdfg);
+  ASSERT_FALSE(v.empty());
+  EXPECT_EQ(v.front().kind, ViolationKind::coverage) << to_string(v.front());
+  // A conv forward marked as a recomputation: its first run is missing.
+  Plan conv = sn.plan;
+  for (Step& s : conv.steps) {
+    if (s.kind == StepKind::compute && tdfg.tasks[s.task].kind == TaskKind::FP && tdfg.tasks[s.task].op == Op::conv) {
+      s.recompute = true;
+      break;
+    }
+  }
+  v = verify_plan(conv, tdfg);
+  bool coverage = false;
+  for (const Violation& x : v) coverage = coverage || x.kind == ViolationKind::coverage;
+  EXPECT_TRUE(coverage);
+}
+
 TEST(Policy, NamesRoundTrip) {
   for (PolicyKind k : all_policies()) {
     PolicyKind parsed;
