@@ -1,4 +1,4 @@
-// `mplan compile model.yaml --budget SIZE [--device NAME|FILE] [--batch B]
+// `mplan compile model.yaml --budget SIZE [--device NAME|FILE | --profile FILE] [--batch B]
 //  [--copy-engines 1|2] [--sub-batch b] -o DIR`: plans one training iteration
 // under the budget (planner/planner.h), checks the plan with the independent
 // verifier (planner/verify.h) and writes DIR/plan.json, DIR/trace.json and
@@ -23,6 +23,7 @@
 #include "planner/verify.h"
 #include "profiler/analytic_model.h"
 #include "profiler/device.h"
+#include "profiler/profile.h"
 #include "tdfg/tdfg.h"
 
 namespace mplan::cli {
@@ -40,12 +41,14 @@ struct CompileOptions {
   std::string model_path;
   std::string budget_text;
   std::string device;
+  std::string profile;  // a recorded profile.json instead of the analytic model of --device
   std::string out_dir;
   int64_t batch = 0;
   int64_t sub_batch = 0;
   int copy_engines = 0;
   bool batch_given = false, sub_batch_given = false, copy_engines_given = false;
   bool no_prefetch = false, lean_algorithms = false;
+  std::string workspace = "undivided";  // --workspace (planner/planner.h, PlanOptions::workspace)
   bool build = false;  // --build: also cmake-configure and build DIR/build/train (codegen, cg)
 };
 
@@ -58,7 +61,7 @@ Checked check_flags(const CompileOptions& o) {
   Checked c;
   Result<int64_t> budget = parse_bytes(o.budget_text);
   if (!budget.ok())
-    fail(fmt::format("--budget '{}': {} (for example --budget 4GiB or --budget 512MiB)", o.budget_text,
+    fail(fmt::format("--budget '{}': {}", o.budget_text,
                      budget.error().message));
   if (*budget <= 0) fail(fmt::format("--budget '{}': the budget must be more than 0 bytes", o.budget_text));
   c.budget_bytes = *budget;
@@ -70,6 +73,8 @@ Checked check_flags(const CompileOptions& o) {
     fail(fmt::format("--copy-engines must be 1 (one copy stream shared by both directions) or 2 (one per "
                      "direction), got {}",
                      o.copy_engines));
+  if (!o.device.empty() && !o.profile.empty())
+    fail("--device and --profile exclude each other: a profile names its own device");
   namespace fs = std::filesystem;
   std::error_code ec;
   if (fs::exists(o.out_dir, ec) && !fs::is_directory(o.out_dir, ec))
@@ -114,26 +119,33 @@ void build_program(const std::string& dir) {
   const std::string build = "cmake --build " + quoted(build_dir) + " -j2 >> " + quoted(build_dir + ".log") + " 2>&1";
   if (std::system(build.c_str()) != 0)
     fail(fmt::format("--build: cmake could not build {} (log: {}.log)", dir, build_dir));
-  fmt::print("built       {}/train (run it with --steps N; --help for its flags)\n", build_dir);
+  fmt::print("built: {}/train (run it with --steps N; --help for its flags)\n", build_dir);
 }
 
 void run_compile(const CompileOptions& o) {
   const Checked checked = check_flags(o);
   const Model model = unwrap(load_model(o.model_path));
 
-  std::string device_line;
-  Device device;
-  if (o.device.empty()) {
-    device = unwrap(load_device(kDefaultDevice));
-    device_line = fmt::format("device: {} (default; use --device to choose)\n", device.name);
-  } else {
-    Result<Device> loaded = load_device(o.device);
-    if (!loaded.ok()) fail(fmt::format("--device '{}': {}", o.device, loaded.error().to_string()));
-    device = std::move(loaded).value();
-    device_line = fmt::format("device: {}\n", device.name);
-  }
-  const AnalyticCostModel cost(device);
   const Tdfg tdfg = build_tdfg(model);
+  std::string device_line;
+  std::unique_ptr<CostModel> cost;
+  if (!o.profile.empty()) {
+    Profile profile = unwrap(load_profile(o.profile));
+    device_line = fmt::format("device: {} (recorded profile {})\n", profile.device_name, o.profile);
+    cost = unwrap(RecordedCostModel::create(std::move(profile), tdfg, {}, o.profile));
+  } else {
+    Device device;
+    if (o.device.empty()) {
+      device = unwrap(load_device(kDefaultDevice));
+      device_line = fmt::format("device: {} (default; use --device to choose)\n", device.name);
+    } else {
+      Result<Device> loaded = load_device(o.device);
+      if (!loaded.ok()) fail(fmt::format("--device '{}': {}", o.device, loaded.error().to_string()));
+      device = std::move(loaded).value();
+      device_line = fmt::format("device: {}\n", device.name);
+    }
+    cost = std::make_unique<AnalyticCostModel>(device);
+  }
 
   PlanOptions options;
   options.budget_bytes = checked.budget_bytes;
@@ -142,7 +154,8 @@ void run_compile(const CompileOptions& o) {
   options.copy_engines = o.copy_engines_given ? o.copy_engines : 0;
   options.prefetch = !o.no_prefetch;
   options.select_algorithms = !o.lean_algorithms;
-  Plan plan = unwrap(make_plan(tdfg, cost, options));
+  if (o.workspace == "dynamic") options.workspace = PlanOptions::Workspace::dynamic;
+  Plan plan = unwrap(make_plan(tdfg, *cost, options));
   if (plan.task_names.empty())
     for (const Task& t : tdfg.tasks) plan.task_names.push_back(t.name);
   if (plan.block_names.empty())
@@ -197,6 +210,8 @@ void setup_compile(CLI::App& command) {
   command.add_option("--device", o->device,
                      "Device the plan is for: a name in examples/devices (k40, p100, v100, ...) or a device "
                      "file (default: k40, the papers' GPU)");
+  command.add_option("--profile", o->profile,
+                     "Plan with a recorded cost model (profile.json from `mplan profile`) instead of --device");
   auto* batch = command.add_option("--batch", o->batch, "Mini-batch size B (default: the model's batch)");
   auto* sub_batch =
       command.add_option("--sub-batch", o->sub_batch, "Fix the sub-batch size b (default: chosen by the planner)");
@@ -206,6 +221,10 @@ void setup_compile(CLI::App& command) {
   command.add_flag("--no-prefetch", o->no_prefetch, "Load offloaded blocks only when needed (no prefetching)");
   command.add_flag("--lean-algorithms", o->lean_algorithms,
                    "Always use the conv algorithm with the least workspace (no Eq. 5 selection)");
+  command.add_option("--workspace", o->workspace,
+                     "Conv workspace use: undivided (default) or dynamic (each conv may run as mu-cuDNN "
+                     "micro-batches chosen by Eq. 5's gain)")
+      ->check(CLI::IsMember({"undivided", "dynamic"}));
   command.add_option("-o,--out", o->out_dir, "Output folder (created if missing)")->required();
   command.add_flag("--build", o->build, "Also build the training program: cmake -S DIR -B DIR/build && cmake --build DIR/build");
   command.callback([o, batch, sub_batch, engines] {

@@ -43,7 +43,8 @@ void write_file_atomically(const std::string& path, const std::string& text) {
   std::error_code error;
   fs::rename(temporary, target, error);
   if (error) {
-    fs::remove(temporary, error);
+    std::error_code ignored;  // keep `error` for the message: the rename's reason
+    fs::remove(temporary, ignored);
     fail(fmt::format("cannot write '{}': {}", path, error.message()));
   }
 }
@@ -64,7 +65,10 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() != 0) std::fprintf(stderr, "mplan: error: ");
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    // Without a command (`mplan`, `mplan --frob`), show what the commands are.
+    if (app.get_subcommands().empty()) std::fprintf(stderr, "%s\n", app.help().c_str());
+    std::fprintf(stderr, "mplan: error: ");
     return app.exit(e);
   } catch (const CommandFailed& e) {
     std::fprintf(stderr, "mplan: error: %s\n", e.message.c_str());

@@ -230,9 +230,16 @@ void fill_inputs(Context& c, const Dataset& data, int64_t step) {
         std::memcpy(x + i * kInputElements, data.images.f32() + at * kInputElements, kInputElements * sizeof(float));
         y[i] = data.labels.i32()[at];
       } else {
-        for (int64_t e = 0; e < kInputElements; ++e)
-          x[i * kInputElements + e] = static_cast<float>(2.0 * uniform01(c.seed, 2, sample, e) - 1.0);
+        // Learnable: each class has its own coarse mean image (a 4x4 grid of
+        // cells per channel, each uniform in [-1, 1)), each sample adds noise
+        // uniform in [-0.5, 0.5), so the loss falls within a few steps.
         y[i] = static_cast<int32_t>(uniform01(c.seed, 3, sample, 0) * kClasses);
+        for (int64_t e = 0; e < kInputElements; ++e) {
+          const int64_t ch = e / (kInputH * kInputW), h = e / kInputW % kInputH, w = e % kInputW;
+          const uint64_t cell = static_cast<uint64_t>(ch * 16 + h * 4 / kInputH * 4 + w * 4 / kInputW);
+          x[i * kInputElements + e] = static_cast<float>(2.0 * uniform01(c.seed, 4, y[i], cell) - 1.0 +
+                                                         uniform01(c.seed, 2, sample, e) - 0.5);
+        }
       }
     }
   }

@@ -88,6 +88,7 @@ Result<Plan> make_plan(const Tdfg& tdfg, const CostModel& cost, const PlanOption
     so.prefetch_lookahead_tasks = options.prefetch_lookahead_tasks;
     so.abandon_after_ms = abandon_after_ms;
     so.large_block_divisor = options.large_block_divisor;
+    so.micro_batch_dynamic = options.workspace == PlanOptions::Workspace::dynamic;
     return schedule_iteration_within(tdfg, cost, so);
   };
   // Fastest wins; among equal times the larger sub-batch (fewer rounds).

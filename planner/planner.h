@@ -42,6 +42,12 @@ struct PlanOptions {
   // arena) defragments 7 times with plain best fit, 4 times with 16, and no
   // row of bench/planner_bench got slower.
   int large_block_divisor = 16;
+  // Workspace use of conv tasks: undivided (one cuDNN call per task and
+  // round), or dynamic: each conv task also chooses among its desirable
+  // micro-batch configurations (mu-cuDNN §III-C1, powerOfTwo sizes) by the
+  // gain of Eq. 5; the choice goes into TaskChoice::micro_batches.
+  enum class Workspace { undivided, dynamic };
+  Workspace workspace = Workspace::undivided;
 };
 
 // Plans one training iteration of `tdfg` under `options`. Errors: a budget

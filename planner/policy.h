@@ -19,7 +19,8 @@
 //   mplan         our default: moDNN's scheduler over sub-batch candidates with
 //                 the device's copy engines (planner/planner.h); where one of
 //                 vDNN's configurations (static, dyn, or over moDNN's sub-batch
-//                 candidates) simulates faster, that plan instead (the note says which)
+//                 candidates) or SuperNeurons' simulates faster, that plan
+//                 instead (the note says which)
 //
 // The first group runs on the layer-wise simulator (planner/policies/layer_sim.h),
 // modnn and mplan on moDNN's scheduler (planner/scheduler.h); both use the

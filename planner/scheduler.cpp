@@ -4,8 +4,11 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <tuple>
 
 #include "planner/memory_manager.h"
+#include "planner/microbatch/benchmark_table.h"
+#include "planner/microbatch/desirable_set.h"
 #include "planner/streams.h"
 
 namespace mplan {
@@ -150,6 +153,8 @@ class Scheduler {
   int64_t host_bytes_ = 0;
   std::map<int64_t, DirtyRange> dirty_;
   std::map<std::pair<TaskId, int64_t>, std::vector<TaskOption>> options_cache_;
+  // Per option of options_cache_: its micro-batches (empty: undivided).
+  std::map<std::pair<TaskId, int64_t>, std::vector<std::vector<MicroBatch>>> micro_cache_;
   std::map<std::pair<int32_t, int64_t>, double> fast_time_cache_;
   std::vector<TaskChoice> choices_;
   int32_t cur_r_ = 0, cur_k_ = 0;
@@ -197,6 +202,38 @@ const std::vector<TaskOption>& Scheduler::options_of(TaskId t, int32_t r) {
   if (it != options_cache_.end()) return it->second;
   std::vector<TaskOption> o = cost_.options(tdfg_, t, b);
   MPLAN_CHECK(!o.empty(), "cost model gave no option for " + tdfg_.tasks[t].name);
+  std::vector<std::vector<MicroBatch>> micro(o.size());
+  if (opt_.micro_batch_dynamic && tdfg_.tasks[t].has_algorithms && b > 1) {
+    // mu-cuDNN §III-C1: the desirable set (Pareto front in time and
+    // workspace) of the task's configurations; the undivided ones stay.
+    using namespace microbatch;
+    BenchmarkTable table =
+        table_from_cost_model(cost_, tdfg_, t, micro_batch_sizes(BatchSizePolicy::power_of_two, b));
+    for (const Configuration& c : desirable_configurations(table, b, BatchSizePolicy::power_of_two)) {
+      if (c.micro_batch_count() < 2) continue;
+      o.push_back(TaskOption{c.micro.front().algorithm, c.time_ms(), c.workspace_bytes()});
+      std::vector<MicroBatch> list;
+      for (const MicroConfiguration& m : c.micro) {
+        list.push_back(MicroBatch{m.micro_batch, m.algorithm, m.time_ms, m.workspace_bytes});
+      }
+      micro.push_back(std::move(list));
+    }
+    // Fastest first (fast_time reads the front), ties: less workspace, undivided first.
+    std::vector<size_t> idx(o.size());
+    for (size_t i = 0; i < idx.size(); ++i) idx[i] = i;
+    std::stable_sort(idx.begin(), idx.end(), [&](size_t a, size_t c) {
+      return std::make_tuple(o[a].time_ms, o[a].workspace_bytes) < std::make_tuple(o[c].time_ms, o[c].workspace_bytes);
+    });
+    std::vector<TaskOption> so;
+    std::vector<std::vector<MicroBatch>> sm;
+    for (size_t i : idx) {
+      so.push_back(o[i]);
+      sm.push_back(micro[i]);
+    }
+    o = std::move(so);
+    micro = std::move(sm);
+  }
+  micro_cache_.emplace(key, std::move(micro));
   return options_cache_.emplace(key, std::move(o)).first->second;
 }
 
@@ -524,6 +561,7 @@ bool Scheduler::choose_option(int32_t r, int32_t k, TaskChoice* choice) {
   choice->time_ms = o.time_ms;
   choice->workspace_bytes = o.workspace_bytes;
   choice->gain_ms = select ? best_gain : 0;
+  choice->micro_batches = micro_cache_.at({t, opt_.sub_batches[r]})[best];
   choice->workspace = kNoBuffer;
   choice->workspace_offset = -1;
   if (o.workspace_bytes > 0) {

@@ -28,6 +28,10 @@ struct ScheduleOptions {
   // of the arena, the rest from its bottom (MemoryManager::place_large_at_top);
   // 0: plain best fit.
   int large_block_divisor = 16;
+  // mu-cuDNN "dynamic" workspace use (papers/mu-cudnn-microbatching.txt §III):
+  // each conv task also chooses among its desirable micro-batch configurations
+  // (powerOfTwo policy) by moDNN's gain (Eq. 5); false: undivided only.
+  bool micro_batch_dynamic = false;
   // > 0: schedule_iteration_within gives up as soon as the compute stream
   // passes this time (the plan could only end later); the planner uses it to
   // drop sub-batch candidates early.

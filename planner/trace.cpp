@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <map>
 
 #include "frontend/bytes.h"
 
@@ -141,11 +142,15 @@ std::string plan_to_trace_json(const Plan& plan) {
                       {"args", {{"sort_index", stream_tid(stream)}}}});
   }
 
+  // The choice of each (task, round), found once: find_choice is a linear search.
+  std::map<std::pair<TaskId, int32_t>, const TaskChoice*> choice_of;
+  for (const TaskChoice& c : plan.choices) choice_of.emplace(std::make_pair(c.task, c.round), &c);
   for (const Step& step : plan.steps) {
     if (step.stream == StreamKind::host) continue;
     Json args = {{"step", step.index}};
     if (step.kind == StepKind::compute) {
-      const TaskChoice* choice = find_choice(plan, step.task, step.round);
+      auto found = choice_of.find({step.task, step.round});
+      const TaskChoice* choice = found == choice_of.end() ? nullptr : found->second;
       if (choice != nullptr) {
         args["algorithm"] = choice->algorithm;
         if (choice->workspace_bytes > 0) args["workspace"] = format_bytes(choice->workspace_bytes);

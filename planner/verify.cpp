@@ -671,9 +671,7 @@ class Verifier {
     }
     const BufferState& st = buffers_[id];
     if (st.life == Life::unallocated) {
-      add(s, ViolationKind::absent,
-          fmt::format("{} {}, which is not allocated{}", verb, buffer_name(id),
-                      "" /* its alloc, if any, comes later */));
+      add(s, ViolationKind::absent, fmt::format("{} {}, which is not allocated", verb, buffer_name(id)));
       return false;
     }
     if (st.life == Life::freed) {
@@ -690,8 +688,9 @@ class Verifier {
     st.last_use_owner[k] = id;
   }
 
-  // A read of buffer `id` (holding block instance of `b`) by step s with start clock `clock`.
-  // `who` says who reads, for messages. Returns whether the content is ready.
+  // A read of buffer `id` by step s with start clock `clock`: the buffer holds
+  // the block instance's latest content, and the step that put it there
+  // happens-before s. `who` says who reads, for messages.
   void check_read(int32_t s, BufferId id, const Clock& clock, const std::string& who, bool is_copy) {
     const Buffer& b = plan_.buffers[id];
     BufferState& st = buffers_[id];

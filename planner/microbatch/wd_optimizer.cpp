@@ -245,9 +245,12 @@ Result<WdSolution> optimize_wd(const std::vector<WdKernel>& kernels, const WdOpt
     glp_iocp parm;
     glp_init_iocp(&parm);
     parm.presolve = GLP_ON;
-    // Pseudo-cost branching: on ResNet-50's unmerged 0-1 ILP it needs about
-    // half the time of GLPK's default.
-    parm.br_tech = GLP_BR_PCH;
+    // Branching: measured on the dumped ResNet-50 and AlexNet problems
+    // (bench/microbatch_bench --dump-lp), GLPK's default (Driebeck-Tomlin)
+    // is the most even on the merged ILP (0.1-0.15 s where pseudo-costs took
+    // 0.3-0.7 s); on the unmerged 0-1 ILP pseudo-costs need about half the
+    // default's time.
+    if (!options.merge_identical_kernels) parm.br_tech = GLP_BR_PCH;
     parm.msg_lev = options.verbose ? GLP_MSG_ALL : GLP_MSG_OFF;
     const auto start = std::chrono::steady_clock::now();
     const int code = glp_intopt(p.get(), &parm);

@@ -204,11 +204,13 @@ PolicyOutcome run_policy(PolicyKind kind, const Tdfg& tdfg, const CostModel& cos
         out.note = "sub-batch " + std::to_string(out.plan.sub_batch);
         if (kind == PolicyKind::mplan) {
           // Our default keeps the fastest of moDNN's scheduler and the
-          // layer-wise runtimes' rules (vDNN's configurations over moDNN's
-          // sub-batch candidates): every one is a plan of the same form,
-          // verified the same way. SuperNeurons' recomputation is left out.
+          // layer-wise runtimes' rules (vDNN's configurations, also over
+          // moDNN's sub-batch candidates, and SuperNeurons'): every one is a
+          // plan of the same form, verified the same way, and the generated
+          // program runs recomputation steps as forward calls.
           for (PolicyKind other : {PolicyKind::vdnn_all_m, PolicyKind::vdnn_all_p, PolicyKind::vdnn_conv_m,
-                                   PolicyKind::vdnn_conv_p, PolicyKind::vdnn_dyn, PolicyKind::vdnn_plus}) {
+                                   PolicyKind::vdnn_conv_p, PolicyKind::vdnn_dyn, PolicyKind::vdnn_plus,
+                                   PolicyKind::superneurons}) {
             PolicyOutcome alt = run_policy(other, tdfg, cost, options);
             if (!alt.feasible || alt.simulated_ms >= out.simulated_ms) continue;
             std::string note = std::string(policy_name(other)) + "'s rules" +

@@ -270,10 +270,18 @@ TEST(MicrobatchWd, ManyRepeatedKernelsMatchKnapsack) {
   for (int trial = 0; trial < 4; ++trial) {
     std::vector<WdKernel> kernels;
     int distinct_columns = 0;
+    std::set<std::vector<std::pair<double, int64_t>>> distinct_tables;
     for (int t = 0, copies = 12; t < 3; ++t, copies -= 2) {
       const int64_t batch = 6;
-      const auto desirable = desirable_configurations(
-          random_table(rng, "t", batch, 3), batch, BatchSizePolicy::all);
+      std::vector<Configuration> desirable;
+      std::vector<std::pair<double, int64_t>> points;
+      // Redraw a table whose desirable set another table already has.
+      do {
+        desirable = desirable_configurations(random_table(rng, "t", batch, 3), batch,
+                                             BatchSizePolicy::all);
+        points.clear();
+        for (const Configuration& c : desirable) points.emplace_back(c.time_ms(), c.workspace_bytes());
+      } while (!distinct_tables.insert(points).second);
       distinct_columns += static_cast<int>(desirable.size());
       for (int i = 0; i < copies; ++i)
         kernels.push_back({fmt::format("stage{}.block{}.fwd", t, i), desirable});
@@ -286,8 +294,10 @@ TEST(MicrobatchWd, ManyRepeatedKernelsMatchKnapsack) {
       ASSERT_TRUE(wd.ok()) << wd.error().message;
       expect_valid(*wd, kernels, pool);
       EXPECT_EQ(wd->total_time_ms, knapsack_best_ms(kernels, pool)) << "pool " << pool;
-      EXPECT_EQ(wd->kernel_classes, 3);
-      EXPECT_EQ(wd->rows, 4);
+      // Tables differ when all their configurations fit; at a small pool the
+      // configurations that fit may coincide and merge further.
+      if (pool == most) EXPECT_EQ(wd->kernel_classes, 3);
+      EXPECT_LE(wd->kernel_classes, 3);
       EXPECT_EQ(wd->binary_variables, 0);
       EXPECT_LE(wd->integer_variables, distinct_columns);  // less where a column exceeds the pool
     }

@@ -171,6 +171,44 @@ TEST(PlannerProperty, ScreeningPicksWhatSimulatingEveryCandidatePicks) {
   }
 }
 
+TEST(PlannerProperty, DynamicMicroBatchingGivesConsistentPlans) {
+  // mu-cuDNN dynamic workspace use: a conv task may run as micro-batches;
+  // their sizes add up to the round's sub-batch, the choice's time and
+  // workspace are the sum and the max of theirs, and the plan stays valid.
+  FakeCost cost;
+  int micro_batched = 0;
+  for (uint32_t seed = 1; seed <= 6; ++seed) {
+    std::unique_ptr<Generated> g = generate(seed);
+    ASSERT_NE(g, nullptr);
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    PlanOptions o;
+    o.budget_bytes = minimum_budget(g->tdfg, cost).bytes * 3;
+    o.sub_batch = std::min<int64_t>(g->model.batch, 8);
+    o.workspace = PlanOptions::Workspace::dynamic;
+    Result<Plan> p = make_plan(g->tdfg, cost, o);
+    ASSERT_TRUE(p.ok()) << p.error().to_string();
+    expect_consistent(g->tdfg, *p);
+    for (const TaskChoice& c : p->choices) {
+      if (c.micro_batches.empty()) continue;
+      ++micro_batched;
+      EXPECT_TRUE(g->tdfg.tasks[c.task].has_algorithms);
+      int64_t samples = 0, workspace = 0;
+      double ms = 0;
+      for (const MicroBatch& m : c.micro_batches) {
+        samples += m.size;
+        workspace = std::max(workspace, m.workspace_bytes);
+        ms += m.time_ms;
+      }
+      EXPECT_EQ(samples, c.sub_batch);
+      EXPECT_EQ(workspace, c.workspace_bytes);
+      EXPECT_DOUBLE_EQ(ms, c.time_ms);
+    }
+  }
+  // The fake's workspaces grow with the batch while its fixed cost favours
+  // whole batches: tight arenas make some tasks split.
+  EXPECT_GT(micro_batched, 0);
+}
+
 TEST(PlannerProperty, UnevenSubBatchesCoverTheBatch) {
   // A fixed b that does not divide B: the last round is smaller, and the
   // plan stays valid for it.

@@ -106,7 +106,9 @@ TEST(TraceFormat, ArenaUsageFollowsAllocAndFree) {
   int64_t most = 0;
   for (size_t i = 0; i < samples.size(); ++i) {
     most = std::max(most, samples[i].bytes);
-    if (i > 0) EXPECT_GT(samples[i].time_ms, samples[i - 1].time_ms);
+    if (i > 0) {
+      EXPECT_GT(samples[i].time_ms, samples[i - 1].time_ms);
+    }
   }
   // Live bytes never exceed the highest offset in use.
   EXPECT_LE(most, p.plan.summary.peak_arena_bytes);
