@@ -365,7 +365,7 @@ int main(int argc, char** argv) {
   std::string load_average;
   std::ifstream("/proc/loadavg") >> load_average;
   out.print("* load average when the run started (1 min): {} on {} hardware threads; "
-            "solve times are wall-clock, single runs\n",
+            "solve times are wall-clock (see the notes at the end)\n",
             load_average.empty() ? "unknown" : load_average, std::thread::hardware_concurrency());
   std::vector<Row> rows;
   std::stringstream list(models);

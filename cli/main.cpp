@@ -67,7 +67,15 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
     // Without a command (`mplan`, `mplan --frob`), show what the commands are.
-    if (app.get_subcommands().empty()) std::fprintf(stderr, "%s\n", app.help().c_str());
+    if (app.get_subcommands().empty()) {
+      std::fprintf(stderr, "%s\n", app.help().c_str());
+      if (argc > 1 && argv[1][0] != '-') {  // CLI11 would only say "A subcommand is required"
+        std::string names;
+        for (const auto& command : commands) names += (names.empty() ? "" : ", ") + command.name;
+        std::fprintf(stderr, "mplan: error: unknown command '%s' (expected one of: %s)\n", argv[1], names.c_str());
+        return e.get_exit_code();
+      }
+    }
     std::fprintf(stderr, "mplan: error: ");
     return app.exit(e);
   } catch (const CommandFailed& e) {

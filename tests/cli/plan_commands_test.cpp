@@ -95,6 +95,25 @@ TEST_F(PlanCommands, CompileWithDeviceAndFlags) {
   EXPECT_EQ(plan["batch"], 16);
 }
 
+TEST_F(PlanCommands, CompileWithARecordedProfile) {
+  ASSERT_EQ(run("profile " + model("cifar_small") + " --device titanx -o " + path("profile.json")).exit_code, 0);
+  const CommandRun c = run("compile " + model("cifar_small") + " --budget 3MiB --profile " + path("profile.json") +
+                           " -o " + path("out"));
+  ASSERT_EQ(c.exit_code, 0) << c.output;
+  EXPECT_NE(c.output.find("device: titanx (recorded profile"), std::string::npos) << c.output;
+  EXPECT_TRUE(fs::exists(path("out/plan.json")));
+  const CommandRun both = run("compile " + model("cifar_small") + " --budget 3MiB --device k40 --profile " +
+                              path("profile.json") + " -o " + path("out2"));
+  EXPECT_NE(both.exit_code, 0);
+  EXPECT_NE(both.output.find("exclude each other"), std::string::npos) << both.output;
+  EXPECT_FALSE(fs::exists(path("out2/plan.json")));
+  const CommandRun other = run("compile " + model("every_op") + " --budget 64MiB --profile " + path("profile.json") +
+                               " -o " + path("out3"));
+  EXPECT_NE(other.exit_code, 0);
+  EXPECT_NE(other.output.find("does not cover"), std::string::npos) << other.output;
+  EXPECT_FALSE(fs::exists(path("out3/plan.json")));
+}
+
 TEST_F(PlanCommands, VerifyAcceptsACompiledPlanAndRejectsACorruptedOne) {
   ASSERT_EQ(run("compile " + model("cifar_small") + " --budget " + kBudget + " -o " + path("out")).exit_code, 0);
   CommandRun v = run("verify " + path("out/plan.json") + " --model " + model("cifar_small"));
