@@ -7,6 +7,7 @@
 
 #include "frontend/error.h"
 #include "planner/plan.h"
+#include "planner/workspace_mode.h"
 #include "profiler/cost_model.h"
 #include "tdfg/tdfg.h"
 
@@ -42,17 +43,32 @@ struct PlanOptions {
   // arena) defragments 7 times with plain best fit, 4 times with 16, and no
   // row of bench/planner_bench got slower.
   int large_block_divisor = 16;
-  // Workspace use of conv tasks: undivided (one cuDNN call per task and
-  // round), or dynamic: each conv task also chooses among its desirable
-  // micro-batch configurations (mu-cuDNN §III-C1, powerOfTwo sizes) by the
-  // gain of Eq. 5; the choice goes into TaskChoice::micro_batches.
-  enum class Workspace { undivided, dynamic };
+  // Workspace use of conv tasks (planner/workspace_mode.h): undivided (one
+  // cuDNN call per task and round); dynamic: each conv task also chooses
+  // among its desirable micro-batch configurations (mu-cuDNN §III-C1,
+  // powerOfTwo sizes) by the gain of Eq. 5; wr: the WR optimum under the
+  // per-kernel limit workspace_bytes (§III-B); wd: the WD ILP's division of a
+  // pool of workspace_bytes reserved in the arena (§III-C); wd_auto: wd with
+  // the pool size whose plan simulates fastest. The choice goes into
+  // TaskChoice::micro_batches.
+  using Workspace = WorkspaceUse;
   Workspace workspace = Workspace::undivided;
+  int64_t workspace_bytes = 0;  // wr: per-kernel limit; wd: the pool
 };
 
 // Plans one training iteration of `tdfg` under `options`. Errors: a budget
 // smaller than the minimum (the message gives the minimum, in bytes and human
 // units, and the task that sets it), a batch or sub-batch out of range.
 Result<Plan> make_plan(const Tdfg& tdfg, const CostModel& cost, const PlanOptions& options);
+
+// What the wd modes decided besides the plan: the pool and the WD problem of
+// the plan's rounds (for dump_wd_lp, `mplan compile --dump-lp`).
+struct WorkspaceReport {
+  int64_t pool_bytes = 0;     // 0 unless wd or wd_auto
+  WdProblem wd_problem;       // empty unless wd or wd_auto
+};
+// The same, filling `report` (may be null).
+Result<Plan> make_plan(const Tdfg& tdfg, const CostModel& cost, const PlanOptions& options,
+                       WorkspaceReport* report);
 
 }  // namespace mplan

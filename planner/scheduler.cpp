@@ -35,6 +35,7 @@ struct BufferState {
   int32_t last_writer = -1;
   // Users of earlier buffers in its range: its first writer must follow them.
   SlotSteps must_follow = kNoSlotSteps;
+  bool in_pool = false;               // a workspace in the wd pool (not in the memory manager)
 };
 
 // A freed range and the last users of what was there (plan.h: reuse rule).
@@ -93,9 +94,11 @@ struct ScanSegment {
 class Scheduler {
  public:
   Scheduler(const Tdfg& tdfg, const CostModel& cost, const ScheduleOptions& options)
-      : tdfg_(tdfg), cost_(cost), opt_(options), mm_(options.arena_bytes, kPlanAlignmentBytes),
-        timeline_(options.copy_engines) {
-    if (options.large_block_divisor > 0) mm_.place_large_at_top(options.arena_bytes / options.large_block_divisor);
+      : tdfg_(tdfg), cost_(cost), opt_(options),
+        pool_offset_(options.arena_bytes - (options.workspace_pool_bytes > 0 ? align_up(options.workspace_pool_bytes) : 0)),
+        mm_(pool_offset_, kPlanAlignmentBytes), timeline_(options.copy_engines) {
+    MPLAN_CHECK(pool_offset_ > 0, "the workspace pool leaves no arena");
+    if (options.large_block_divisor > 0) mm_.place_large_at_top(pool_offset_ / options.large_block_divisor);
   }
 
   std::optional<Plan> run();
@@ -121,6 +124,11 @@ class Scheduler {
   void load(int32_t inst, int64_t offset);
   bool prepare(int32_t r, int32_t k);
   bool choose_option(int32_t r, int32_t k, TaskChoice* choice);
+  // wd: task t's workspace in round r goes into the pool.
+  bool in_pool(TaskId t, int32_t r) const {
+    return opt_.workspace_pool_bytes > 0 && r != kOnceRound &&
+           opt_.fixed_configurations.count({t, opt_.sub_batches[r]}) != 0;
+  }
   void prefetch_ahead(int32_t r, int32_t k, double task_ms);
   void defragment();
   void run_task(int32_t r, int32_t k);
@@ -129,6 +137,8 @@ class Scheduler {
   const Tdfg& tdfg_;
   const CostModel& cost_;
   const ScheduleOptions& opt_;
+  int64_t pool_offset_ = 0;                    // start of the wd pool; arena_bytes when none
+  int64_t pool_peak_end_ = 0;                  // highest end of a pool workspace
   MemoryManager mm_;
   StreamTimeline timeline_;
 
@@ -203,7 +213,18 @@ const std::vector<TaskOption>& Scheduler::options_of(TaskId t, int32_t r) {
   std::vector<TaskOption> o = cost_.options(tdfg_, t, b);
   MPLAN_CHECK(!o.empty(), "cost model gave no option for " + tdfg_.tasks[t].name);
   std::vector<std::vector<MicroBatch>> micro(o.size());
-  if (opt_.micro_batch_dynamic && tdfg_.tasks[t].has_algorithms && b > 1) {
+  auto fixed = opt_.fixed_configurations.find(key);
+  if (fixed != opt_.fixed_configurations.end() && tdfg_.tasks[t].has_algorithms) {
+    // wr / wd: the one configuration chosen beforehand (planner/workspace_mode.h).
+    const microbatch::Configuration& c = fixed->second;
+    o = {TaskOption{c.micro.front().algorithm, c.time_ms(), c.workspace_bytes()}};
+    micro.assign(1, {});
+    if (c.micro_batch_count() > 1) {
+      for (const microbatch::MicroConfiguration& m : c.micro) {
+        micro[0].push_back(MicroBatch{m.micro_batch, m.algorithm, m.time_ms, m.workspace_bytes});
+      }
+    }
+  } else if (opt_.micro_batch_dynamic && tdfg_.tasks[t].has_algorithms && b > 1) {
     // mu-cuDNN §III-C1: the desirable set (Pareto front in time and
     // workspace) of the task's configurations; the undivided ones stay.
     using namespace microbatch;
@@ -387,7 +408,7 @@ void Scheduler::free_buffer(BufferId buf) {
   // A buffer freed before its first writer passes on what that writer owed.
   dirty_[b.offset] = DirtyRange{b.offset + mm_.reserved_bytes(b.bytes),
                                 merge_slot_steps(bstate_[buf].users, bstate_[buf].must_follow)};
-  mm_.free(buf);
+  if (!bstate_[buf].in_pool) mm_.free(buf);
   Step free;
   free.kind = StepKind::free;
   free.buffer = buf;
@@ -531,16 +552,19 @@ bool Scheduler::choose_option(int32_t r, int32_t k, TaskChoice* choice) {
   else candidates.push_back(lean);
   double best_gain = -std::numeric_limits<double>::infinity();
   size_t best = opts.size();
+  const bool pooled = in_pool(t, r);
   for (size_t i : candidates) {
     const TaskOption& o = opts[i];
     double off_ms = 0;
-    if (o.workspace_bytes > 0 && !mm_.fits(o.workspace_bytes)) {
+    if (pooled) {
+      // The workspace lies in the wd pool: it displaces nothing.
+    } else if (o.workspace_bytes > 0 && !mm_.fits(o.workspace_bytes)) {
       Scheme s = find_scheme(o.workspace_bytes, kComputeSlot, here);
       if (!s.found) continue;
       off_ms = s.delay_ms;
     }
     double pre_ms = 0;
-    if (prefetch_need > 0 && o.workspace_bytes > 0 &&
+    if (!pooled && prefetch_need > 0 && o.workspace_bytes > 0 &&
         mm_.free_bytes() - mm_.reserved_bytes(o.workspace_bytes) < prefetch_need) {
       // The prefetch waits for t to end: s is delayed by what does not overlap.
       double start = std::max(now_ms + off_ms + o.time_ms, timeline_.free_at_ms(timeline_.h2d_slot()));
@@ -564,7 +588,14 @@ bool Scheduler::choose_option(int32_t r, int32_t k, TaskChoice* choice) {
   choice->micro_batches = micro_cache_.at({t, opt_.sub_batches[r]})[best];
   choice->workspace = kNoBuffer;
   choice->workspace_offset = -1;
-  if (o.workspace_bytes > 0) {
+  if (o.workspace_bytes > 0 && pooled) {
+    MPLAN_CHECK(mm_.reserved_bytes(o.workspace_bytes) <= opt_.arena_bytes - pool_offset_,
+                "task " + tdfg_.tasks[t].name + "'s workspace exceeds the wd pool");
+    choice->workspace = new_buffer(kNoBlock, t, r, o.workspace_bytes, pool_offset_, -1);
+    bstate_[choice->workspace].in_pool = true;
+    choice->workspace_offset = pool_offset_;
+    pool_peak_end_ = std::max(pool_peak_end_, pool_offset_ + mm_.reserved_bytes(o.workspace_bytes));
+  } else if (o.workspace_bytes > 0) {
     auto off = obtain(o.workspace_bytes, kComputeSlot, here);
     if (!off) return false;
     choice->workspace = new_buffer(kNoBlock, t, r, o.workspace_bytes, *off, -1);
@@ -821,9 +852,15 @@ std::optional<Plan> Scheduler::run() {
   plan.event_count = timeline_.event_count();
   plan.summary = summary_;
   plan.summary.stall_ms = timeline_.stall_ms();
-  plan.summary.peak_arena_bytes = mm_.peak_bytes();
+  plan.summary.peak_arena_bytes = std::max(mm_.peak_bytes(), pool_peak_end_);
   plan.summary.peak_live_bytes = mm_.peak_live_bytes();
   plan.summary.fragmentation = mm_.fragmentation();
+  if (pool_peak_end_ > 0) {
+    // The pool is reserved for the whole iteration: count it as live.
+    plan.summary.peak_live_bytes += opt_.arena_bytes - pool_offset_;
+    plan.summary.fragmentation =
+        static_cast<double>(plan.summary.peak_arena_bytes) / static_cast<double>(plan.summary.peak_live_bytes) - 1;
+  }
   plan.steps = timeline_.take_steps();
   for (const Step& s : plan.steps) plan.summary.simulated_ms = std::max(plan.summary.simulated_ms, s.end_ms);
   return plan;

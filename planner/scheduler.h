@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "planner/plan.h"
+#include "planner/workspace_mode.h"
 #include "profiler/cost_model.h"
 #include "tdfg/tdfg.h"
 
@@ -32,6 +33,15 @@ struct ScheduleOptions {
   // each conv task also chooses among its desirable micro-batch configurations
   // (powerOfTwo policy) by moDNN's gain (Eq. 5); false: undivided only.
   bool micro_batch_dynamic = false;
+  // wr and wd (planner/workspace_mode.h): the configuration of each conv
+  // kernel, fixed beforehand; such a task has this one option.
+  KernelConfigurations fixed_configurations;
+  // wd: a pool of this many bytes is reserved at the top of the arena for the
+  // whole iteration, [arena_bytes - align_up(pool), arena_bytes); every conv
+  // task with a fixed configuration puts its workspace at the pool's start
+  // (tasks run one at a time on the compute stream). Other buffers use the
+  // rest of the arena. 0: no pool.
+  int64_t workspace_pool_bytes = 0;
   // > 0: schedule_iteration_within gives up as soon as the compute stream
   // passes this time (the plan could only end later); the planner uses it to
   // drop sub-batch candidates early.

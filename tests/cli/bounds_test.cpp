@@ -331,7 +331,11 @@ TEST_F(TopLevel, UnknownCommandFailsNamingIt) {
   const MplanRun r = mplan({"bounce", example_model("vgg16")});
   EXPECT_NE(r.exit_code, 0) << r.describe();
   EXPECT_EQ(r.signal, 0) << r.describe();
-  EXPECT_TRUE(contains(r.err, "bounce")) << r.describe();
+  EXPECT_TRUE(r.out.empty()) << r.describe();
+  EXPECT_TRUE(contains(r.err, "mplan: error: unknown command 'bounce'")) << r.describe();
+  // The message lists the commands there are.
+  const std::string message = r.err.substr(r.err.find("mplan: error:"));
+  for (const char* command : {"bounds", "profile", "compile"}) EXPECT_TRUE(contains(message, command)) << message;
 }
 
 }  // namespace

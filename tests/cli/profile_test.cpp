@@ -155,6 +155,9 @@ TEST_F(Profile, UnwritableOutputFailsAndLeavesNoPartialFile) {
   fs::create_directories(path("taken"));
   MplanRun r = mplan({"profile", example_model("cifar_small"), "--device", "p100", "-o", path("taken")});
   expect_clean_failure(r, path("taken"));
+  // The reason is the rename's (the target is a folder), not a stale "Success".
+  EXPECT_TRUE(contains(r.err, "directory")) << r.err;
+  EXPECT_FALSE(contains(r.err, "Success")) << r.err;
   EXPECT_TRUE(fs::is_directory(path("taken")));
   EXPECT_TRUE(files_in(path("taken")).empty());
   expect_no_temporaries();
