@@ -17,6 +17,7 @@
 #include "frontend/bytes.h"
 #include "frontend/parse.h"
 #include "planner/memory_svg.h"
+#include "planner/microbatch/wd_optimizer.h"
 #include "planner/plan_json.h"
 #include "planner/planner.h"
 #include "planner/trace.h"
@@ -48,12 +49,14 @@ struct CompileOptions {
   int copy_engines = 0;
   bool batch_given = false, sub_batch_given = false, copy_engines_given = false;
   bool no_prefetch = false, lean_algorithms = false;
-  std::string workspace = "undivided";  // --workspace (planner/planner.h, PlanOptions::workspace)
+  std::string workspace = "undivided";  // --workspace (planner/workspace_mode.h)
+  std::string dump_lp;                  // --dump-lp: the WD problem in CPLEX LP format (wd modes)
   bool build = false;  // --build: also cmake-configure and build DIR/build/train (codegen, cg)
 };
 
 struct Checked {
   int64_t budget_bytes = 0;
+  WorkspaceMode workspace;
 };
 
 // Flag checks that need no file: done first so that a typo costs nothing.
@@ -65,6 +68,12 @@ Checked check_flags(const CompileOptions& o) {
                      budget.error().message));
   if (*budget <= 0) fail(fmt::format("--budget '{}': the budget must be more than 0 bytes", o.budget_text));
   c.budget_bytes = *budget;
+  Result<WorkspaceMode> workspace = parse_workspace_mode(o.workspace);
+  if (!workspace.ok()) fail(workspace.error().message);
+  c.workspace = *workspace;
+  if (!o.dump_lp.empty() && c.workspace.use != WorkspaceUse::wd && c.workspace.use != WorkspaceUse::wd_auto)
+    fail(fmt::format("--dump-lp needs a WD workspace mode (--workspace wd:TOTAL or wd:auto), not '{}'",
+                     o.workspace));
   if (o.batch_given && o.batch <= 0)
     fail(fmt::format("--batch must be a positive number of samples, got {}", o.batch));
   if (o.sub_batch_given && o.sub_batch <= 0)
@@ -154,8 +163,10 @@ void run_compile(const CompileOptions& o) {
   options.copy_engines = o.copy_engines_given ? o.copy_engines : 0;
   options.prefetch = !o.no_prefetch;
   options.select_algorithms = !o.lean_algorithms;
-  if (o.workspace == "dynamic") options.workspace = PlanOptions::Workspace::dynamic;
-  Plan plan = unwrap(make_plan(tdfg, *cost, options));
+  options.workspace = checked.workspace.use;
+  options.workspace_bytes = checked.workspace.bytes;
+  WorkspaceReport workspace_report;
+  Plan plan = unwrap(make_plan(tdfg, *cost, options, &workspace_report));
   if (plan.task_names.empty())
     for (const Task& t : tdfg.tasks) plan.task_names.push_back(t.name);
   if (plan.block_names.empty())
@@ -192,6 +203,11 @@ void run_compile(const CompileOptions& o) {
   write_file_atomically((dir / "memory.svg").string(), svg_text);
   for (const codegen::GeneratedFile& file : program.files)
     write_file_atomically((dir / file.path).string(), file.text);
+  if (!o.dump_lp.empty()) {
+    Status dumped = microbatch::dump_wd_lp(workspace_report.wd_problem.kernels, workspace_report.pool_bytes,
+                                           o.dump_lp);
+    if (!dumped.ok()) fail(fmt::format("--dump-lp '{}': {}", o.dump_lp, dumped.error().message));
+  }
   // plan.json last: its presence means the whole output is there.
   write_file_atomically((dir / "plan.json").string(), plan_text);
 
@@ -222,9 +238,12 @@ void setup_compile(CLI::App& command) {
   command.add_flag("--lean-algorithms", o->lean_algorithms,
                    "Always use the conv algorithm with the least workspace (no Eq. 5 selection)");
   command.add_option("--workspace", o->workspace,
-                     "Conv workspace use: undivided (default) or dynamic (each conv may run as mu-cuDNN "
-                     "micro-batches chosen by Eq. 5's gain)")
-      ->check(CLI::IsMember({"undivided", "dynamic"}));
+                     "Conv workspace use (mu-cuDNN): undivided (default); dynamic (each conv may run as "
+                     "micro-batches chosen by Eq. 5's gain); wr:LIMIT (WR optimum under a per-kernel limit, "
+                     "e.g. wr:64MiB); wd:TOTAL (a pool of TOTAL bytes divided by the WD ILP, e.g. wd:1GiB); "
+                     "wd:auto (the pool size that simulates fastest)");
+  command.add_option("--dump-lp", o->dump_lp,
+                     "With --workspace wd:*: write the WD integer program (CPLEX LP format) to this file");
   command.add_option("-o,--out", o->out_dir, "Output folder (created if missing)")->required();
   command.add_flag("--build", o->build, "Also build the training program: cmake -S DIR -B DIR/build && cmake --build DIR/build");
   command.callback([o, batch, sub_batch, engines] {

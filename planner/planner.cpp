@@ -70,7 +70,7 @@ Result<Plan> make_plan(const Tdfg& tdfg, const CostModel& cost, const PlanOption
   auto blocks_arena_of = [&](int64_t pool) { return arena - (pool > 0 ? align_up(pool) : 0); };
   const bool wd = options.workspace == WorkspaceUse::wd || options.workspace == WorkspaceUse::wd_auto;
   if (options.workspace == WorkspaceUse::wd && blocks_arena_of(options.workspace_bytes) < min.task_bytes) {
-    return Error{SourceLocation{"--workspace", 0, 0},
+    return Error{SourceLocation{},
                  "--workspace 'wd:" + format_bytes(options.workspace_bytes) + "': the pool leaves " +
                      bytes_text(std::max<int64_t>(0, blocks_arena_of(options.workspace_bytes))) +
                      " of the arena of " + bytes_text(arena) + ", less than the " + bytes_text(min.task_bytes) +
@@ -195,7 +195,7 @@ Result<Plan> make_plan(const Tdfg& tdfg, const CostModel& cost, const PlanOption
         }
         if (!too_big.empty()) {
           if (!first_error) {
-            first_error = Error{SourceLocation{"--workspace", 0, 0},
+            first_error = Error{SourceLocation{},
                                 "--workspace 'wr:" + format_bytes(options.workspace_bytes) + "': task " +
                                     too_big + " at sub-batch " + std::to_string(b) +
                                     " does not fit the arena of " + bytes_text(arena) +

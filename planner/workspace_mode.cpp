@@ -15,7 +15,7 @@ using microbatch::BatchSizePolicy;
 constexpr BatchSizePolicy kPolicy = BatchSizePolicy::power_of_two;  // mu-cuDNN §III-D
 
 Error flag_error(const std::string& text, const std::string& message) {
-  return Error{SourceLocation{"--workspace", 0, 0}, "--workspace '" + text + "': " + message};
+  return Error{SourceLocation{}, "--workspace '" + text + "': " + message};
 }
 
 microbatch::BenchmarkTable table_at(const Tdfg& tdfg, const CostModel& cost, TaskId t, int64_t b) {
@@ -67,7 +67,7 @@ Result<KernelConfigurations> wr_configurations(const Tdfg& tdfg, const CostModel
       microbatch::BenchmarkTable table = table_at(tdfg, cost, t, b);
       Result<microbatch::Configuration> c = microbatch::optimize_wr(table, b, limit_bytes, kPolicy);
       if (!c.ok()) {
-        return Error{SourceLocation{"--workspace", 0, 0},
+        return Error{SourceLocation{},
                      "--workspace 'wr:" + format_bytes(limit_bytes) + "': kernel " + table.kernel +
                          " at sub-batch " + std::to_string(b) + ": " + c.error().message};
       }
@@ -100,7 +100,7 @@ Result<KernelConfigurations> wd_configurations(const WdProblem& problem, int64_t
   options.total_workspace_bytes = pool_bytes;
   Result<microbatch::WdSolution> solution = microbatch::optimize_wd(problem.kernels, options);
   if (!solution.ok()) {
-    return Error{SourceLocation{"--workspace", 0, 0},
+    return Error{SourceLocation{},
                  "--workspace 'wd:" + format_bytes(pool_bytes) + "': " + solution.error().message};
   }
   for (size_t k = 0; k < problem.kernels.size(); ++k) {

@@ -1,9 +1,21 @@
 #!/usr/bin/env bash
 # The main job on the default (no GPU needed): install what is missing, build
-# mplan, and run it on an example model. This is the README's first command.
+# mplan, then compile the small CIFAR-size model under an 8 MiB budget with a
+# cost profile measured on this CPU, build the generated program and train it
+# for a few steps on the CPU backend. This is the README's first command.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
+jobs=$(nproc 2>/dev/null || echo 2)
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build build -j"$(nproc 2>/dev/null || echo 2)" --target mplan
-./build/cli/mplan bounds examples/models/vgg16.yaml
+cmake --build build -j"${jobs}" --target mplan mplan_runtime
+
+model=examples/models/cifar_small.yaml
+out=out/cifar_small
+mkdir -p "$out"
+set -x
+./build/cli/mplan bounds "$model" --device k40
+./build/cli/mplan profile "$model" --backend cpu -o "$out/profile.json"
+./build/cli/mplan compile "$model" --budget 8MiB --profile "$out/profile.json" -o "$out" --build
+./build/cli/mplan inspect "$out/plan.json"
+"$out/build/train" --steps 10 --lr 0.05 --seed 1
