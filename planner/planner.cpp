@@ -69,6 +69,11 @@ Result<Plan> make_plan(const Tdfg& tdfg, const CostModel& cost, const PlanOption
   // The wd pool comes off the arena the blocks use (planner/scheduler.h).
   auto blocks_arena_of = [&](int64_t pool) { return arena - (pool > 0 ? align_up(pool) : 0); };
   const bool wd = options.workspace == WorkspaceUse::wd || options.workspace == WorkspaceUse::wd_auto;
+  if (options.workspace == WorkspaceUse::wd && blocks_arena_of(options.workspace_bytes) <= 0) {
+    return Error{SourceLocation{}, "--workspace 'wd:" + format_bytes(options.workspace_bytes) +
+                                       "': the pool does not fit the arena of " + bytes_text(arena) +
+                                       " (the budget less the resident weights)"};
+  }
   if (options.workspace == WorkspaceUse::wd && blocks_arena_of(options.workspace_bytes) < min.task_bytes) {
     return Error{SourceLocation{},
                  "--workspace 'wd:" + format_bytes(options.workspace_bytes) + "': the pool leaves " +

@@ -856,8 +856,8 @@ std::optional<Plan> Scheduler::run() {
   plan.summary.peak_live_bytes = mm_.peak_live_bytes();
   plan.summary.fragmentation = mm_.fragmentation();
   if (pool_peak_end_ > 0) {
-    // The pool is reserved for the whole iteration: count it as live.
-    plan.summary.peak_live_bytes += opt_.arena_bytes - pool_offset_;
+    // The pool's largest workspace is live beside the blocks' peak at most.
+    plan.summary.peak_live_bytes += pool_peak_end_ - pool_offset_;
     plan.summary.fragmentation =
         static_cast<double>(plan.summary.peak_arena_bytes) / static_cast<double>(plan.summary.peak_live_bytes) - 1;
   }

@@ -67,6 +67,7 @@ void expect_valid(const Tdfg& tdfg, const Plan& plan) {
   std::vector<Violation> violations = verify_plan(plan, tdfg);
   EXPECT_TRUE(violations.empty()) << violations_text(violations);
   testing::expect_consistent(tdfg, plan);
+  EXPECT_LE(plan.summary.peak_live_bytes, plan.summary.peak_arena_bytes);
   for (const TaskChoice& c : plan.choices) {
     if (c.micro_batches.empty()) continue;
     EXPECT_TRUE(tdfg.tasks[c.task].has_algorithms);
@@ -197,6 +198,24 @@ void expect_inside_pool(const Tdfg& tdfg, const Plan& plan, int64_t pool) {
   }
 }
 
+TEST(WorkspaceModes, TightLimitsSplitKernelsIntoMicroBatches) {
+  // The fake's fastest algorithm needs 4x its input as workspace: under a
+  // 1 MiB limit conv1 at 32 samples (1.5 MiB) runs it as micro-batches.
+  Loaded l = load("cifar_small");
+  testing::FakeCost cost;
+  const int64_t budget = minimum_budget(l.tdfg, cost).bytes * 40;
+  for (const std::string& mode : {"wr:1MiB", "wd:3MiB"}) {
+    SCOPED_TRACE(mode);
+    Result<Plan> plan = plan_with(l.tdfg, cost, budget, mode);
+    ASSERT_TRUE(plan.ok()) << plan.error().to_string();
+    expect_valid(l.tdfg, *plan);
+    int split = 0;
+    for (const TaskChoice& c : plan->choices) split += c.micro_batches.size() >= 2 ? 1 : 0;
+    EXPECT_GT(split, 0);
+    if (mode == "wd:3MiB") expect_inside_pool(l.tdfg, *plan, 3 * kMiB);
+  }
+}
+
 TEST(WorkspaceModes, WdKeepsWorkspacesInsideItsPool) {
   Loaded l = load("cifar_small");
   AnalyticCostModel cost = k40();
@@ -209,7 +228,10 @@ TEST(WorkspaceModes, WdKeepsWorkspacesInsideItsPool) {
       Result<Plan> plan = plan_with(l.tdfg, cost, budget, "wd:" + std::to_string(pool), &report);
       if (!plan.ok()) {
         // Only a pool that leaves too little arena may fail.
-        EXPECT_NE(plan.error().message.find("the pool leaves"), std::string::npos) << plan.error().message;
+        const std::string& m = plan.error().message;
+        EXPECT_TRUE(m.find("the pool leaves") != std::string::npos ||
+                    m.find("the pool does not fit") != std::string::npos)
+            << m;
         continue;
       }
       expect_valid(l.tdfg, *plan);
@@ -254,7 +276,13 @@ TEST(WorkspaceModes, PoolsThatCannotWorkGiveClearErrors) {
 
   Result<Plan> huge = plan_with(l.tdfg, cost, budget, "wd:1TiB");
   ASSERT_FALSE(huge.ok());
-  EXPECT_NE(huge.error().message.find("the pool leaves"), std::string::npos) << huge.error().message;
+  EXPECT_NE(huge.error().message.find("the pool does not fit the arena"), std::string::npos)
+      << huge.error().message;
+  const int64_t arena = plan_with(l.tdfg, cost, budget, "undivided")->arena_bytes;
+  Result<Plan> crowding = plan_with(l.tdfg, cost, budget, "wd:" + std::to_string(arena - kPlanAlignmentBytes));
+  ASSERT_FALSE(crowding.ok());
+  EXPECT_NE(crowding.error().message.find("the pool leaves 256 bytes"), std::string::npos)
+      << crowding.error().message;
 
   Result<Plan> wr = plan_with(l.tdfg, cost, budget, "wr:64KiB");
   ASSERT_FALSE(wr.ok());
