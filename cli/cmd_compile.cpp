@@ -1,6 +1,9 @@
 // `mplan compile model.yaml --budget SIZE [--device NAME|FILE | --profile FILE] [--batch B]
-//  [--copy-engines 1|2] [--sub-batch b] -o DIR`: plans one training iteration
-// under the budget (planner/planner.h), checks the plan with the independent
+//  [--copy-engines 1|2] [--sub-batch b] [--policy NAME] -o DIR`: plans one
+// training iteration under the budget with a policy (planner/policy.h; the
+// default, mplan, is moDNN's scheduler of planner/planner.h or, where one
+// simulates faster, vDNN's or SuperNeurons' rules, the same plan as the
+// `mplan compare` row of that name), checks the plan with the independent
 // verifier (planner/verify.h) and writes DIR/plan.json, DIR/trace.json and
 // DIR/memory.svg. Every flag is checked before anything is computed, and
 // nothing is written unless the plan is made and verified.
@@ -20,6 +23,7 @@
 #include "planner/microbatch/wd_optimizer.h"
 #include "planner/plan_json.h"
 #include "planner/planner.h"
+#include "planner/policy.h"
 #include "planner/trace.h"
 #include "planner/verify.h"
 #include "profiler/analytic_model.h"
@@ -51,13 +55,22 @@ struct CompileOptions {
   bool no_prefetch = false, lean_algorithms = false;
   std::string workspace = "undivided";  // --workspace (planner/workspace_mode.h)
   std::string dump_lp;                  // --dump-lp: the WD problem in CPLEX LP format (wd modes)
+  std::string policy = "mplan";         // --policy (planner/policy.h)
+  bool workspace_given = false;
   bool build = false;  // --build: also cmake-configure and build DIR/build/train (codegen, cg)
 };
 
 struct Checked {
   int64_t budget_bytes = 0;
   WorkspaceMode workspace;
+  PolicyKind policy = PolicyKind::mplan;
 };
+
+std::string policy_names() {
+  std::string out;
+  for (PolicyKind kind : all_policies()) out += (out.empty() ? "" : ", ") + std::string(policy_name(kind));
+  return out;
+}
 
 // Flag checks that need no file: done first so that a typo costs nothing.
 Checked check_flags(const CompileOptions& o) {
@@ -82,6 +95,22 @@ Checked check_flags(const CompileOptions& o) {
     fail(fmt::format("--copy-engines must be 1 (one copy stream shared by both directions) or 2 (one per "
                      "direction), got {}",
                      o.copy_engines));
+  if (!parse_policy(o.policy, &c.policy))
+    fail(fmt::format("--policy '{}': unknown policy; expected one of {}", o.policy, policy_names()));
+  // The layer-wise policies follow their papers' rules and have none of the
+  // scheduler's knobs: refuse rather than ignore them.
+  if (c.policy != PolicyKind::mplan && c.policy != PolicyKind::modnn) {
+    const char* flag = o.sub_batch_given        ? "--sub-batch"
+                       : o.copy_engines_given   ? "--copy-engines"
+                       : o.no_prefetch          ? "--no-prefetch"
+                       : o.lean_algorithms      ? "--lean-algorithms"
+                       : o.workspace_given      ? "--workspace"
+                       : !o.dump_lp.empty()     ? "--dump-lp"
+                                                : nullptr;
+    if (flag != nullptr)
+      fail(fmt::format("{} is an option of moDNN's scheduler (--policy mplan or modnn), not of --policy {}", flag,
+                       o.policy));
+  }
   if (!o.device.empty() && !o.profile.empty())
     fail("--device and --profile exclude each other: a profile names its own device");
   namespace fs = std::filesystem;
@@ -156,17 +185,29 @@ void run_compile(const CompileOptions& o) {
     cost = std::make_unique<AnalyticCostModel>(device);
   }
 
-  PlanOptions options;
+  PolicyOptions options;
   options.budget_bytes = checked.budget_bytes;
   options.batch = o.batch_given ? o.batch : 0;
-  options.sub_batch = o.sub_batch_given ? o.sub_batch : 0;
-  options.copy_engines = o.copy_engines_given ? o.copy_engines : 0;
-  options.prefetch = !o.no_prefetch;
-  options.select_algorithms = !o.lean_algorithms;
-  options.workspace = checked.workspace.use;
-  options.workspace_bytes = checked.workspace.bytes;
-  WorkspaceReport workspace_report;
-  Plan plan = unwrap(make_plan(tdfg, *cost, options, &workspace_report));
+  options.scheduler.sub_batch = o.sub_batch_given ? o.sub_batch : 0;
+  options.scheduler.copy_engines = o.copy_engines_given ? o.copy_engines : 0;
+  options.scheduler.prefetch = !o.no_prefetch;
+  options.scheduler.select_algorithms = !o.lean_algorithms;
+  options.scheduler.workspace = checked.workspace.use;
+  options.scheduler.workspace_bytes = checked.workspace.bytes;
+  PolicyOutcome outcome = run_policy(checked.policy, tdfg, *cost, options);
+  if (!outcome.feasible) {
+    // moDNN's scheduler names the flag and the minimum itself (Eq. 2).
+    if (checked.policy == PolicyKind::mplan || checked.policy == PolicyKind::modnn) fail(outcome.note);
+    if (checked.policy == PolicyKind::ideal)
+      fail(fmt::format("--policy ideal: the ideal plan (unlimited memory) {} of {}; it is for comparison "
+                       "(`mplan compare`) and compiles only where it fits",
+                       outcome.note, format_bytes(checked.budget_bytes)));
+    fail(fmt::format("--policy {}: no plan within --budget {}: {}", o.policy, o.budget_text, outcome.note));
+  }
+  Plan plan = std::move(outcome.plan);
+  const WorkspaceReport& workspace_report = outcome.workspace_report;
+  const std::string policy_line =
+      fmt::format("policy: {}{}\n", o.policy, outcome.note.empty() ? "" : " (" + outcome.note + ")");
   if (plan.task_names.empty())
     for (const Task& t : tdfg.tasks) plan.task_names.push_back(t.name);
   if (plan.block_names.empty())
@@ -211,6 +252,7 @@ void run_compile(const CompileOptions& o) {
   // plan.json last: its presence means the whole output is there.
   write_file_atomically((dir / "plan.json").string(), plan_text);
 
+  fmt::print("{}", policy_line);
   fmt::print("{}", summary_text(plan, device_line, static_cast<size_t>(plan.event_count)));
   fmt::print("wrote: {}, {}, {}\n", (dir / "plan.json").string(), (dir / "trace.json").string(),
              (dir / "memory.svg").string());
@@ -237,7 +279,12 @@ void setup_compile(CLI::App& command) {
   command.add_flag("--no-prefetch", o->no_prefetch, "Load offloaded blocks only when needed (no prefetching)");
   command.add_flag("--lean-algorithms", o->lean_algorithms,
                    "Always use the conv algorithm with the least workspace (no Eq. 5 selection)");
-  command.add_option("--workspace", o->workspace,
+  command.add_option("--policy", o->policy,
+                     "Scheduling policy (planner/policy.h): mplan (default: moDNN's scheduler, or vDNN's or "
+                     "SuperNeurons' rules where they simulate faster; only moDNN's scheduler when a scheduler "
+                     "flag is given), modnn, vdnn-all-m, vdnn-all-p, vdnn-conv-m, vdnn-conv-p, vdnn-dyn, vdnn+, "
+                     "superneurons, or ideal (only where it fits the budget)");
+  auto* workspace = command.add_option("--workspace", o->workspace,
                      "Conv workspace use (mu-cuDNN): undivided (default); dynamic (each conv may run as "
                      "micro-batches chosen by Eq. 5's gain); wr:LIMIT (WR optimum under a per-kernel limit, "
                      "e.g. wr:64MiB); wd:TOTAL (a pool of TOTAL bytes divided by the WD ILP, e.g. wd:1GiB); "
@@ -246,7 +293,8 @@ void setup_compile(CLI::App& command) {
                      "With --workspace wd:*: write the WD integer program (CPLEX LP format) to this file");
   command.add_option("-o,--out", o->out_dir, "Output folder (created if missing)")->required();
   command.add_flag("--build", o->build, "Also build the training program: cmake -S DIR -B DIR/build && cmake --build DIR/build");
-  command.callback([o, batch, sub_batch, engines] {
+  command.callback([o, batch, sub_batch, engines, workspace] {
+    o->workspace_given = workspace->count() > 0;
     o->batch_given = batch->count() > 0;
     o->sub_batch_given = sub_batch->count() > 0;
     o->copy_engines_given = engines->count() > 0;

@@ -135,8 +135,8 @@ Result<Plan> make_plan(const Tdfg& tdfg, const CostModel& cost, const PlanOption
     pools.erase(std::unique(pools.begin(), pools.end()), pools.end());
   }
 
-  auto simulate = [&](const std::vector<int64_t>& sub_batches, int64_t pool, KernelConfigurations fixed,
-                      double abandon_after_ms) {
+  auto simulate_with = [&](const std::vector<int64_t>& sub_batches, int64_t pool, KernelConfigurations fixed,
+                           double abandon_after_ms, int large_block_divisor) {
     ScheduleOptions so;
     so.sub_batches = sub_batches;
     so.arena_bytes = arena;
@@ -145,11 +145,28 @@ Result<Plan> make_plan(const Tdfg& tdfg, const CostModel& cost, const PlanOption
     so.prefetch = options.prefetch;
     so.prefetch_lookahead_tasks = options.prefetch_lookahead_tasks;
     so.abandon_after_ms = abandon_after_ms;
-    so.large_block_divisor = options.large_block_divisor;
+    so.large_block_divisor = large_block_divisor;
     so.micro_batch_dynamic = options.workspace == WorkspaceUse::dynamic;
     so.fixed_configurations = std::move(fixed);
     so.workspace_pool_bytes = pool;
     return schedule_iteration_within(tdfg, cost, so);
+  };
+  // Plain best fit first: it keeps the arena compact (the peak is what the
+  // plan really touches). Stacking large blocks from the top of the arena
+  // avoids the fragmentation that makes tight budgets defragment or offload;
+  // that placement is kept only when it is strictly faster.
+  auto simulate = [&](const std::vector<int64_t>& sub_batches, int64_t pool, KernelConfigurations fixed,
+                      double abandon_after_ms) {
+    std::optional<Plan> compact = simulate_with(sub_batches, pool, fixed, abandon_after_ms, 0);
+    if (options.large_block_divisor <= 0) return compact;
+    const bool needed_copies = !compact || compact->summary.offload_count > 0 ||
+                               compact->summary.defragmentation_count > 0;
+    if (!needed_copies) return compact;
+    const double bound = compact ? compact->summary.simulated_ms : abandon_after_ms;
+    std::optional<Plan> stacked =
+        simulate_with(sub_batches, pool, std::move(fixed), bound, options.large_block_divisor);
+    if (stacked && (!compact || stacked->summary.simulated_ms < compact->summary.simulated_ms)) return stacked;
+    return compact;
   };
   // Fastest wins; among equal times the larger sub-batch (fewer rounds).
   auto better = [](const Plan& p, const Plan& q) {

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "planner/plan.h"
+#include "planner/planner.h"
 #include "profiler/cost_model.h"
 #include "tdfg/tdfg.h"
 
@@ -58,7 +59,20 @@ std::vector<PolicyKind> all_policies();
 struct PolicyOptions {
   int64_t budget_bytes = 0;  // required (> 0)
   int64_t batch = 0;         // 0: the model's batch
+  // moDNN's scheduler's options for modnn and mplan (`mplan compile`'s
+  // --sub-batch, --copy-engines, --no-prefetch, --lean-algorithms,
+  // --workspace); its budget_bytes and batch are ignored (the two above
+  // apply). modnn's own choices (one copy stream, the Eq. 3 sub-batch) fill
+  // only what is left at 0 here. mplan's portfolio tries the layer-wise
+  // alternatives (vDNN's, SuperNeurons') only when none of these options
+  // differs from its default: those runtimes have no such knobs, so a plan
+  // of theirs would silently ignore what the user asked for.
+  PlanOptions scheduler;
 };
+
+// Whether `scheduler` differs from a default PlanOptions in anything but
+// the budget and batch (see PolicyOptions::scheduler).
+bool has_scheduler_overrides(const PlanOptions& scheduler);
 
 struct PolicyOutcome {
   PolicyKind kind = PolicyKind::ideal;
@@ -76,6 +90,9 @@ struct PolicyOutcome {
   std::vector<int32_t> recompute_steps;     // indices of the recomputing compute steps
   std::vector<BlockId> offloaded_blocks;    // layer-wise policies: blocks offloaded in round 0
   double planner_ms = 0;                    // wall time of this policy's planning
+  // modnn and mplan when moDNN's scheduler made the plan: what the wd
+  // workspace modes decided (for `mplan compile --dump-lp`); empty otherwise.
+  WorkspaceReport workspace_report;
 };
 
 // Plans one iteration with `kind`. Never fails on a too-small budget: the

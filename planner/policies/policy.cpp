@@ -108,6 +108,17 @@ void run_vdnn_plus(PolicyOutcome* out, const Tdfg& tdfg, const CostModel& cost, 
 
 }  // namespace
 
+bool has_scheduler_overrides(const PlanOptions& scheduler) {
+  const PlanOptions d;
+  return scheduler.copy_engines != d.copy_engines || scheduler.sub_batch != d.sub_batch ||
+         scheduler.max_sub_batch_candidates != d.max_sub_batch_candidates ||
+         scheduler.screen_sub_batches != d.screen_sub_batches ||
+         scheduler.select_algorithms != d.select_algorithms || scheduler.prefetch != d.prefetch ||
+         scheduler.prefetch_lookahead_tasks != d.prefetch_lookahead_tasks ||
+         scheduler.large_block_divisor != d.large_block_divisor || scheduler.workspace != d.workspace ||
+         scheduler.workspace_bytes != d.workspace_bytes;
+}
+
 const char* policy_name(PolicyKind kind) {
   for (const NamedPolicy& p : kPolicies) {
     if (p.kind == kind) return p.name;
@@ -149,7 +160,10 @@ PolicyOutcome run_policy(PolicyKind kind, const Tdfg& tdfg, const CostModel& cos
   BaselineRun full{{batch}, arena, 1};
   auto vdnn = [&](VdnnOffload o, VdnnAlgorithms a) { take(&out, run_vdnn(tdfg, cost, full, o, a)); };
 
-  if (arena <= 0 && kind != PolicyKind::ideal) {
+  // moDNN's scheduler says itself why a budget is too small (Eq. 2's minimum
+  // and the task that sets it).
+  const bool scheduler = kind == PolicyKind::modnn || kind == PolicyKind::mplan;
+  if (arena <= 0 && kind != PolicyKind::ideal && !scheduler) {
     out.note = "the budget " + format_bytes(options.budget_bytes) + " does not hold the resident weights (" +
                format_bytes(resident_region_bytes(tdfg)) + ")";
   } else {
@@ -184,25 +198,28 @@ PolicyOutcome run_policy(PolicyKind kind, const Tdfg& tdfg, const CostModel& cos
       }
       case PolicyKind::modnn:
       case PolicyKind::mplan: {
-        PlanOptions po;
+        PlanOptions po = options.scheduler;
         po.budget_bytes = options.budget_bytes;
         po.batch = batch;
         if (kind == PolicyKind::modnn) {
-          // moDNN as published: one copy stream (StrmD), the Eq. 3 sub-batch.
-          po.copy_engines = 1;
-          int64_t bmax = largest_feasible_sub_batch(tdfg, cost, arena, batch);
-          po.sub_batch = bmax >= 1 ? std::min(eq3_sub_batch(tdfg, cost, arena, batch), bmax) : 0;
+          // moDNN as published: one copy stream (StrmD), the Eq. 3 sub-batch;
+          // where the caller fixed either, theirs.
+          if (po.copy_engines == 0) po.copy_engines = 1;
+          if (po.sub_batch == 0) {
+            int64_t bmax = largest_feasible_sub_batch(tdfg, cost, arena, batch);
+            po.sub_batch = bmax >= 1 ? std::min(eq3_sub_batch(tdfg, cost, arena, batch), bmax) : 0;
+          }
         }
-        Result<Plan> plan = make_plan(tdfg, cost, po);
+        Result<Plan> plan = make_plan(tdfg, cost, po, &out.workspace_report);
         if (!plan.ok()) {
-          out.note = plan.error().message;
+          out.note = plan.error().to_string();
           break;
         }
         out.plan = std::move(plan).value();
         out.feasible = true;
         out.simulated_ms = out.plan.summary.simulated_ms;
         out.note = "sub-batch " + std::to_string(out.plan.sub_batch);
-        if (kind == PolicyKind::mplan) {
+        if (kind == PolicyKind::mplan && !has_scheduler_overrides(options.scheduler)) {
           // Our default keeps the fastest of moDNN's scheduler and the
           // layer-wise runtimes' rules (vDNN's configurations, also over
           // moDNN's sub-batch candidates, and SuperNeurons'): every one is a
@@ -211,7 +228,8 @@ PolicyOutcome run_policy(PolicyKind kind, const Tdfg& tdfg, const CostModel& cos
           for (PolicyKind other : {PolicyKind::vdnn_all_m, PolicyKind::vdnn_all_p, PolicyKind::vdnn_conv_m,
                                    PolicyKind::vdnn_conv_p, PolicyKind::vdnn_dyn, PolicyKind::vdnn_plus,
                                    PolicyKind::superneurons}) {
-            PolicyOutcome alt = run_policy(other, tdfg, cost, options);
+            PolicyOptions layer_wise{options.budget_bytes, options.batch, {}};
+            PolicyOutcome alt = run_policy(other, tdfg, cost, layer_wise);
             if (!alt.feasible || alt.simulated_ms >= out.simulated_ms) continue;
             std::string note = std::string(policy_name(other)) + "'s rules" +
                                (alt.note.empty() ? "" : " (" + alt.note + ")") + " beat moDNN's scheduler here";

@@ -47,7 +47,6 @@ Compiled compile_model(const std::string& model_path, Budget budget, const std::
 }
 
 Compiled compile_model(const Model& model, Budget budget, const std::string& tag) {
-  Compiled out;
   Result<Device> device = load_device("k40");
   if (!device) return Compiled{{}, "", device.error().to_string()};
   const AnalyticCostModel cost(*device);
@@ -68,7 +67,15 @@ Compiled compile_model(const Model& model, Budget budget, const std::string& tag
   }
   Result<Plan> plan = make_plan(tdfg, cost, options);
   if (!plan) return Compiled{{}, "", "make_plan: " + plan.error().to_string()};
-  out.plan = std::move(*plan);
+  return write_plan_program(model, std::move(*plan), tag);
+}
+
+Compiled write_plan_program(const Model& model, Plan plan, const std::string& tag) {
+  Compiled out;
+  const Tdfg tdfg = build_tdfg(model);
+  out.plan = std::move(plan);
+  out.plan.task_names.clear();
+  out.plan.block_names.clear();
   for (const Task& t : tdfg.tasks) out.plan.task_names.push_back(t.name);
   for (const Block& b : tdfg.blocks) out.plan.block_names.push_back(b.name);
   codegen::CodegenOptions cg;

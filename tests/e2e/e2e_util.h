@@ -36,6 +36,10 @@ Compiled compile_model(const std::string& model_path, Budget budget, const std::
 // The same with a Model built in code (for hostile layer names).
 Compiled compile_model(const Model& model, Budget budget, const std::string& tag);
 
+// Writes the program of an already made `plan` of `model` (any policy's,
+// planner/policy.h) to the folder named `tag`, as compile_model does.
+Compiled write_plan_program(const Model& model, Plan plan, const std::string& tag);
+
 // Configures and builds dir/build with cmake against the prebuilt runtime.
 // Returns "" on success, else the tail of the log.
 std::string build_program(const std::string& dir);
