@@ -9,7 +9,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <filesystem>
 #include <map>
 #include <memory>
 #include <set>
@@ -30,13 +29,6 @@ struct InspectOptions {
   std::string plan_path;
   std::string model_path;
 };
-
-std::string plan_file(const std::string& path) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  if (fs::is_directory(path, ec)) return (fs::path(path) / "plan.json").string();
-  return path;
-}
 
 // One offloaded block of a task, over all rounds.
 struct OffloadRow {
@@ -195,7 +187,7 @@ std::string table_text(const Plan& plan) {
 }
 
 void run_inspect(const InspectOptions& o) {
-  const std::string path = plan_file(o.plan_path);
+  const std::string path = plan_json_path(o.plan_path);
   Plan plan = unwrap(load_plan(path));
   if (!o.model_path.empty()) {
     const Model model = unwrap(load_model(o.model_path));

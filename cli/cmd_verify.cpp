@@ -5,7 +5,6 @@
 
 #include <fmt/format.h>
 
-#include <filesystem>
 #include <memory>
 #include <string>
 
@@ -25,16 +24,8 @@ struct VerifyOptions {
   std::string model_path;
 };
 
-// A folder stands for the plan.json in it.
-std::string plan_file(const std::string& path) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  if (fs::is_directory(path, ec)) return (fs::path(path) / "plan.json").string();
-  return path;
-}
-
 void run_verify(const VerifyOptions& o) {
-  const std::string path = plan_file(o.plan_path);
+  const std::string path = plan_json_path(o.plan_path);
   const Plan plan = unwrap(load_plan(path));
   const Model model = unwrap(load_model(o.model_path));
   const std::string digest = plan_model_digest(model);

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 
+#include "profiler/runtime_conv_shape.h"
 #include "runtime/conv.h"
 
 namespace mplan::codegen {
@@ -88,21 +89,7 @@ std::pair<int64_t, int64_t> channels_and_hw(const Shape& s) {
 
 rt::ConvShape conv_shape_of(const Model& model, LayerId l, int64_t samples) {
   const Layer& layer = model.layers[l];
-  const Shape& in = model.input_shape(l, 0);
-  rt::ConvShape s;
-  s.n = samples;
-  s.c = in.dims.at(0);
-  s.h = in.dims.size() > 1 ? in.dims[1] : 1;
-  s.w = in.dims.size() > 2 ? in.dims[2] : 1;
-  s.k = layer.out;
-  s.r = layer.window.kernel_h;
-  s.s = layer.window.kernel_w;
-  s.stride_h = layer.window.stride_h;
-  s.stride_w = layer.window.stride_w;
-  s.pad_h = layer.window.pad_h;
-  s.pad_w = layer.window.pad_w;
-  s.groups = layer.groups;
-  return s;
+  return runtime_conv_shape(model.input_shape(l, 0), layer.out, layer.window, layer.groups, samples);
 }
 
 std::string conv_shape_text(const rt::ConvShape& s) {

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <sstream>
@@ -478,6 +479,13 @@ Result<Plan> load_plan(const std::string& path) {
   std::ostringstream text;
   text << in.rdbuf();
   return plan_from_json(text.str(), path);
+}
+
+std::string plan_json_path(const std::string& plan_json_or_dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::is_directory(plan_json_or_dir, ec)) return (fs::path(plan_json_or_dir) / "plan.json").string();
+  return plan_json_or_dir;
 }
 
 // ---- equality -------------------------------------------------------------------

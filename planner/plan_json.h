@@ -27,6 +27,10 @@ Result<Plan> plan_from_json(const std::string& text, const std::string& file);
 // Reads and parses `path` (a missing or unreadable file is an Error).
 Result<Plan> load_plan(const std::string& path);
 
+// The plan.json a command-line PLAN argument names: a folder (what `mplan
+// compile -o` writes) stands for the plan.json in it, anything else for itself.
+std::string plan_json_path(const std::string& plan_json_or_dir);
+
 // Field-by-field equality (doubles compared exactly); used by round-trip tests.
 bool plans_equal(const Plan& a, const Plan& b);
 

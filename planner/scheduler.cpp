@@ -9,6 +9,7 @@
 #include "planner/memory_manager.h"
 #include "planner/microbatch/benchmark_table.h"
 #include "planner/microbatch/desirable_set.h"
+#include "planner/plan_builder.h"
 #include "planner/streams.h"
 
 namespace mplan {
@@ -29,19 +30,9 @@ struct InstanceState {
   int32_t host_writer = -1;           // the offload that wrote the host copy
 };
 
-struct BufferState {
+struct BufferState : BufferDeps {
   int32_t instance = -1;              // -1: a workspace or a resident block
-  SlotSteps users = kNoSlotSteps;     // last step per slot that read or wrote it
-  int32_t last_writer = -1;
-  // Users of earlier buffers in its range: its first writer must follow them.
-  SlotSteps must_follow = kNoSlotSteps;
   bool in_pool = false;               // a workspace in the wd pool (not in the memory manager)
-};
-
-// A freed range and the last users of what was there (plan.h: reuse rule).
-struct DirtyRange {
-  int64_t end = 0;
-  SlotSteps users = kNoSlotSteps;
 };
 
 // An offloading scheme (§IV-B.1, Fig. 4): contiguous segments from `begin`.
@@ -161,7 +152,7 @@ class Scheduler {
   std::vector<BufferId> resident_buffer_;      // per block, kNoBuffer if not resident
   std::vector<HostSlot> host_slots_;
   int64_t host_bytes_ = 0;
-  std::map<int64_t, DirtyRange> dirty_;
+  FreedRanges freed_;                          // the reuse rule (plan.h)
   std::map<std::pair<TaskId, int64_t>, std::vector<TaskOption>> options_cache_;
   // Per option of options_cache_: its micro-batches (empty: undivided).
   std::map<std::pair<TaskId, int64_t>, std::vector<std::vector<MicroBatch>>> micro_cache_;
@@ -372,23 +363,9 @@ BufferId Scheduler::new_buffer(BlockId block, TaskId workspace_of, int32_t r, in
   BufferState bs;
   bs.instance = inst;
   // The reuse rule: collect the last users of every freed range it overlaps.
-  int64_t end = offset + mm_.reserved_bytes(bytes);
-  auto it = dirty_.upper_bound(offset);
-  if (it != dirty_.begin() && std::prev(it)->second.end > offset) --it;
-  while (it != dirty_.end() && it->first < end) {
-    int64_t rb = it->first;
-    DirtyRange d = it->second;
-    it = dirty_.erase(it);
-    bs.must_follow = merge_slot_steps(bs.must_follow, d.users);
-    if (rb < offset) dirty_[rb] = DirtyRange{offset, d.users};
-    if (d.end > end) dirty_[end] = DirtyRange{d.end, d.users};
-  }
+  bs.must_follow = freed_.take(offset, offset + mm_.reserved_bytes(bytes));
   bstate_.push_back(bs);
-  Step alloc;
-  alloc.kind = StepKind::alloc;
-  alloc.buffer = id;
-  alloc.round = r;
-  timeline_.issue_host(std::move(alloc));
+  timeline_.issue_host(buffer_step(StepKind::alloc, id, r));
   return id;
 }
 
@@ -406,14 +383,10 @@ std::optional<int64_t> Scheduler::obtain(int64_t bytes, int writer_slot, int64_t
 void Scheduler::free_buffer(BufferId buf) {
   const Buffer& b = buffers_[buf];
   // A buffer freed before its first writer passes on what that writer owed.
-  dirty_[b.offset] = DirtyRange{b.offset + mm_.reserved_bytes(b.bytes),
-                                merge_slot_steps(bstate_[buf].users, bstate_[buf].must_follow)};
+  freed_.add(b.offset, b.offset + mm_.reserved_bytes(b.bytes),
+             merge_slot_steps(bstate_[buf].users, bstate_[buf].must_follow));
   if (!bstate_[buf].in_pool) mm_.free(buf);
-  Step free;
-  free.kind = StepKind::free;
-  free.buffer = buf;
-  free.round = b.round;
-  timeline_.issue_host(std::move(free));
+  timeline_.issue_host(buffer_step(StepKind::free, buf, b.round));
 }
 
 // Offloads (if the host has no current copy) and frees (§IV-B.1: a block
@@ -424,25 +397,16 @@ void Scheduler::evict(int32_t inst) {
   MPLAN_CHECK(buf != kNoBuffer, "evicting a block that is not on the device");
   if (s.created && !s.host_valid) {
     if (s.host_slot == kNoHostSlot) {
-      s.host_slot = static_cast<HostSlotId>(host_slots_.size());
-      host_slots_.push_back(HostSlot{s.host_slot, buffers_[buf].block, buffers_[buf].round,
-                                     buffers_[buf].bytes, host_bytes_});
-      host_bytes_ += align_up(std::max<int64_t>(1, buffers_[buf].bytes));
+      s.host_slot =
+          add_host_slot(host_slots_, host_bytes_, buffers_[buf].block, buffers_[buf].round, buffers_[buf].bytes);
     }
-    Step off;
-    off.kind = StepKind::offload;
-    off.buffer = buf;
-    off.host_slot = s.host_slot;
-    off.round = buffers_[buf].round;
-    SlotSteps after = kNoSlotSteps;
-    if (bstate_[buf].last_writer >= 0) after[timeline_.slot_of(bstate_[buf].last_writer)] = bstate_[buf].last_writer;
     int slot = timeline_.d2h_slot();
-    int32_t step = timeline_.issue(std::move(off), slot, cost_.device_to_host_ms(buffers_[buf].bytes), after);
-    bstate_[buf].users[slot] = step;
+    int32_t step = timeline_.issue(buffer_step(StepKind::offload, buf, buffers_[buf].round, s.host_slot), slot,
+                                   cost_.device_to_host_ms(buffers_[buf].bytes),
+                                   offload_predecessors(timeline_, bstate_[buf]));
+    record_offload(bstate_[buf], slot, step, buffers_[buf].bytes, summary_);
     s.host_writer = step;
     s.host_valid = true;
-    summary_.offload_count++;
-    summary_.bytes_to_host += buffers_[buf].bytes;
   }
   free_buffer(buf);
   s.buffer = kNoBuffer;
@@ -458,26 +422,14 @@ void Scheduler::load(int32_t inst, int64_t offset) {
   BufferId buf = new_buffer(block, kNoTask, r, bytes, offset, inst);
   if (s.host_slot == kNoHostSlot) {
     MPLAN_CHECK(host_sourced(block), "loading a block with no host copy");
-    s.host_slot = static_cast<HostSlotId>(host_slots_.size());
-    host_slots_.push_back(HostSlot{s.host_slot, block, r, bytes, host_bytes_});
-    host_bytes_ += align_up(std::max<int64_t>(1, bytes));
+    s.host_slot = add_host_slot(host_slots_, host_bytes_, block, r, bytes);
   }
-  Step pre;
-  pre.kind = StepKind::prefetch;
-  pre.buffer = buf;
-  pre.host_slot = s.host_slot;
-  pre.round = r;
   int slot = timeline_.h2d_slot();
   // After the users of the range and after the offload that filled the host copy.
-  SlotSteps after = bstate_[buf].must_follow;
-  if (s.host_writer >= 0) {
-    int hs = timeline_.slot_of(s.host_writer);
-    after[hs] = std::max(after[hs], s.host_writer);
-  }
-  int32_t step = timeline_.issue(std::move(pre), slot, cost_.host_to_device_ms(bytes), after);
-  bstate_[buf].must_follow = kNoSlotSteps;
-  bstate_[buf].last_writer = step;
-  bstate_[buf].users[slot] = step;
+  int32_t step = timeline_.issue(buffer_step(StepKind::prefetch, buf, r, s.host_slot), slot,
+                                 cost_.host_to_device_ms(bytes),
+                                 prefetch_predecessors(timeline_, bstate_[buf], s.host_writer));
+  record_prefetch(bstate_[buf], slot, step);
   s.buffer = buf;
   s.used_since_arrival = false;
   s.created = true;
@@ -695,44 +647,21 @@ void Scheduler::run_task(int32_t r, int32_t k) {
   auto buffer_of = [&](BlockId b) {
     return tdfg_.blocks[b].resident ? resident_buffer_[b] : inst_[inst_index(r, b)].buffer;
   };
-  std::vector<int32_t> after;  // step indices; reduced to the latest per slot below
   for (BlockId b : task.reads) {
     BufferId buf = buffer_of(b);
     MPLAN_CHECK(buf != kNoBuffer, "input not on the device");
     st.reads.push_back(buf);
-    after.push_back(bstate_[buf].last_writer);  // read after write
   }
   for (BlockId b : task.writes) {
     BufferId buf = buffer_of(b);
     MPLAN_CHECK(buf != kNoBuffer, "output not on the device");
     st.writes.push_back(buf);
-    // Write after every earlier user, and after the users of what was there before.
-    for (int32_t a : bstate_[buf].users) after.push_back(a);
-    for (int32_t a : bstate_[buf].must_follow) after.push_back(a);
   }
-  if (choice.workspace != kNoBuffer) {
-    st.workspace = choice.workspace;
-    for (int32_t a : bstate_[choice.workspace].must_follow) after.push_back(a);
-  }
-  SlotSteps per_slot = kNoSlotSteps;
-  for (int32_t a : after) {
-    if (a >= 0) per_slot[timeline_.slot_of(a)] = std::max(per_slot[timeline_.slot_of(a)], a);
-  }
-  int32_t step = timeline_.issue(std::move(st), kComputeSlot, choice.time_ms, per_slot);
-  for (BlockId b : task.reads) {
-    BufferState& bs = bstate_[buffer_of(b)];
-    bs.users[kComputeSlot] = step;
-  }
-  for (BlockId b : task.writes) {
-    BufferState& bs = bstate_[buffer_of(b)];
-    bs.users[kComputeSlot] = step;
-    bs.last_writer = step;
-    bs.must_follow = kNoSlotSteps;
-  }
-  if (choice.workspace != kNoBuffer) {
-    bstate_[choice.workspace].users[kComputeSlot] = step;
-    bstate_[choice.workspace].must_follow = kNoSlotSteps;
-  }
+  st.workspace = choice.workspace;
+  // Read after write; write after every earlier user and after the users of what was there before.
+  const SlotSteps after = compute_predecessors(timeline_, st, bstate_);
+  int32_t step = timeline_.issue(std::move(st), kComputeSlot, choice.time_ms, after);
+  record_compute(timeline_.step(step), step, bstate_);
   for (BlockId b : task.reads) {
     if (!tdfg_.blocks[b].resident) inst_[inst_index(r, b)].used_since_arrival = true;
   }
@@ -765,35 +694,10 @@ void Scheduler::run_task(int32_t r, int32_t k) {
 
 void Scheduler::run_update() {
   TaskId t = tdfg_.update_task;
-  const Task& task = tdfg_.tasks[t];
   cur_r_ = static_cast<int32_t>(opt_.sub_batches.size());
   cur_k_ = 0;
   const TaskOption& o = options_of(t, kOnceRound).front();
-  Step st;
-  st.kind = StepKind::compute;
-  st.task = t;
-  st.round = kOnceRound;
-  SlotSteps after = kNoSlotSteps;
-  for (BlockId b : task.reads) {
-    MPLAN_CHECK(tdfg_.blocks[b].resident, "the update reads a non-resident block");
-    st.reads.push_back(resident_buffer_[b]);
-    int32_t w = bstate_[resident_buffer_[b]].last_writer;
-    if (w >= 0) after[timeline_.slot_of(w)] = std::max(after[timeline_.slot_of(w)], w);
-  }
-  for (BlockId b : task.writes) {
-    MPLAN_CHECK(tdfg_.blocks[b].resident, "the update writes a non-resident block");
-    st.writes.push_back(resident_buffer_[b]);
-  }
-  int32_t step = timeline_.issue(std::move(st), kComputeSlot, o.time_ms, after);
-  for (BlockId b : task.writes) bstate_[resident_buffer_[b]].last_writer = step;
-  TaskChoice c;
-  c.task = t;
-  c.round = kOnceRound;
-  c.sub_batch = 0;
-  c.algorithm = o.algorithm;
-  c.time_ms = o.time_ms;
-  c.workspace_bytes = 0;
-  choices_.push_back(c);
+  choices_.push_back(issue_update(tdfg_, o, resident_buffer_, timeline_, bstate_));
 }
 
 std::optional<Plan> Scheduler::run() {
@@ -803,31 +707,14 @@ std::optional<Plan> Scheduler::run() {
   }
   n_ = static_cast<int32_t>(order_.size());
   auto nb = static_cast<int32_t>(tdfg_.blocks.size());
-  uses_.assign(nb, {});
-  for (int32_t k = 0; k < n_; ++k) {
-    const Task& task = tdfg_.tasks[order_[k]];
-    for (const std::vector<BlockId>* list : {&task.reads, &task.writes}) {
-      for (BlockId b : *list) {
-        if (uses_[b].empty() || uses_[b].back() != k) uses_[b].push_back(k);
-      }
-    }
-  }
+  uses_ = block_uses(tdfg_, order_);
   blocks_of_.clear();
   for (int32_t k = 0; k < n_; ++k) blocks_of_.push_back(task_blocks(tdfg_, order_[k]));
   inst_.assign(static_cast<size_t>(nb) * opt_.sub_batches.size(), InstanceState{});
   next_use_cache_.assign(inst_.size(), -1);
   // Resident blocks: fixed offsets in the resident region, block order.
-  resident_buffer_.assign(nb, kNoBuffer);
-  int64_t resident_offset = 0;
-  for (BlockId b = 0; b < nb; ++b) {
-    const Block& block = tdfg_.blocks[b];
-    if (!block.resident) continue;
-    auto id = static_cast<BufferId>(buffers_.size());
-    buffers_.push_back(Buffer{id, b, kNoTask, kOnceRound, block.bytes(1), resident_offset, true});
-    bstate_.push_back(BufferState{});
-    resident_buffer_[b] = id;
-    resident_offset += align_up(std::max<int64_t>(1, block.bytes(1)));
-  }
+  const int64_t resident_offset = place_resident_blocks(tdfg_, buffers_, resident_buffer_);
+  bstate_.resize(buffers_.size());
   // The arena manager's ids are buffer ids; resident ids are never placed there.
   for (int32_t r = 0; r < static_cast<int32_t>(opt_.sub_batches.size()); ++r) {
     for (int32_t k = 0; k < n_; ++k) {
@@ -839,30 +726,17 @@ std::optional<Plan> Scheduler::run() {
   }
   if (tdfg_.update_task != kNoTask) run_update();
 
-  Plan plan;
-  plan.arena_bytes = opt_.arena_bytes;
-  plan.resident_region_bytes = resident_offset;
-  plan.host_bytes = host_bytes_;
-  plan.sub_batches = opt_.sub_batches;
-  plan.sub_batch = opt_.sub_batches.front();
-  plan.copy_engines = opt_.copy_engines;
-  plan.choices = std::move(choices_);
-  plan.buffers = std::move(buffers_);
-  plan.host_slots = std::move(host_slots_);
-  plan.event_count = timeline_.event_count();
-  plan.summary = summary_;
-  plan.summary.stall_ms = timeline_.stall_ms();
-  plan.summary.peak_arena_bytes = std::max(mm_.peak_bytes(), pool_peak_end_);
-  plan.summary.peak_live_bytes = mm_.peak_live_bytes();
-  plan.summary.fragmentation = mm_.fragmentation();
+  Plan plan = finish_plan(SimulatedParts{opt_.arena_bytes, resident_offset, host_bytes_, opt_.sub_batches,
+                                         opt_.copy_engines, std::move(choices_), std::move(buffers_),
+                                         std::move(host_slots_), summary_},
+                          timeline_, mm_);
+  plan.summary.peak_arena_bytes = std::max(plan.summary.peak_arena_bytes, pool_peak_end_);
   if (pool_peak_end_ > 0) {
     // The pool's largest workspace is live beside the blocks' peak at most.
     plan.summary.peak_live_bytes += pool_peak_end_ - pool_offset_;
     plan.summary.fragmentation =
         static_cast<double>(plan.summary.peak_arena_bytes) / static_cast<double>(plan.summary.peak_live_bytes) - 1;
   }
-  plan.steps = timeline_.take_steps();
-  for (const Step& s : plan.steps) plan.summary.simulated_ms = std::max(plan.summary.simulated_ms, s.end_ms);
   return plan;
 }
 

@@ -11,6 +11,7 @@
 #include <functional>
 #include <random>
 
+#include "profiler/runtime_conv_shape.h"
 #include "runtime/conv.h"
 #include "runtime/ops.h"
 
@@ -56,26 +57,8 @@ std::pair<int64_t, int64_t> channels_hw(const Shape& s) {
   return {s.dims.at(0), hw};
 }
 
-rt::ConvShape rt_conv_shape(const TaskShape& shape, int64_t n) {
-  const Shape& in = shape.inputs.at(0);
-  rt::ConvShape s;
-  s.n = n;
-  s.c = in.dims.at(0);
-  s.h = in.dims.size() > 1 ? in.dims[1] : 1;
-  s.w = in.dims.size() > 2 ? in.dims[2] : 1;
-  s.k = shape.out;
-  s.r = shape.window.kernel_h;
-  s.s = shape.window.kernel_w;
-  s.stride_h = shape.window.stride_h;
-  s.stride_w = shape.window.stride_w;
-  s.pad_h = shape.window.pad_h;
-  s.pad_w = shape.window.pad_w;
-  s.groups = shape.groups;
-  return s;
-}
-
 std::vector<TaskOption> measure_conv(const TaskShape& shape, int64_t n, const CpuMeasureOptions& options) {
-  const rt::ConvShape s = rt_conv_shape(shape, n);
+  const rt::ConvShape s = runtime_conv_shape(shape.inputs.at(0), shape.out, shape.window, shape.groups, n);
   const rt::ConvDirection direction = shape.kind == TaskKind::FP    ? rt::ConvDirection::forward
                                       : shape.kind == TaskKind::BP1 ? rt::ConvDirection::backward_data
                                                                     : rt::ConvDirection::backward_filter;

@@ -10,6 +10,7 @@
 
 #include "frontend/bytes.h"
 #include "planner/memory_manager.h"
+#include "planner/plan_builder.h"
 #include "planner/streams.h"
 
 namespace mplan {
@@ -25,18 +26,6 @@ struct Instance {
   bool transient = false;      // recomputed memory-centric: freed after the task that needed it
   int32_t host_writer = -1;    // the offload step that filled the host copy
   int64_t stamp = 0;           // last use, for the LRU tensor cache
-};
-
-struct BufferState {
-  SlotSteps users = kNoSlotSteps;        // last step per slot that used it
-  SlotSteps must_follow = kNoSlotSteps;  // users of the freed buffers whose memory it reuses
-  int32_t last_writer = -1;
-};
-
-// A freed range and the last users of what was there (plan.h: the reuse rule).
-struct DirtyRange {
-  int64_t end = 0;
-  SlotSteps users = kNoSlotSteps;
 };
 
 // Stops the simulation of an infeasible plan.
@@ -114,11 +103,11 @@ class Sim final : public LayerSim {
   int64_t clock_ = 0;
 
   std::vector<Buffer> buffers_;
-  std::vector<BufferState> bstate_;
+  std::vector<BufferDeps> bstate_;
   std::vector<BufferId> resident_buffer_;
   std::vector<HostSlot> host_slots_;
   int64_t host_bytes_ = 0;
-  std::map<int64_t, DirtyRange> dirty_;
+  FreedRanges freed_;                    // the reuse rule (plan.h)
   std::map<std::pair<TaskId, int64_t>, std::vector<TaskOption>> options_cache_;
   std::vector<TaskChoice> choices_;
   SlotSteps last_copy_ = kNoSlotSteps;   // last copy step per slot
@@ -172,37 +161,19 @@ std::optional<int64_t> Sim::allocate(int64_t bytes, bool may_evict) {
 BufferId Sim::new_buffer(BlockId block, TaskId workspace_of, int64_t bytes, int64_t offset) {
   auto id = static_cast<BufferId>(buffers_.size());
   buffers_.push_back(Buffer{id, block, workspace_of, round_, bytes, offset, false});
-  BufferState bs;
+  BufferDeps bs;
   // The reuse rule: the first writer follows the last users of what was there.
-  int64_t end = offset + mm_.reserved_bytes(bytes);
-  auto it = dirty_.upper_bound(offset);
-  if (it != dirty_.begin() && std::prev(it)->second.end > offset) --it;
-  while (it != dirty_.end() && it->first < end) {
-    int64_t rb = it->first;
-    DirtyRange d = it->second;
-    it = dirty_.erase(it);
-    bs.must_follow = merge_slot_steps(bs.must_follow, d.users);
-    if (rb < offset) dirty_[rb] = DirtyRange{offset, d.users};
-    if (d.end > end) dirty_[end] = DirtyRange{d.end, d.users};
-  }
+  bs.must_follow = freed_.take(offset, offset + mm_.reserved_bytes(bytes));
   bstate_.push_back(bs);
-  Step alloc;
-  alloc.kind = StepKind::alloc;
-  alloc.buffer = id;
-  alloc.round = round_;
-  timeline_.issue_host(std::move(alloc));
+  timeline_.issue_host(buffer_step(StepKind::alloc, id, round_));
   return id;
 }
 
 void Sim::free_buffer(BufferId buf) {
   const Buffer& b = buffers_[buf];
-  dirty_[b.offset] = DirtyRange{b.offset + mm_.reserved_bytes(b.bytes), bstate_[buf].users};
+  freed_.add(b.offset, b.offset + mm_.reserved_bytes(b.bytes), bstate_[buf].users);
   mm_.free(buf);
-  Step free;
-  free.kind = StepKind::free;
-  free.buffer = buf;
-  free.round = b.round;
-  timeline_.issue_host(std::move(free));
+  timeline_.issue_host(buffer_step(StepKind::free, buf, b.round));
 }
 
 void Sim::place(BlockId b, BufferId buf) {
@@ -233,25 +204,15 @@ void Sim::offload(BlockId b) {
   if (s.host_valid) return;
   BufferId buf = s.buffer;
   if (s.host_slot == kNoHostSlot) {
-    s.host_slot = static_cast<HostSlotId>(host_slots_.size());
-    host_slots_.push_back(HostSlot{s.host_slot, b, round_, buffers_[buf].bytes, host_bytes_});
-    host_bytes_ += align_up(std::max<int64_t>(1, buffers_[buf].bytes));
+    s.host_slot = add_host_slot(host_slots_, host_bytes_, b, round_, buffers_[buf].bytes);
   }
-  Step off;
-  off.kind = StepKind::offload;
-  off.buffer = buf;
-  off.host_slot = s.host_slot;
-  off.round = round_;
-  SlotSteps after = kNoSlotSteps;
-  int32_t w = bstate_[buf].last_writer;
-  if (w >= 0) after[timeline_.slot_of(w)] = w;
   int slot = timeline_.d2h_slot();
-  int32_t step = issue_copy(std::move(off), slot, cost_.device_to_host_ms(buffers_[buf].bytes), after);
-  bstate_[buf].users[slot] = step;
+  int32_t step = issue_copy(buffer_step(StepKind::offload, buf, round_, s.host_slot), slot,
+                            cost_.device_to_host_ms(buffers_[buf].bytes),
+                            offload_predecessors(timeline_, bstate_[buf]));
+  record_offload(bstate_[buf], slot, step, buffers_[buf].bytes, summary_);
   s.host_writer = step;
   s.host_valid = true;
-  summary_.offload_count++;
-  summary_.bytes_to_host += buffers_[buf].bytes;
 }
 
 void Sim::evict(BlockId b) {
@@ -275,25 +236,13 @@ bool Sim::load(BlockId b, bool may_evict) {
   bool input_data = host_sourced(b) && !s.created;
   if (s.host_slot == kNoHostSlot) {
     MPLAN_CHECK(host_sourced(b), "loading a block with no host copy");
-    s.host_slot = static_cast<HostSlotId>(host_slots_.size());
-    host_slots_.push_back(HostSlot{s.host_slot, b, round_, bytes, host_bytes_});
-    host_bytes_ += align_up(std::max<int64_t>(1, bytes));
-  }
-  Step pre;
-  pre.kind = StepKind::prefetch;
-  pre.buffer = buf;
-  pre.host_slot = s.host_slot;
-  pre.round = round_;
-  SlotSteps after = bstate_[buf].must_follow;
-  if (s.host_writer >= 0) {
-    int hs = timeline_.slot_of(s.host_writer);
-    after[hs] = std::max(after[hs], s.host_writer);
+    s.host_slot = add_host_slot(host_slots_, host_bytes_, b, round_, bytes);
   }
   int slot = timeline_.h2d_slot();
-  int32_t step = issue_copy(std::move(pre), slot, cost_.host_to_device_ms(bytes), after);
-  bstate_[buf].must_follow = kNoSlotSteps;
-  bstate_[buf].last_writer = step;
-  bstate_[buf].users[slot] = step;
+  int32_t step = issue_copy(buffer_step(StepKind::prefetch, buf, round_, s.host_slot), slot,
+                            cost_.host_to_device_ms(bytes),
+                            prefetch_predecessors(timeline_, bstate_[buf], s.host_writer));
+  record_prefetch(bstate_[buf], slot, step);
   s.created = true;
   s.host_valid = true;
   place(b, buf);
@@ -353,40 +302,21 @@ int32_t Sim::compute(TaskId t, const TaskOption& option, BufferId workspace, boo
   auto buffer_of = [&](BlockId b) {
     return tdfg_.blocks[b].resident ? resident_buffer_[b] : inst_[b].buffer;
   };
-  SlotSteps after = also_after;
-  auto follow = [&](int32_t a) {
-    if (a >= 0) after[timeline_.slot_of(a)] = std::max(after[timeline_.slot_of(a)], a);
-  };
   for (BlockId b : task.reads) {
     BufferId buf = buffer_of(b);
     MPLAN_CHECK(buf != kNoBuffer, "input " + tdfg_.blocks[b].name + " not on the device");
     st.reads.push_back(buf);
-    follow(bstate_[buf].last_writer);
   }
   for (BlockId b : task.writes) {
     BufferId buf = buffer_of(b);
     MPLAN_CHECK(buf != kNoBuffer, "output " + tdfg_.blocks[b].name + " not on the device");
     st.writes.push_back(buf);
-    for (int32_t a : bstate_[buf].users) follow(a);
-    for (int32_t a : bstate_[buf].must_follow) follow(a);
   }
-  if (workspace != kNoBuffer) {
-    st.workspace = workspace;
-    for (int32_t a : bstate_[workspace].must_follow) follow(a);
-  }
+  st.workspace = workspace;
   st.recompute = recompute;
+  const SlotSteps after = compute_predecessors(timeline_, st, bstate_, also_after);
   int32_t step = timeline_.issue(std::move(st), kComputeSlot, option.time_ms, after);
-  for (BlockId b : task.reads) bstate_[buffer_of(b)].users[kComputeSlot] = step;
-  for (BlockId b : task.writes) {
-    BufferState& bs = bstate_[buffer_of(b)];
-    bs.users[kComputeSlot] = step;
-    bs.last_writer = step;
-    bs.must_follow = kNoSlotSteps;
-  }
-  if (workspace != kNoBuffer) {
-    bstate_[workspace].users[kComputeSlot] = step;
-    bstate_[workspace].must_follow = kNoSlotSteps;
-  }
+  record_compute(timeline_.step(step), step, bstate_);
   for (BlockId b : non_resident(task.writes)) {
     Instance& s = inst_[b];
     s.created = true;
@@ -527,32 +457,8 @@ void Sim::run_task(int32_t k) {
 }
 
 void Sim::run_update() {
-  TaskId t = tdfg_.update_task;
-  const Task& task = tdfg_.tasks[t];
-  const TaskOption& o = options_of(t, 1).front();
-  Step st;
-  st.kind = StepKind::compute;
-  st.task = t;
-  st.round = kOnceRound;
-  SlotSteps after = kNoSlotSteps;
-  for (BlockId b : task.reads) {
-    MPLAN_CHECK(tdfg_.blocks[b].resident, "the update reads a non-resident block");
-    st.reads.push_back(resident_buffer_[b]);
-    int32_t w = bstate_[resident_buffer_[b]].last_writer;
-    if (w >= 0) after[timeline_.slot_of(w)] = std::max(after[timeline_.slot_of(w)], w);
-  }
-  for (BlockId b : task.writes) {
-    MPLAN_CHECK(tdfg_.blocks[b].resident, "the update writes a non-resident block");
-    st.writes.push_back(resident_buffer_[b]);
-  }
-  int32_t step = timeline_.issue(std::move(st), kComputeSlot, o.time_ms, after);
-  for (BlockId b : task.writes) bstate_[resident_buffer_[b]].last_writer = step;
-  TaskChoice c;
-  c.task = t;
-  c.round = kOnceRound;
-  c.algorithm = o.algorithm;
-  c.time_ms = o.time_ms;
-  choices_.push_back(c);
+  const TaskOption& o = options_of(tdfg_.update_task, 1).front();
+  choices_.push_back(issue_update(tdfg_, o, resident_buffer_, timeline_, bstate_));
 }
 
 LayerSimResult Sim::run() {
@@ -565,30 +471,13 @@ LayerSimResult Sim::run() {
     order_.push_back(t);
   }
   auto n = static_cast<int32_t>(order_.size());
-  uses_.assign(nb, {});
-  for (int32_t k = 0; k < n; ++k) {
-    const Task& task = tdfg_.tasks[order_[k]];
-    for (const std::vector<BlockId>* list : {&task.reads, &task.writes}) {
-      for (BlockId b : *list) {
-        if (uses_[b].empty() || uses_[b].back() != k) uses_[b].push_back(k);
-      }
-    }
-  }
+  uses_ = block_uses(tdfg_, order_);
   inst_.assign(nb, Instance{});
   recompute_.assign(nb, false);
   evictable_.assign(nb, false);
   keep_recomputed_.assign(nb, true);
-  resident_buffer_.assign(nb, kNoBuffer);
-  int64_t resident_offset = 0;
-  for (BlockId b = 0; b < nb; ++b) {
-    const Block& block = tdfg_.blocks[b];
-    if (!block.resident) continue;
-    auto id = static_cast<BufferId>(buffers_.size());
-    buffers_.push_back(Buffer{id, b, kNoTask, kOnceRound, block.bytes(1), resident_offset, true});
-    bstate_.push_back(BufferState{});
-    resident_buffer_[b] = id;
-    resident_offset += align_up(std::max<int64_t>(1, block.bytes(1)));
-  }
+  const int64_t resident_offset = place_resident_blocks(tdfg_, buffers_, resident_buffer_);
+  bstate_.resize(buffers_.size());
   try {
     for (round_ = 0; round_ < static_cast<int32_t>(opt_.sub_batches.size()); ++round_) {
       recompute_.assign(nb, false);
@@ -606,24 +495,10 @@ LayerSimResult Sim::run() {
   }
   if (tdfg_.update_task != kNoTask) run_update();
 
-  Plan& plan = result_.plan;
-  plan.arena_bytes = opt_.arena_bytes;
-  plan.resident_region_bytes = resident_offset;
-  plan.host_bytes = host_bytes_;
-  plan.sub_batches = opt_.sub_batches;
-  plan.sub_batch = opt_.sub_batches.front();
-  plan.copy_engines = opt_.copy_engines;
-  plan.choices = std::move(choices_);
-  plan.buffers = std::move(buffers_);
-  plan.host_slots = std::move(host_slots_);
-  plan.event_count = timeline_.event_count();
-  plan.summary = summary_;
-  plan.summary.stall_ms = timeline_.stall_ms();
-  plan.summary.peak_arena_bytes = mm_.peak_bytes();
-  plan.summary.peak_live_bytes = mm_.peak_live_bytes();
-  plan.summary.fragmentation = mm_.fragmentation();
-  plan.steps = timeline_.take_steps();
-  for (const Step& s : plan.steps) plan.summary.simulated_ms = std::max(plan.summary.simulated_ms, s.end_ms);
+  result_.plan = finish_plan(SimulatedParts{opt_.arena_bytes, resident_offset, host_bytes_, opt_.sub_batches,
+                                             opt_.copy_engines, std::move(choices_), std::move(buffers_),
+                                             std::move(host_slots_), summary_},
+                              timeline_, mm_);
   result_.feasible = true;
   result_.offloaded_blocks.assign(offloaded_.begin(), offloaded_.end());
   return std::move(result_);
