@@ -1,0 +1,58 @@
+// `mplan compare` on every example model (issue 7: "works on every example
+// model"): at 4 GiB on the K40 it exits 0, reports every policy, every
+// feasible plan passes the verifier, and mplan is feasible and at or below
+// every feasible baseline's simulated time.
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "tests/cli/cli_test_util.h"
+
+namespace mplan::cli_test {
+namespace {
+
+std::vector<std::string> example_stems() {
+  std::vector<std::string> stems;
+  for (const auto& entry : fs::directory_iterator(std::string(MPLAN_SOURCE_DIR) + "/examples/models"))
+    if (entry.path().extension() == ".yaml") stems.push_back(entry.path().stem().string());
+  std::sort(stems.begin(), stems.end());
+  return stems;
+}
+
+class CompareEveryExample : public MplanTest, public ::testing::WithParamInterface<std::string> {};
+
+TEST_P(CompareEveryExample, EveryPolicyReportedAndMplanAtOrBelowTheBaselines) {
+  const MplanRun r = mplan({"compare", example_model(GetParam()), "--budget", "4GiB", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  const nlohmann::json report = nlohmann::json::parse(r.out);
+  const std::set<std::string> expected{"ideal", "vdnn-all-m", "vdnn-all-p", "vdnn-conv-m", "vdnn-conv-p",
+                                       "vdnn-dyn", "vdnn+", "superneurons", "modnn", "mplan"};
+  std::set<std::string> seen;
+  double mplan_ms = -1;
+  for (const auto& row : report.at("policies")) {
+    const std::string name = row.at("policy");
+    seen.insert(name);
+    if (!row.at("feasible").get<bool>()) continue;
+    EXPECT_EQ(row.at("violations").get<int>(), 0) << GetParam() << " " << name;
+    if (name == "mplan") mplan_ms = row.at("simulated_ms").get<double>();
+  }
+  EXPECT_EQ(seen, expected) << GetParam();
+  ASSERT_GT(mplan_ms, 0) << GetParam() << ": mplan is not feasible at 4 GiB\n" << r.out;
+  for (const auto& row : report.at("policies")) {
+    const std::string name = row.at("policy");
+    if (name == "ideal" || name == "mplan" || !row.at("feasible").get<bool>()) continue;
+    EXPECT_LE(mplan_ms, row.at("simulated_ms").get<double>() * (1 + 1e-9)) << GetParam() << " vs " << name;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Examples, CompareEveryExample, ::testing::ValuesIn(example_stems()),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
+
+}  // namespace
+}  // namespace mplan::cli_test
