@@ -58,13 +58,24 @@ struct CompileOptions {
   std::string policy = "mplan";         // --policy (planner/policy.h)
   bool workspace_given = false;
   bool build = false;  // --build: also cmake-configure and build DIR/build/train (codegen, cg)
+  std::string target;  // --target cpu|cuda; "": cuda where a GPU is present, else cpu
 };
 
 struct Checked {
   int64_t budget_bytes = 0;
   WorkspaceMode workspace;
   PolicyKind policy = PolicyKind::mplan;
+  codegen::Target target = codegen::Target::cpu;
+  std::string target_line;  // what compile prints about the target
 };
+
+// Whether this machine has an NVIDIA GPU (its driver lists one), for the
+// default target: a GPU program where one can run, the CPU program elsewhere.
+bool gpu_present() {
+  std::error_code ec;
+  const std::filesystem::path gpus = "/proc/driver/nvidia/gpus";
+  return std::filesystem::is_directory(gpus, ec) && !std::filesystem::is_empty(gpus, ec);
+}
 
 std::string policy_names() {
   std::string out;
@@ -113,6 +124,16 @@ Checked check_flags(const CompileOptions& o) {
   }
   if (!o.device.empty() && !o.profile.empty())
     fail("--device and --profile exclude each other: a profile names its own device");
+  if (!o.target.empty()) {
+    if (!codegen::parse_target(o.target, &c.target))
+      fail(fmt::format("--target '{}': expected cpu or cuda", o.target));
+    c.target_line = fmt::format("target: {}\n", o.target);
+  } else {
+    c.target = gpu_present() ? codegen::Target::cuda : codegen::Target::cpu;
+    c.target_line = c.target == codegen::Target::cuda
+                        ? "target: cuda (this machine has an NVIDIA GPU; --target cpu for the CPU program)\n"
+                        : "target: cpu (no GPU on this machine; --target cuda writes the CUDA program)\n";
+  }
   namespace fs = std::filesystem;
   std::error_code ec;
   if (fs::exists(o.out_dir, ec) && !fs::is_directory(o.out_dir, ec))
@@ -229,6 +250,7 @@ void run_compile(const CompileOptions& o) {
   codegen::CodegenOptions codegen_options;
   codegen_options.mplan_version = MPLAN_VERSION_TEXT;
   codegen_options.model_file = o.model_path;
+  codegen_options.target = checked.target;
   const codegen::GeneratedProgram program = unwrap(codegen::emit_program(model, tdfg, plan, codegen_options));
 
   const std::string plan_text = plan_to_json(plan);
@@ -256,7 +278,10 @@ void run_compile(const CompileOptions& o) {
   fmt::print("{}", summary_text(plan, device_line, static_cast<size_t>(plan.event_count)));
   fmt::print("wrote: {}, {}, {}\n", (dir / "plan.json").string(), (dir / "trace.json").string(),
              (dir / "memory.svg").string());
+  fmt::print("{}", checked.target_line);
   fmt::print("program: {}, {}\n", (dir / "train.cpp").string(), (dir / "CMakeLists.txt").string());
+  // Never a silent substitution: what the program does otherwise than planned.
+  for (const std::string& warning : program.warnings) fmt::print(stderr, "warning: {}\n", warning);
   if (o.build) build_program(dir.string());
 }
 
@@ -292,6 +317,9 @@ void setup_compile(CLI::App& command) {
   command.add_option("--dump-lp", o->dump_lp,
                      "With --workspace wd:*: write the WD integer program (CPLEX LP format) to this file");
   command.add_option("-o,--out", o->out_dir, "Output folder (created if missing)")->required();
+  command.add_option("--target", o->target,
+                     "Backend of the generated program: cpu (runtime/cpu) or cuda (runtime/cuda: cuDNN, cuBLAS); "
+                     "default: cuda where this machine has an NVIDIA GPU, else cpu");
   command.add_flag("--build", o->build, "Also build the training program: cmake -S DIR -B DIR/build && cmake --build DIR/build");
   command.callback([o, batch, sub_batch, engines, workspace] {
     o->workspace_given = workspace->count() > 0;

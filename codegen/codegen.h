@@ -1,14 +1,17 @@
 #pragma once
 // Codegen (DESIGN.md, "Generated program and runtime"): turns a Plan into the
-// source tree of a training program -- train.cpp, the plan as straight-line
-// code in the style of llm.c, and a CMakeLists.txt that builds it against the
-// runtime. Pure: files come back as strings; write_program puts them on disk.
+// source tree of a training program -- train.cpp (the model's constants, the
+// buffer tables and the schedule, in the style of llm.c; the fixed code is
+// runtime/program.cpp) and a CMakeLists.txt that builds it against the runtime
+// of its target backend. Pure: files come back as strings; write_program puts
+// them on disk.
 
 #include <string>
 #include <vector>
 
 #include "frontend/error.h"
 #include "frontend/model.h"
+#include "codegen/target.h"
 #include "planner/plan.h"
 #include "tdfg/tdfg.h"
 
@@ -22,6 +25,9 @@ struct CodegenOptions {
   // add_subdirectory when MPLAN_RUNTIME_LIBRARY is not given: the default of
   // the MPLAN_RUNTIME_DIR cache variable (usually <repo>/runtime).
   std::string runtime_dir;
+  // The backend the program is built for: the CPU runtime (runtime/cpu) or
+  // CUDA (runtime/cuda, cuDNN and cuBLAS).
+  Target target = Target::cpu;
 };
 
 struct GeneratedFile {
@@ -31,6 +37,10 @@ struct GeneratedFile {
 
 struct GeneratedProgram {
   std::vector<GeneratedFile> files;
+  // What the program does otherwise than planned, also written in its header:
+  // a cost model that is not the target's, algorithms the target runs instead
+  // of the planned ones (and why). `mplan compile` prints them.
+  std::vector<std::string> warnings;
   const GeneratedFile* find(const std::string& path) const;
 };
 
@@ -44,7 +54,7 @@ Result<GeneratedProgram> emit_program(const Model& model, const Tdfg& tdfg, cons
 // temporary file renamed over the target).
 Status write_program(const GeneratedProgram& program, const std::string& dir);
 
-// The text of the generated CMakeLists.txt (emit_cmake.cpp).
+// The text of the generated CMakeLists.txt for options.target (emit_cmake.cpp).
 std::string emit_cmake(const std::string& model_name, const CodegenOptions& options);
 
 // The default runtime directory of this build of mplan (<repo>/runtime).

@@ -1,17 +1,24 @@
-// emit_program: the plan as straight-line code (STYLE.md §7: a header saying
-// what generated it and from what, constexpr offsets, one commented call per
-// plan step, no plan interpreter).
+// emit_program: the plan as a training program in the style of llm.c
+// (STYLE.md §7): a header saying what generated it and from what, the model's
+// constants and tensor table, then the schedule: one function per class of
+// identical rounds, one plain call per step with its shapes in a comment, and
+// a table of what differs between the rounds of a class (offsets, events,
+// first sample). The fixed code is runtime/program.cpp.
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
 
 #include "codegen/codegen.h"
-#include "codegen/emit_ops.h"
-#include "codegen/emit_support.h"
+#include "codegen/emit_parts.h"
 #include "codegen/names.h"
+#include "codegen/program_text.h"
+#include "codegen/round_classes.h"
+#include "codegen/segments.h"
+#include "codegen/step_calls.h"
 #include "frontend/bytes.h"
 
 namespace mplan::codegen {
@@ -21,354 +28,206 @@ Error codegen_error(const std::string& message) { return Error{{"codegen", 0, 0}
 
 std::string stream_expr(StreamKind kind) {
   switch (kind) {
-    case StreamKind::compute: return "c.compute";
-    case StreamKind::h2d: return "c.h2d";
-    case StreamKind::d2h: return "c.d2h";
-    case StreamKind::copy: return "c.copy";
+    case StreamKind::compute: return "p.compute().stream";
+    case StreamKind::h2d: return "p.h2d()";
+    case StreamKind::d2h: return "p.d2h()";
+    case StreamKind::copy: return "p.copy()";
     case StreamKind::host: return "";
   }
   return "";
 }
 
-std::string round_text(int32_t round) { return round == kOnceRound ? "" : fmt::format(" round {}", round); }
+// What differs between rounds of one segment class: named fields of its table row.
+struct Field {
+  std::string name;
+  std::string type;  // "int64_t" or "int32_t"
+  int64_t value = 0;
+};
 
-std::string join(const std::vector<int64_t>& values) {
-  std::string text;
-  for (int64_t v : values) text += (text.empty() ? "" : ", ") + std::to_string(v);
-  return text;
-}
+// The code of one plan step inside a segment. Waits and records are apart:
+// rounds that differ only in which events they wait for share one body, with
+// the events as table fields that are -1 where a round has none.
+struct StepCode {
+  std::string comment;
+  std::vector<std::string> waits;    // before the step (event fields)
+  std::vector<std::string> lines;    // the step itself
+  std::vector<std::string> records;  // after it (event fields)
+};
 
-std::string float_literal(double v) {
-  std::string text = fmt::format("{:.9g}", v);
-  if (text.find_first_of(".e") == std::string::npos) text += ".0";
-  return text + "f";
-}
+// The code of one segment, with its fields.
+struct SegmentCode {
+  Segment segment;
+  std::vector<StepCode> steps;
+  std::vector<Field> fields;        // offsets, host offsets, debug events: the same names in every round of a class
+  std::vector<Field> event_fields;  // the plan's events this round waits for or records
+  std::string describe;             // "round 3 (64 samples)"
+};
 
-// The generator's working state: names of regions and what each step means.
 class ProgramEmitter {
  public:
   ProgramEmitter(const Model& model, const Tdfg& tdfg, const Plan& plan, const CodegenOptions& options)
       : model_(model), tdfg_(tdfg), plan_(plan), options_(options) {}
 
   Result<GeneratedProgram> emit() {
-    if (Status s = check(); !s) return s.error();
-    name_regions();
-    find_last_users();
-    std::string text = header() + support_types() + constants() + buffer_table() + tensor_table() +
-                       support_helpers();
-    Result<std::string> step_text = train_step();
-    if (!step_text) return step_text.error();
-    text += *step_text + support_main();
+    if (Status s = check_plan(model_, tdfg_, plan_); !s) return s.error();
+    for (const Step& step : plan_.steps) {
+      if (step.records != kNoEvent) recorder_[step.records] = step.index;
+      if (step.kind != StepKind::compute) continue;
+      Result<StepCalls> calls = step_calls(model_, tdfg_, plan_, step, options_.target);
+      if (!calls) return calls.error();
+      note_substitutions(step, *calls);
+      calls_.emplace(step.index, std::move(*calls));
+    }
+    poisoning_ = plan_debug_poisoning(plan_);
+    resident_names_ = resident_constant_names(tdfg_, plan_);
+    std::vector<SegmentCode> segments;
+    for (const Segment& segment : split_segments(plan_)) {
+      Result<SegmentCode> code = emit_segment(segment);
+      if (!code) return code.error();
+      segments.push_back(std::move(*code));
+    }
+    std::string schedule = emit_schedule(segments);
     GeneratedProgram program;
+    program.warnings = warnings_;
+    const std::string mismatch = cost_model_mismatch(plan_.device, options_.target);
+    if (!mismatch.empty()) program.warnings.insert(program.warnings.begin(), mismatch);
+    ProgramHeader header{model_, tdfg_, plan_, options_, program.warnings};
+    std::string text = emit_header(header) + "#include \"runtime/runtime.h\"\n\nnamespace {\n\nusing namespace mplan::rt;\n" +
+                       emit_model_constants(header, resident_names_) + "\n// ---- shapes of the kernel calls " +
+                       std::string(48, '-') + "\n" + constants_.text() + schedule +
+                       emit_program_spec(header, poisoning_.debug_event_count) + "\n}  // namespace\n\n" +
+                       "int main(int argc, char** argv) { return mplan::rt::run_program(argc, argv, kSpec); }\n";
     program.files.push_back({"train.cpp", std::move(text)});
     program.files.push_back({"CMakeLists.txt", emit_cmake(model_.name, options_)});
     return program;
   }
 
  private:
-  Status check() const {
-    if (!plan_.model_digest.empty() && plan_.model_digest != plan_model_digest(model_))
-      return codegen_error("the plan was made for another model (digest " + plan_.model_digest + ", model '" +
-                           model_.name + "' has " + plan_model_digest(model_) + ")");
-    if (plan_.sub_batches.empty()) return codegen_error("the plan has no sub-batches");
-    for (const Step& step : plan_.steps) {
-      if (step.kind != StepKind::compute) continue;
-      if (step.task < 0 || step.task >= static_cast<TaskId>(tdfg_.tasks.size()))
-        return codegen_error(fmt::format("step {} names task {}, which the TDFG does not have", step.index, step.task));
-      const Task& task = tdfg_.tasks[step.task];
-      if (step.reads.size() != task.reads.size() || step.writes.size() != task.writes.size())
-        return codegen_error(fmt::format("step {} ({}) lists {} reads and {} writes; the task has {} and {}",
-                                         step.index, task.name, step.reads.size(), step.writes.size(),
-                                         task.reads.size(), task.writes.size()));
-      if (task.kind != TaskKind::update &&
-          (step.round < 0 || step.round >= static_cast<int32_t>(plan_.sub_batches.size())))
-        return codegen_error(fmt::format("step {} ({}) has round {} of {}", step.index, task.name, step.round,
-                                         plan_.sub_batches.size()));
-    }
-    for (int32_t r = 0; r < static_cast<int32_t>(plan_.sub_batches.size()); ++r)
-      for (BlockId b : {tdfg_.input_block, tdfg_.labels_block})
-        if (host_slot_of(b, r) == kNoHostSlot)
-          return codegen_error(fmt::format("the plan has no host slot for {} of round {}", tdfg_.blocks[b].name, r));
-    return Ok{};
-  }
+  // ---- the target's algorithms ------------------------------------------------------------
 
-  HostSlotId host_slot_of(BlockId block, int32_t round) const {
-    for (const HostSlot& slot : plan_.host_slots)
-      if (slot.block == block && slot.round == round) return slot.id;
-    return kNoHostSlot;
-  }
-
-  std::string block_label(const Buffer& buffer) const {
-    if (buffer.block != kNoBlock) return tdfg_.blocks[buffer.block].name + round_text(buffer.round);
-    return "workspace of " + tdfg_.tasks[buffer.workspace_of].name + round_text(buffer.round);
-  }
-
-  void name_regions() {
-    for (const Buffer& buffer : plan_.buffers) {
-      std::string what = buffer.block != kNoBlock ? tdfg_.blocks[buffer.block].name
-                                                  : "ws_" + tdfg_.tasks[buffer.workspace_of].name;
-      std::string name = fmt::format("b{}_{}", buffer.id, sanitise_identifier(what));
-      if (buffer.round != kOnceRound) name += fmt::format("_r{}", buffer.round);
-      buffer_names_.push_back(name);
-    }
-    for (const HostSlot& slot : plan_.host_slots) {
-      std::string name = fmt::format("h{}_{}", slot.id, sanitise_identifier(tdfg_.blocks[slot.block].name));
-      if (slot.round != kOnceRound) name += fmt::format("_r{}", slot.round);
-      slot_names_.push_back(name);
+  void note_substitutions(const Step& step, const StepCalls& calls) {
+    for (size_t i = 0; i < calls.algorithms.size(); ++i) {
+      const AlgorithmChoice& a = calls.algorithms[i];
+      if (a.reason.empty()) continue;
+      const std::string key = tdfg_.tasks[step.task].name + " " + calls.planned[i] + " -> " + a.name;
+      if (!substituted_.insert(key).second) continue;
+      warnings_.push_back(fmt::format("{}: planned {}, runs {}: {}", tdfg_.tasks[step.task].name, calls.planned[i],
+                                      a.name, a.reason));
     }
   }
 
-  // The buffers a step touches (for poisoning: its users).
-  std::vector<BufferId> buffers_used(const Step& step) const {
-    std::vector<BufferId> used;
-    if (step.kind == StepKind::compute) {
-      used = step.reads;
-      used.insert(used.end(), step.writes.begin(), step.writes.end());
-      if (step.workspace != kNoBuffer) used.push_back(step.workspace);
-    } else if (step.kind == StepKind::offload || step.kind == StepKind::prefetch) {
-      used.push_back(step.buffer);
+  // ---- one segment ---------------------------------------------------------------------
+
+  class Fields {
+   public:
+    Fields(std::vector<Field>& data, std::vector<Field>& events) : data_(data), events_(events) {}
+    std::string get(const std::string& kind, int64_t id, const std::string& base, const char* type, int64_t value) {
+      auto key = std::make_pair(kind, id);
+      auto it = names_.find(key);
+      if (it != names_.end()) return "t." + it->second;
+      std::string name = base;
+      for (int k = 2; used_.count(name); ++k) name = base + "_" + std::to_string(k);
+      used_.insert(name);
+      names_.emplace(key, name);
+      (kind == "event" ? events_ : data_).push_back(Field{name, type, value});
+      return "t." + name;
     }
-    used.erase(std::remove(used.begin(), used.end(), kNoBuffer), used.end());
-    return used;
+
+   private:
+    std::vector<Field>& data_;
+    std::vector<Field>& events_;
+    std::map<std::pair<std::string, int64_t>, std::string> names_;
+    std::set<std::string> used_ = {"round", "first_sample", "first_step"};
+  };
+
+  // "_next" for the following round, "_prev" for the one before; "" for the segment's own.
+  static std::string relative(int32_t round, int32_t base) {
+    if (round == kOnceRound || base == kOnceRound || round == base) return "";
+    const int32_t d = round - base;
+    if (d == 1) return "_next";
+    if (d == -1) return "_prev";
+    return d > 0 ? fmt::format("_plus{}", d) : fmt::format("_minus{}", -d);
   }
 
-  // Debug poisoning (docs/generated-program.md): each freed buffer is poisoned
-  // on the stream of its last user, before that user's event is recorded, so a
-  // later buffer in the same range (ordered after the users by the plan) is
-  // never clobbered; users on other streams are waited for with debug events.
-  void find_last_users() {
-    std::map<BufferId, std::map<StreamKind, int32_t>> last_on_stream;
-    for (const Step& step : plan_.steps) {
-      for (BufferId b : buffers_used(step)) last_on_stream[b][step.stream] = step.index;
-      if (step.kind != StepKind::free) continue;
-      auto it = last_on_stream.find(step.buffer);
-      if (it == last_on_stream.end()) continue;
-      int32_t last = -1;
-      for (auto [stream, index] : it->second) last = std::max(last, index);
-      Poison poison{step.buffer, {}};
-      for (auto [stream, index] : it->second) {
-        if (index == last) continue;
-        int32_t event = debug_event_count_++;
-        debug_records_[index].push_back(event);
-        poison.waits.push_back(event);
-      }
-      poisons_[last].push_back(poison);
-      last_on_stream.erase(it);
+  int64_t absolute_offset(const Buffer& b) const { return b.resident ? b.offset : plan_.resident_region_bytes + b.offset; }
+
+  std::string buffer_expr(Fields& fields, BufferId id, int32_t base) {
+    const Buffer& b = plan_.buffers.at(id);
+    if (b.resident) return "resident::" + resident_names_.at(id);
+    const std::string what = b.block != kNoBlock ? tdfg_.blocks[b.block].name : "ws_" + tdfg_.tasks[b.workspace_of].name;
+    return fields.get("buffer", id, sanitise_identifier(what) + relative(b.round, base), "int64_t", absolute_offset(b));
+  }
+
+  std::string host_expr(Fields& fields, HostSlotId id, int32_t base) {
+    const HostSlot& s = plan_.host_slots.at(id);
+    return fields.get("host", id, "h_" + sanitise_identifier(tdfg_.blocks[s.block].name) + relative(s.round, base),
+                      "int64_t", s.host_offset);
+  }
+
+  std::string event_expr(Fields& fields, EventId e, int32_t base) {
+    std::string name = "ev";
+    if (auto it = recorder_.find(e); it != recorder_.end()) {
+      const Step& r = plan_.steps[it->second];
+      name = "ev_" + sanitise_identifier(short_description(r)) + relative(r.round, base);
     }
+    return fields.get("event", e, name, "int32_t", e);
   }
 
-  std::string header() const {
-    const std::string model_file = options_.model_file.empty() ? model_.source_file : options_.model_file;
-    std::vector<int64_t> rounds = plan_.sub_batches;
-    std::string text = fmt::format(
-        "// train.cpp: generated by mplan {} -- do not edit; regenerate with `mplan compile`.\n"
-        "// model:  {}, from {} (digest {})\n"
-        "// device: {}\n"
-        "// budget: {} ({} bytes): resident {} + arena {}; plan peak arena {}\n"
-        "// batch:  {} as {} sub-batch(es) [{}]; copy engines: {}\n"
-        "// plan:   {} steps, {} events; simulated {:.3f} ms (ideal {:.3f} ms); {} offload(s) ({}), "
-        "{} prefetch(es) ({})\n",
-        comment_text(options_.mplan_version), comment_text(model_.name), comment_text(model_file.empty() ? "(built in code)" : model_file),
-        comment_text(plan_.model_digest.empty() ? plan_model_digest(model_) : plan_.model_digest),
-        comment_text(plan_.device), format_bytes(plan_.budget_bytes), plan_.budget_bytes,
-        format_bytes(plan_.resident_region_bytes), format_bytes(plan_.arena_bytes),
-        format_bytes(plan_.summary.peak_arena_bytes), plan_.batch, rounds.size(), join(rounds), plan_.copy_engines,
-        plan_.steps.size(), plan_.event_count, plan_.summary.simulated_ms, plan_.summary.ideal_ms,
-        plan_.summary.offload_count, format_bytes(plan_.summary.bytes_to_host), plan_.summary.prefetch_count,
-        format_bytes(plan_.summary.bytes_to_device));
-    for (const std::string& note : plan_.summary.notes) text += "// note:   " + comment_text(note) + "\n";
-    text +=
-        "//\n"
-        "// Build: cmake -S . -B build && cmake --build build; run: build/train --steps 10\n"
-        "// (flags, output and the weights format: docs/generated-program.md, or train --help).\n\n";
-    return text;
+  // A debug event is named by what it orders: the poisoning of a buffer after
+  // its last user on another stream ("dbg_Y_conv1_d2h").
+  std::string debug_event_expr(Fields& fields, int32_t e, int32_t base) {
+    const auto [buffer, stream] = poisoning_.events.at(e);
+    const Buffer& b = plan_.buffers.at(buffer);
+    const std::string what = b.block != kNoBlock ? tdfg_.blocks[b.block].name : "ws_" + tdfg_.tasks[b.workspace_of].name;
+    return fields.get("debug_event", e,
+                      "dbg_" + sanitise_identifier(what) + relative(b.round, base) + "_" + stream_kind_name(stream),
+                      "int32_t", e);
   }
 
-  std::string constants() const {
-    const int rounds = static_cast<int>(plan_.sub_batches.size());
-    std::vector<int64_t> first;
-    int64_t at = 0;
-    for (int64_t n : plan_.sub_batches) {
-      first.push_back(at);
-      at += n;
-    }
-    const auto& dims = model_.input.dims;
-    const int64_t C = dims.at(0), H = dims.size() > 1 ? dims[1] : 1, W = dims.size() > 2 ? dims[2] : 1;
-    std::string text = "\n// ---- the model and the plan's figures ----------------------------------------\n";
-    text += fmt::format("constexpr const char* kModelName = {};\n", cpp_string_literal(model_.name));
-    text += fmt::format("constexpr int64_t kBatch = {};  // B: the loss is averaged over all of it\n", at);
-    text += fmt::format("constexpr int kRounds = {};  // sub-batches, gradients accumulated (moDNN §III)\n", rounds);
-    text += fmt::format("constexpr int64_t kSubBatches[kRounds] = {{{}}};\n", join(plan_.sub_batches));
-    text += fmt::format("constexpr int64_t kFirstSample[kRounds] = {{{}}};\n", join(first));
-    text += fmt::format("constexpr int64_t kInputC = {}, kInputH = {}, kInputW = {}, kInputElements = {};\n", C, H, W,
-                        model_.input.elements());
-    text += fmt::format("constexpr int64_t kClasses = {};\n", model_.classes);
-    text += fmt::format("constexpr float kDefaultLr = {}, kMomentum = {}, kWeightDecay = {};  // SGD\n",
-                        float_literal(model_.optimizer.lr), float_literal(model_.optimizer.momentum),
-                        float_literal(model_.optimizer.weight_decay));
-    text += fmt::format("constexpr size_t kBudgetBytes = {};  // {}\n", plan_.budget_bytes, format_bytes(plan_.budget_bytes));
-    text += fmt::format("constexpr size_t kResidentRegionBytes = {};  // weights, gradients, optimizer state\n",
-                        plan_.resident_region_bytes);
-    text += fmt::format("constexpr size_t kArenaBytes = {};  // {}\n", plan_.arena_bytes, format_bytes(plan_.arena_bytes));
-    text += "constexpr size_t kDeviceBytes = kResidentRegionBytes + kArenaBytes;\n";
-    text += "static_assert(kDeviceBytes <= kBudgetBytes, \"the plan's memory exceeds its budget\");\n";
-    text += fmt::format("constexpr size_t kPlanPeakArenaBytes = {};  // {}\n", plan_.summary.peak_arena_bytes,
-                        format_bytes(plan_.summary.peak_arena_bytes));
-    text += "static_assert(kPlanPeakArenaBytes <= kArenaBytes, \"the plan's peak exceeds its arena\");\n";
-    text += fmt::format("constexpr size_t kHostBytes = {};  // pinned host memory for offloads and input data\n",
-                        plan_.host_bytes);
-    text += fmt::format("constexpr int kEventCount = {};\n", std::max(plan_.event_count, 1));
-    text += fmt::format("constexpr int kDebugEventCount = {};  // debug poisoning only\n",
-                        std::max(debug_event_count_, 1));
-    return text;
-  }
-
-  std::string region_def(const std::string& name, int64_t offset, int64_t bytes, const std::string& comment) const {
-    return fmt::format("constexpr Region {}{{{}, {}}};  // {}\n", name, offset, bytes, comment_text(comment, 160));
-  }
-
-  int64_t absolute_offset(const Buffer& b) const {
-    return b.resident ? b.offset : plan_.resident_region_bytes + b.offset;
-  }
-
-  std::string buffer_table() const {
-    std::string text =
-        "\n// ---- buffers: every block instance the plan places, at a fixed offset -------------\n"
-        "// Bytes from the start of the device allocation: the resident region\n"
-        "// [0, kResidentRegionBytes) holds weights, gradients and optimizer state; the\n"
-        "// arena follows. Comment: the block, its round, and its place in its region.\n";
-    for (const Buffer& b : plan_.buffers) {
-      std::string where = b.resident ? fmt::format("resident +{}", b.offset) : fmt::format("arena +{}", b.offset);
-      text += region_def(buffer_names_[b.id], absolute_offset(b), b.bytes,
-                         fmt::format("{}, {}, {}", block_label(b), format_bytes(b.bytes), where));
-    }
-    text += "\n// ---- host slots: pinned host memory for offloaded blocks and each round's input ----\n";
-    for (const HostSlot& s : plan_.host_slots)
-      text += region_def(slot_names_[s.id], s.host_offset, s.bytes,
-                         fmt::format("{}{}, {}", tdfg_.blocks[s.block].name, round_text(s.round), format_bytes(s.bytes)));
-    std::string inputs, labels;
-    for (int32_t r = 0; r < static_cast<int32_t>(plan_.sub_batches.size()); ++r) {
-      inputs += (r ? ", " : "") + slot_names_[host_slot_of(tdfg_.input_block, r)];
-      labels += (r ? ", " : "") + slot_names_[host_slot_of(tdfg_.labels_block, r)];
-    }
-    text += "constexpr Region kInputSlots[kRounds] = {" + inputs + "};\n";
-    text += "constexpr Region kLabelSlots[kRounds] = {" + labels + "};\n";
-    return text;
-  }
-
-  const Buffer* resident_buffer(BlockId block) const {
-    for (const Buffer& b : plan_.buffers)
-      if (b.resident && b.block == block) return &b;
-    return nullptr;
-  }
-
-  // The weights file format (docs/generated-program.md): per layer
-  // <layer>.weight, <layer>.bias, batch norm's <layer>.running_mean and
-  // .running_var, and with momentum <tensor>.momentum; names sanitised and
-  // made unique.
-  std::string tensor_table() {
-    struct Row {
-      std::string file;
-      int64_t offset, count;
-      std::vector<int64_t> shape;
-      const char* init;
-      int64_t fan_in;
-      bool optional;
-      std::string layer;
-    };
-    std::vector<Row> rows;
-    std::set<std::string> used_files;
-    auto unique_file = [&](const std::string& base) {
-      std::string file = sanitise_file_name(base);
-      for (int k = 2; used_files.count(file); ++k) file = sanitise_file_name(base) + "-" + std::to_string(k);
-      used_files.insert(file);
-      return file;
-    };
-    for (LayerId l = 0; l < static_cast<LayerId>(model_.layers.size()); ++l) {
-      const Layer& layer = model_.layers[l];
-      if (tdfg_.weight_of[l] == kNoBlock) continue;
-      const Buffer* w = resident_buffer(tdfg_.weight_of[l]);
-      const Buffer* state = tdfg_.state_of[l] != kNoBlock ? resident_buffer(tdfg_.state_of[l]) : nullptr;
-      MPLAN_CHECK(w != nullptr, "codegen: no resident buffer for W[" + layer.name + "]");
-      std::vector<Row> params;
-      if (layer.op == Op::conv) {
-        const Shape& in = model_.input_shape(l, 0);
-        const int64_t cg = in.dims.at(0) / layer.groups, fan = cg * layer.window.kernel_h * layer.window.kernel_w;
-        params.push_back({"weight", 0, layer.out * fan, {layer.out, cg, layer.window.kernel_h, layer.window.kernel_w},
-                          "Init::uniform_fan_in", fan, false, layer.name});
-        if (layer.bias) params.push_back({"bias", layer.out * fan, layer.out, {layer.out}, "Init::uniform_fan_in", fan, false, layer.name});
-      } else if (layer.op == Op::linear) {
-        const int64_t in = model_.input_shape(l, 0).elements();
-        params.push_back({"weight", 0, layer.out * in, {layer.out, in}, "Init::uniform_fan_in", in, false, layer.name});
-        if (layer.bias) params.push_back({"bias", layer.out * in, layer.out, {layer.out}, "Init::uniform_fan_in", in, false, layer.name});
-      } else if (layer.op == Op::batchnorm) {
-        const int64_t c = model_.input_shape(l, 0).dims.at(0);
-        params.push_back({"weight", 0, c, {c}, "Init::ones", 0, false, layer.name});
-        params.push_back({"bias", c, c, {c}, "Init::zeros", 0, false, layer.name});
-      }
-      int64_t param_elements = 0;
-      for (const Row& p : params) param_elements += p.count;
-      MPLAN_CHECK(param_elements == model_.parameter_count(l), "codegen: parameter layout of " + layer.name);
-      for (Row p : params) {
-        p.file = unique_file(layer.name + "." + p.file);
-        p.offset = absolute_offset(*w) + p.offset * 4;
-        rows.push_back(p);
-      }
-      int64_t state_at = 0;
-      if (model_.optimizer.momentum > 0 && state != nullptr) {
-        for (Row p : params) {
-          p.file = unique_file(layer.name + "." + p.file + ".momentum");
-          p.offset = absolute_offset(*state) + p.offset * 4;
-          p.init = "Init::zeros";
-          p.optional = true;
-          rows.push_back(p);
-        }
-        state_at = param_elements;
-      }
-      if (layer.op == Op::batchnorm && state != nullptr) {
-        const int64_t c = model_.input_shape(l, 0).dims.at(0);
-        rows.push_back({unique_file(layer.name + ".running_mean"), absolute_offset(*state) + state_at * 4, c, {c},
-                        "Init::zeros", 0, true, layer.name});
-        rows.push_back({unique_file(layer.name + ".running_var"), absolute_offset(*state) + (state_at + c) * 4, c, {c},
-                        "Init::ones", 0, true, layer.name});
-      }
-    }
-    std::string text =
-        "\n// ---- tensors: the weights file format, one .npy per tensor ----------------------\n"
-        "// file, offset, count, rank, shape, init, fan_in, optional (layer)\n"
-        "constexpr Tensor kTensors[] = {\n";
-    for (const Row& r : rows) {
-      std::vector<int64_t> shape = r.shape;
-      shape.resize(4, 0);
-      text += fmt::format("    {{{}, {}, {}, {}, {{{}}}, {}, {}, {}}},  // {}\n", cpp_string_literal(r.file), r.offset,
-                          r.count, r.shape.size(), join(shape), r.init, r.fan_in, r.optional ? "true" : "false",
-                          comment_text(r.layer));
-    }
-    if (rows.empty()) text += "    {\"none\", 0, 0, 0, {0, 0, 0, 0}, Init::zeros, 0, true},\n";
-    text += "};\n";
-    return text;
-  }
-
-  std::string event_comment(EventId e) const {
-    auto it = recorder_.find(e);
-    if (it == recorder_.end()) return "";
-    return fmt::format("  // step {}: {}", it->second, comment_text(short_description(plan_.steps[it->second]), 80));
+  std::string block_label(BufferId id) const {
+    const Buffer& b = plan_.buffers.at(id);
+    return b.block != kNoBlock ? tdfg_.blocks[b.block].name : "workspace of " + tdfg_.tasks[b.workspace_of].name;
   }
 
   std::string short_description(const Step& step) const {
     switch (step.kind) {
-      case StepKind::compute: return tdfg_.tasks[step.task].name + round_text(step.round);
-      case StepKind::offload: return "offload " + block_label(plan_.buffers[step.buffer]);
-      case StepKind::prefetch: return "prefetch " + block_label(plan_.buffers[step.buffer]);
-      case StepKind::alloc: return "alloc " + block_label(plan_.buffers[step.buffer]);
-      case StepKind::free: return "free " + block_label(plan_.buffers[step.buffer]);
+      case StepKind::compute: return (step.recompute ? "re" : "") + tdfg_.tasks[step.task].name;
+      case StepKind::offload: return "offload " + block_label(step.buffer);
+      case StepKind::prefetch: return (is_input_load(step) ? "load " : "prefetch ") + block_label(step.buffer);
+      case StepKind::alloc: return "alloc " + block_label(step.buffer);
+      case StepKind::free: return "free " + block_label(step.buffer);
     }
     return "";
   }
 
   bool is_input_load(const Step& step) const {
-    const Buffer& b = plan_.buffers[step.buffer];
+    const Buffer& b = plan_.buffers.at(step.buffer);
     return b.block == tdfg_.input_block || b.block == tdfg_.labels_block;
+  }
+
+  // The shapes of a compute step's tensors, for its comment: "Y[conv1] (32, 64, 16, 16)".
+  std::string tensor_shapes(const Step& step, const StepCalls& calls) const {
+    std::string text;
+    std::set<BufferId> seen;
+    for (BufferId id : calls.slot_buffers) {
+      if (!seen.insert(id).second) continue;
+      const Buffer& b = plan_.buffers[id];
+      std::string shape;
+      if (b.block != kNoBlock && tdfg_.blocks[b.block].bytes_per_sample > 0 && tdfg_.blocks[b.block].layer >= 0) {
+        const Block& block = tdfg_.blocks[b.block];
+        const Layer& layer = model_.layers[block.layer];
+        const bool saved = block.kind == BlockKind::saved;
+        shape = fmt::format("({}, {})", plan_.sub_batches.at(step.round),
+                            fmt::join(saved ? layer.output.dims : layer.output.dims, ", "));
+        if (saved) shape += " bytes";
+      } else if (b.block == tdfg_.input_block) {
+        shape = fmt::format("({}, {})", plan_.sub_batches.at(step.round), fmt::join(model_.input.dims, ", "));
+      } else {
+        shape = format_bytes(b.bytes);
+      }
+      text += fmt::format("{}{} {}", text.empty() ? "" : ", ", block_label(id), shape);
+    }
+    return text;
   }
 
   std::string description(const Step& step) const {
@@ -376,174 +235,371 @@ class ProgramEmitter {
     switch (step.kind) {
       case StepKind::compute: {
         const Task& task = tdfg_.tasks[step.task];
-        const TaskChoice* choice = find_choice(plan_, step.task, step.round);
-        std::string text = (step.recompute ? "recompute " : "") + task.name + round_text(step.round);
-        if (task.kind != TaskKind::update) text += fmt::format(" ({} samples)", plan_.sub_batches[step.round]);
-        if (task.has_algorithms && choice) {
-          if (choice->micro_batches.size() > 1) {
-            text += ", micro-batches";
-            for (const MicroBatch& m : choice->micro_batches) text += fmt::format(" {}:{}", m.size, m.algorithm);
-          } else {
-            text += ", planned " + choice->algorithm;
-          }
-          if (choice->workspace_bytes > 0) text += ", workspace " + format_bytes(choice->workspace_bytes);
-        }
+        std::string text = (step.recompute ? "recompute " : "") + task.name;
+        const StepCalls& calls = calls_.at(step.index);
+        for (size_t i = 0; i < calls.algorithms.size(); ++i)
+          text += fmt::format("{}{}", i ? " + " : ", by ", calls.algorithms[i].name);
+        if (step.workspace != kNoBuffer) text += ", workspace " + format_bytes(plan_.buffers[step.workspace].bytes);
         return text;
       }
       case StepKind::offload:
-        return fmt::format("offload {} ({}) on {}", block_label(plan_.buffers[step.buffer]),
-                           format_bytes(plan_.buffers[step.buffer].bytes), stream);
       case StepKind::prefetch:
-        return fmt::format("{} {} ({}) on {}", is_input_load(step) ? "load" : "prefetch",
-                           block_label(plan_.buffers[step.buffer]), format_bytes(plan_.buffers[step.buffer].bytes),
+        return fmt::format("{} ({}) on {}", short_description(step), format_bytes(plan_.buffers[step.buffer].bytes),
                            stream);
       case StepKind::alloc:
-        return fmt::format("alloc {} at arena +{} ({})", block_label(plan_.buffers[step.buffer]),
-                           plan_.buffers[step.buffer].offset, format_bytes(plan_.buffers[step.buffer].bytes));
-      case StepKind::free:
-        return fmt::format("free {}", block_label(plan_.buffers[step.buffer]));
+        return fmt::format("alloc {} ({})", block_label(step.buffer), format_bytes(plan_.buffers[step.buffer].bytes));
+      case StepKind::free: return "free " + block_label(step.buffer);
     }
     return "";
   }
 
-  Result<std::vector<std::string>> step_lines(const Step& step) {
-    std::vector<std::string> lines;
+  std::string pointer(Fields& fields, const rt::Arg& arg, rt::ParamType type, const StepCalls& calls, int32_t base) {
+    const std::string offset = buffer_expr(fields, calls.slot_buffers.at(arg.slot), base);
+    std::string getter;
+    switch (type) {
+      case rt::ParamType::const_i32:
+      case rt::ParamType::i32: getter = "p.i32"; break;
+      case rt::ParamType::const_u8:
+      case rt::ParamType::u8: getter = "p.u8"; break;
+      case rt::ParamType::bytes: getter = "p.bytes"; break;
+      default: getter = "p.f32"; break;
+    }
+    std::string text = getter + "(" + offset + ")";
+    if (arg.offset_elements != 0) text += " + " + std::to_string(arg.offset_elements);
+    return text;
+  }
+
+  void compute_lines(Fields& fields, const Step& step, int32_t base, int32_t relative_index,
+                     std::vector<std::string>& lines) {
+    const StepCalls& calls = calls_.at(step.index);
+    std::vector<std::string> names;
+    for (const AlgorithmChoice& a : calls.algorithms) names.push_back(a.name);
+    const Task& task = tdfg_.tasks[step.task];
+    std::vector<BufferId> outputs;
+    for (const rt::KernelCall& call : calls.invocation.calls) {
+      const std::vector<rt::ParamType>& params = rt::kernel_params(call.kernel);
+      std::string args;
+      for (size_t i = 0; i < call.args.size(); ++i) {
+        const rt::Arg& arg = call.args[i];
+        std::string text;
+        if (arg.kind == rt::ArgKind::tensor) {
+          text = pointer(fields, arg, params[i], calls, base);
+          const BufferId buffer = calls.slot_buffers[arg.slot];
+          if (params[i] == rt::ParamType::f32 && calls.invocation.tensors[arg.slot].role != TensorRole::workspace &&
+              std::find(outputs.begin(), outputs.end(), buffer) == outputs.end())
+            outputs.push_back(buffer);
+        } else {
+          text = scalar_argument(arg, params[i], constants_, names, "t.first_sample");
+        }
+        args += ", " + text;
+      }
+      lines.push_back(fmt::format("{}(p.compute(){});", rt::kernel_name(call.kernel), args));
+    }
+    if (task.kind == TaskKind::FP && !step.recompute && op_spec(task.op).is_loss) {
+      for (size_t i = 0; i < task.writes.size(); ++i)
+        if (task.writes[i] == tdfg_.loss_block)
+          lines.push_back(fmt::format("p.read_loss(t.round, {});", buffer_expr(fields, step.writes[i], base)));
+    }
+    // Debug mode: a NaN must not be laundered (relu turns NaN into 0), so every
+    // float output is checked right where it is written.
+    if (!outputs.empty()) {
+      std::string list;
+      for (BufferId b : outputs)
+        list += fmt::format("{}{{{}, {}, {}}}", list.empty() ? "" : ", ", buffer_expr(fields, b, base),
+                            plan_.buffers[b].bytes, cpp_string_literal(block_label(b)));
+      lines.push_back(fmt::format("if (p.debug()) p.check_finite(t.round, {}, {{{}}});",
+                                  cpp_string_literal(short_description(step)), list));
+    }
+  }
+
+  Status step_code(Fields& fields, const Step& step, int32_t base, int32_t relative_index, StepCode& code) {
+    std::vector<std::string>& lines = code.lines;
     const std::string stream = stream_expr(step.stream);
     for (EventId e : step.waits) {
       if (step.stream == StreamKind::host)
-        lines.push_back(fmt::format("event_synchronize(c.ev[{}]);{}", e, event_comment(e)));
+        code.waits.push_back(fmt::format("p.host_wait({});", event_expr(fields, e, base)));
       else
-        lines.push_back(fmt::format("stream_wait_event({}, c.ev[{}]);{}", stream, e, event_comment(e)));
+        code.waits.push_back(fmt::format("p.wait({}, {});", stream, event_expr(fields, e, base)));
     }
     switch (step.kind) {
-      case StepKind::compute: {
-        const Task& task = tdfg_.tasks[step.task];
-        ComputeCall call;
-        call.model = &model_;
-        call.tdfg = &tdfg_;
-        call.task = &task;
-        call.choice = find_choice(plan_, step.task, step.round);
-        call.round = step.round;
-        if (step.round != kOnceRound) {
-          call.samples = plan_.sub_batches[step.round];
-          for (int32_t r = 0; r < step.round; ++r) call.first_sample += plan_.sub_batches[r];
-        }
-        for (size_t i = 0; i < task.reads.size(); ++i) call.region_of[task.reads[i]] = buffer_names_.at(step.reads[i]);
-        for (size_t i = 0; i < task.writes.size(); ++i)
-          call.region_of[task.writes[i]] = buffer_names_.at(step.writes[i]);
-        if (step.workspace != kNoBuffer) {
-          call.workspace_region = buffer_names_[step.workspace];
-          call.workspace_bytes = plan_.buffers[step.workspace].bytes;
-        }
-        Result<std::vector<std::string>> body = emit_compute_call(call);
-        if (!body) return body.error();
-        // Debug mode: NaN must not be laundered (relu turns NaN into 0), so every
-        // float output is checked right where it is written.
-        std::string checked;
-        for (size_t i = 0; i < task.writes.size(); ++i) {
-          const Block& block = tdfg_.blocks[task.writes[i]];
-          if (block.kind == BlockKind::saved && block.bytes_per_sample > 0 && task.op == Op::dropout) continue;  // mask bytes
-          if (block.kind == BlockKind::labels) continue;
-          const std::string& name = buffer_names_.at(step.writes[i]);
-          checked += fmt::format("{}{{{}, \"{}\"}}", checked.empty() ? "" : ", ", name, name);
-        }
-        if (!checked.empty())
-          body->push_back(fmt::format("if (c.debug_poison) check_finite({}, {{{}}}, c);", step.index, checked));
-        if (body->size() == 1) {
-          lines.push_back(fmt::format("launch(c.compute, [=, &c] {{ {} }});", body->front()));
-        } else {
-          lines.push_back("launch(c.compute, [=, &c] {");
-          for (const std::string& line : *body) lines.push_back("  " + line);
-          lines.push_back("});");
-        }
-        break;
-      }
+      case StepKind::compute: compute_lines(fields, step, base, relative_index, lines); break;
       case StepKind::offload:
-        lines.push_back(fmt::format("copy_to_host(c, {}, {}, {});", buffer_names_[step.buffer],
-                                    slot_names_.at(step.host_slot), stream));
-        break;
       case StepKind::prefetch:
-        lines.push_back(fmt::format("copy_to_device(c, {}, {}, {});", buffer_names_[step.buffer],
-                                    slot_names_.at(step.host_slot), stream));
+        lines.push_back(fmt::format("p.{}({}, {}, {}, {});", step.kind == StepKind::offload ? "offload" : "prefetch",
+                                    buffer_expr(fields, step.buffer, base), host_expr(fields, step.host_slot, base),
+                                    plan_.buffers[step.buffer].bytes, stream));
         break;
       case StepKind::alloc:
-        lines.push_back(fmt::format("note_alloc(c, {});", buffer_names_[step.buffer]));
+        lines.push_back(fmt::format("p.alloc({}, {});", buffer_expr(fields, step.buffer, base),
+                                    plan_.buffers[step.buffer].bytes));
         break;
-      case StepKind::free:
-        lines.push_back(fmt::format("// (bookkeeping only; in debug mode {} is poisoned after its last user)",
-                                    buffer_names_[step.buffer]));
-        break;
+      case StepKind::free: break;  // bookkeeping: the comment says it
     }
-    if (auto it = debug_records_.find(step.index); it != debug_records_.end())
+    if (auto it = poisoning_.records.find(step.index); it != poisoning_.records.end())
       for (int32_t e : it->second)
-        lines.push_back(fmt::format("if (c.debug_poison) event_record(c.debug_ev[{}], {});", e, stream));
-    if (auto it = poisons_.find(step.index); it != poisons_.end())
-      for (const Poison& p : it->second) {
-        for (int32_t e : p.waits)
-          lines.push_back(fmt::format("if (c.debug_poison) stream_wait_event({}, c.debug_ev[{}]);", stream, e));
-        lines.push_back(fmt::format("poison(c, {}, {});  // last use of {}", stream, buffer_names_[p.buffer],
-                                    comment_text(block_label(plan_.buffers[p.buffer]), 80)));
+        lines.push_back(fmt::format("if (p.debug()) event_record(p.debug_event({}), {});",
+                                    debug_event_expr(fields, e, base), stream));
+    if (auto it = poisoning_.poisons.find(step.index); it != poisoning_.poisons.end())
+      for (const PoisonAfter& poison : it->second) {
+        for (int32_t e : poison.waits)
+          lines.push_back(fmt::format("if (p.debug()) stream_wait_event({}, p.debug_event({}));", stream,
+                                      debug_event_expr(fields, e, base)));
+        lines.push_back(fmt::format("p.poison({}, {}, {});  // last use of {}", stream,
+                                    buffer_expr(fields, poison.buffer, base), plan_.buffers[poison.buffer].bytes,
+                                    comment_text(block_label(poison.buffer), 80)));
       }
     if (step.records != kNoEvent) {
       if (step.stream == StreamKind::host)
         return codegen_error(fmt::format("step {} records an event on the host stream", step.index));
-      lines.push_back(fmt::format("event_record(c.ev[{}], {});", step.records, stream));
+      code.records.push_back(fmt::format("p.record({}, {});", stream, event_expr(fields, step.records, base)));
     }
-    return lines;
+    return Ok{};
   }
 
-  Result<std::string> train_step() {
-    for (const Step& step : plan_.steps)
-      if (step.records != kNoEvent) recorder_[step.records] = step.index;
-    std::string text =
-        "\n// ---- one training iteration: the plan's steps in issue order --------------------\n"
-        "// Each stream runs its work in order; events order work across streams. Input\n"
-        "// batches come from the host slots fill_inputs() wrote before the call.\n"
-        "void train_step(Context& c, int64_t step) {\n"
-        "  (void)step;\n"
-        "  const bool first_update = c.first_update;\n"
-        "  (void)first_update;\n";
-    int32_t round = -2;
-    for (const Step& step : plan_.steps) {
-      if (step.kind == StepKind::compute && step.round != round) {
-        round = step.round;
-        text += round == kOnceRound ? "\n  // ==== the update (once per iteration) ====\n"
-                                    : fmt::format("\n  // ==== round {}: samples {}..{} ====\n", round,
-                                                  first_sample(round), first_sample(round) + plan_.sub_batches[round] - 1);
-      }
-      text += fmt::format("  // step {}: {}\n", step.index, comment_text(description(step), 160));
-      Result<std::vector<std::string>> lines = step_lines(step);
-      if (!lines) return lines.error();
-      for (const std::string& line : *lines) text += "  " + line + "\n";
+  Result<SegmentCode> emit_segment(const Segment& segment) {
+    SegmentCode code;
+    code.segment = segment;
+    Fields fields(code.fields, code.event_fields);
+    const int32_t base = segment.round;
+    for (int32_t i = segment.first_step; i < segment.end_step; ++i) {
+      const Step& step = plan_.steps[i];
+      const int32_t relative_index = i - segment.first_step;
+      StepCode step_text;
+      step_text.comment = fmt::format("  // {}\n", comment_text(description(step), 150));
+      if (step.kind == StepKind::compute && calls_.count(step.index))
+        step_text.comment += "  //     " + comment_text(tensor_shapes(step, calls_.at(step.index)), 150) + "\n";
+      if (Status s = step_code(fields, step, base, relative_index, step_text); !s) return s.error();
+      code.steps.push_back(std::move(step_text));
     }
-    text +=
-        "\n  c.compute.synchronize();\n"
-        "  c.h2d.synchronize();\n"
-        "  c.d2h.synchronize();\n"
-        "}\n";
+    code.describe = base == kOnceRound ? "the update"
+                                       : fmt::format("round {} ({} samples)", base, plan_.sub_batches.at(base));
+    return code;
+  }
+
+  // ---- classes of identical segments, their tables, and the iteration ----------------------
+
+  // Lines of `from` that `into` lacks, appended in their order.
+  static void merge_lines(std::vector<std::string>& into, const std::vector<std::string>& from) {
+    for (const std::string& line : from)
+      if (std::find(into.begin(), into.end(), line) == into.end()) into.push_back(line);
+  }
+
+  // A step's code as rounds of one class must share it: all but its waits and records.
+  static uint64_t signature(const StepCode& step) {
+    std::string text = step.comment;
+    for (const std::string& line : step.lines) text += line + "\n";
+    return std::hash<std::string>{}(text);
+  }
+
+  std::string emit_schedule(const std::vector<SegmentCode>& segments) {
+    std::vector<std::vector<uint64_t>> signatures;
+    size_t longest = 0;
+    for (const SegmentCode& seg : segments) {
+      signatures.emplace_back();
+      for (const StepCode& step : seg.steps) signatures.back().push_back(signature(step));
+      longest = std::max(longest, seg.steps.size());
+    }
+    // Rounds that differ in up to 1/8 of their steps (round 0's own input load,
+    // the last round's missing next-round prefetch, an offload more or less)
+    // share one body; past that, a guard per step would hide more than it saves.
+    const int max_differences = static_cast<int>(std::max<size_t>(8, longest / 8));
+    const std::vector<RoundClass> classes = group_rounds(signatures, max_differences);
+    std::vector<int> class_of(segments.size()), row_of(segments.size());
+    for (size_t c = 0; c < classes.size(); ++c)
+      for (size_t m = 0; m < classes[c].members.size(); ++m) {
+        class_of[classes[c].members[m]] = static_cast<int>(c);
+        row_of[classes[c].members[m]] = static_cast<int>(m);
+      }
+    std::string text =
+        "\n// ---- the schedule " + std::string(62, '-') +
+        "\n// The plan's steps in issue order, one function per class of rounds that run the same steps but\n"
+        "// for where their buffers lie, which events they use, and a few steps only some of them have\n"
+        "// (round 0's input load, the last round's missing prefetch of a next round): the table of the\n"
+        "// class says which, per round (an event of -1 is one a round does not use). Each stream runs\n"
+        "// its work in order; events order work across streams (runtime/device.h).\n";
+    for (size_t c = 0; c < classes.size(); ++c) text += emit_class(c, classes[c], segments);
+    // The iteration: the segments in order, a loop over each run of rows of one class.
+    text += "\n// One iteration: every round, then the update.\nvoid run_iteration(Program& p) {\n";
+    for (size_t s = 0; s < segments.size();) {
+      size_t end = s + 1;
+      while (end < segments.size() && class_of[end] == class_of[s] && row_of[end] == row_of[end - 1] + 1) ++end;
+      const int c = class_of[s];
+      if (end - s == 1)
+        text += fmt::format("  {}(p, {}[{}]);  // {}\n", class_function(c), class_table(c), row_of[s],
+                            segments[s].describe);
+      else
+        text += fmt::format("  for (int i = {}; i < {}; ++i) {}(p, {}[i]);  // rounds {}-{}\n", row_of[s],
+                            row_of[end - 1] + 1, class_function(c), class_table(c), segments[s].segment.round,
+                            segments[end - 1].segment.round);
+      s = end;
+    }
+    text += "}\n";
     return text;
   }
 
-  int64_t first_sample(int32_t round) const {
-    int64_t at = 0;
-    for (int32_t r = 0; r < round; ++r) at += plan_.sub_batches[r];
-    return at;
+  // One class: its row type, its table and its function.
+  std::string emit_class(size_t c, const RoundClass& cls, const std::vector<SegmentCode>& segments) {
+    const std::string type = class_type(c), function = class_function(c);
+    const size_t members = cls.members.size();
+    // The body's steps: each from a member that has it, with every member's
+    // waits and records; steps some members lack are guarded by a flag per
+    // run of steps that the same members have.
+    struct BodyStep {
+      StepCode code;
+      std::vector<bool> present;  // per member
+    };
+    std::vector<BodyStep> body;
+    for (const std::vector<int>& row : cls.steps) {
+      BodyStep step;
+      for (size_t m = 0; m < members; ++m) {
+        step.present.push_back(row[m] >= 0);
+        if (row[m] < 0) continue;
+        const StepCode& code = segments[cls.members[m]].steps[row[m]];
+        if (step.code.comment.empty()) step.code = code;
+        merge_lines(step.code.waits, code.waits);
+        merge_lines(step.code.records, code.records);
+      }
+      body.push_back(std::move(step));
+    }
+    // Fields: the union over the members (a member lacking one has 0, or -1
+    // for an event); flags for the guarded runs.
+    std::vector<Field> fields;
+    std::vector<std::string> event_names;
+    for (int s : cls.members) {
+      for (const Field& f : segments[s].fields) {
+        bool known = false;
+        for (const Field& g : fields) known = known || g.name == f.name;
+        if (!known) fields.push_back(Field{f.name, f.type, 0});
+      }
+      for (const Field& f : segments[s].event_fields)
+        if (std::find(event_names.begin(), event_names.end(), f.name) == event_names.end())
+          event_names.push_back(f.name);
+    }
+    struct Guard {
+      std::string name;
+      std::vector<bool> present;
+    };
+    std::vector<Guard> guards;
+    std::vector<int> guard_of(body.size(), -1);
+    std::set<std::string> names;
+    for (const Field& f : fields) names.insert(f.name);
+    for (size_t i = 0; i < body.size(); ++i) {
+      if (std::all_of(body[i].present.begin(), body[i].present.end(), [](bool b) { return b; })) continue;
+      if (i > 0 && guard_of[i - 1] >= 0 && guards[guard_of[i - 1]].present == body[i].present) {
+        guard_of[i] = guard_of[i - 1];
+        continue;
+      }
+      std::string base = "has_" + sanitise_identifier(body[i].code.comment.substr(5, 40)), name = base;
+      for (int k = 2; names.count(name); ++k) name = base + "_" + std::to_string(k);
+      names.insert(name);
+      guard_of[i] = static_cast<int>(guards.size());
+      guards.push_back(Guard{name, body[i].present});
+    }
+
+    std::string which;
+    for (int s : cls.members) which += (which.empty() ? "" : ", ") + segments[s].describe;
+    std::string text = fmt::format("\n// {}: {}.\nstruct {} {{\n  int32_t round;         // the sub-batch (-1: the update)\n"
+                                   "  int64_t first_sample;  // the global index of its first sample\n"
+                                   "  int32_t first_step;    // its first step in plan.json\n",
+                                   type, comment_text(which, 200), type);
+    for (const Guard& g : guards) text += fmt::format("  bool {};\n", g.name);
+    for (const Field& f : fields) text += fmt::format("  {} {};\n", f.type, f.name);
+    for (const std::string& name : event_names) text += fmt::format("  int32_t {};\n", name);
+    text += "};\n";
+    text += fmt::format("constexpr {} {}[] = {{\n", type, class_table(c));
+    for (size_t m = 0; m < members; ++m) {
+      const SegmentCode& seg = segments[cls.members[m]];
+      std::vector<std::string> values = {fmt::format(".round = {}", seg.segment.round),
+                                         fmt::format(".first_sample = {}", first_sample(seg.segment.round)),
+                                         fmt::format(".first_step = {}", seg.segment.first_step)};
+      for (const Guard& g : guards) values.push_back(fmt::format(".{} = {}", g.name, g.present[m] ? "true" : "false"));
+      for (const Field& f : fields) {
+        int64_t value = 0;
+        for (const Field& own : seg.fields)
+          if (own.name == f.name) value = own.value;
+        values.push_back(fmt::format(".{} = {}", f.name, value));
+      }
+      for (const std::string& name : event_names) {
+        int64_t value = -1;
+        for (const Field& own : seg.event_fields)
+          if (own.name == name) value = own.value;
+        values.push_back(fmt::format(".{} = {}", name, value));
+      }
+      text += fmt::format("    // {}: plan steps {}-{}\n    {{", seg.describe, seg.segment.first_step,
+                          seg.segment.end_step - 1);
+      size_t width = 5;
+      for (size_t i = 0; i < values.size(); ++i) {
+        const std::string item = values[i] + (i + 1 < values.size() ? ", " : "");
+        if (width + item.size() > 116) {
+          text += "\n     ";
+          width = 5;
+        }
+        text += item;
+        width += item.size();
+      }
+      text += "},\n";
+    }
+    text += "};\n";
+    text += fmt::format("void {}(Program& p, const {}& t) {{\n", function, type);
+    for (size_t i = 0; i < body.size(); ++i) {
+      const bool opens = guard_of[i] >= 0 && (i == 0 || guard_of[i - 1] != guard_of[i]);
+      const bool closes = guard_of[i] >= 0 && (i + 1 == body.size() || guard_of[i + 1] != guard_of[i]);
+      const std::string indent = guard_of[i] >= 0 ? "  " : "";
+      if (opens) text += fmt::format("  if (t.{}) {{\n", guards[guard_of[i]].name);
+      const StepCode& step = body[i].code;
+      std::string comment = step.comment;
+      if (!indent.empty()) {
+        std::string shifted;
+        for (size_t at = 0; at < comment.size();) {
+          const size_t eol = comment.find('\n', at);
+          shifted += indent + comment.substr(at, eol - at + 1);
+          at = eol + 1;
+        }
+        comment = shifted;
+      }
+      text += comment;
+      for (const std::string& line : step.waits) text += indent + "  " + line + "\n";
+      for (const std::string& line : step.lines) text += indent + "  " + line + "\n";
+      for (const std::string& line : step.records) text += indent + "  " + line + "\n";
+      if (closes) text += "  }\n";
+    }
+    text += "}\n";
+    return text;
   }
 
-  struct Poison {
-    BufferId buffer;
-    std::vector<int32_t> waits;  // debug events of the other streams' last users
-  };
+  static std::string class_letters(size_t c) {
+    std::string name;
+    do {
+      name.insert(name.begin(), static_cast<char>('a' + c % 26));
+      c /= 26;
+    } while (c-- > 0);
+    return name;
+  }
+  static std::string class_type(size_t c) {
+    std::string letters = class_letters(c);
+    letters[0] = static_cast<char>(std::toupper(letters[0]));
+    return "Rounds" + letters;
+  }
+  static std::string class_function(size_t c) { return "rounds_" + class_letters(c); }
+  static std::string class_table(size_t c) { return "k" + class_type(c); }
+
+  int64_t first_sample(int32_t round) const {
+    int64_t at = 0;
+    for (int32_t r = 0; r < round && r < static_cast<int32_t>(plan_.sub_batches.size()); ++r) at += plan_.sub_batches[r];
+    return at;
+  }
 
   const Model& model_;
   const Tdfg& tdfg_;
   const Plan& plan_;
   const CodegenOptions& options_;
-  std::vector<std::string> buffer_names_, slot_names_;
-  std::map<int32_t, std::vector<Poison>> poisons_;        // step index -> buffers last used there
-  std::map<int32_t, std::vector<int32_t>> debug_records_; // step index -> debug events recorded there
-  int32_t debug_event_count_ = 0;
-  std::map<EventId, int32_t> recorder_;                   // event -> the step that records it
+  std::map<int32_t, StepCalls> calls_;          // step index -> its kernels
+  std::map<EventId, int32_t> recorder_;         // event -> the step that records it
+  std::map<BufferId, std::string> resident_names_;
+  DebugPoisoning poisoning_;
+  SharedConstants constants_;
+  std::vector<std::string> warnings_;
+  std::set<std::string> substituted_;
 };
 
 }  // namespace

@@ -1,6 +1,6 @@
 #pragma once
-// The op table of the format (docs/model-format.md, "Ops"): which fields each
-// op takes, their defaults, and reading them into a Layer (frontend-internal).
+// Reading a layer's op and fields with the op table (frontend/op_table.h;
+// docs/model-format.md, "Ops") (frontend-internal).
 
 #include <optional>
 #include <string_view>

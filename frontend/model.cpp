@@ -3,25 +3,9 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-namespace mplan {
+#include "frontend/op_table.h"
 
-const char* op_name(Op op) {
-  switch (op) {
-    case Op::conv: return "conv";
-    case Op::linear: return "linear";
-    case Op::relu: return "relu";
-    case Op::pool: return "pool";
-    case Op::global_avgpool: return "global_avgpool";
-    case Op::batchnorm: return "batchnorm";
-    case Op::lrn: return "lrn";
-    case Op::dropout: return "dropout";
-    case Op::add: return "add";
-    case Op::concat: return "concat";
-    case Op::flatten: return "flatten";
-    case Op::softmax_xent: return "softmax_xent";
-  }
-  return "unknown";
-}
+namespace mplan {
 
 int64_t Shape::elements() const {
   int64_t product = 1;
@@ -42,25 +26,16 @@ const Shape& Model::input_shape(LayerId l, int k) const {
   return layers[from].output;
 }
 
+std::vector<Shape> Model::input_shapes(LayerId l) const {
+  MPLAN_CHECK(l >= 0 && l < static_cast<LayerId>(layers.size()), "layer id out of range");
+  std::vector<Shape> shapes;
+  for (int k = 0; k < static_cast<int>(layers[l].inputs.size()); ++k) shapes.push_back(input_shape(l, k));
+  return shapes;
+}
+
 int64_t Model::parameter_count(LayerId l) const {
   MPLAN_CHECK(l >= 0 && l < static_cast<LayerId>(layers.size()), "layer id out of range");
-  const Layer& layer = layers[l];
-  switch (layer.op) {
-    case Op::conv: {
-      int64_t in_channels = input_shape(l).dims.at(0);
-      int64_t weights = layer.out * (in_channels / layer.groups) * layer.window.kernel_h *
-                        layer.window.kernel_w;
-      return weights + (layer.bias ? layer.out : 0);
-    }
-    case Op::linear: {
-      int64_t in_features = input_shape(l).elements();
-      return layer.out * in_features + (layer.bias ? layer.out : 0);
-    }
-    case Op::batchnorm:
-      return 2 * input_shape(l).dims.at(0);  // gamma and beta per channel
-    default:
-      return 0;
-  }
+  return layer_parameter_count(layers[l], input_shapes(l));
 }
 
 int64_t Model::parameter_count() const {
@@ -71,8 +46,7 @@ int64_t Model::parameter_count() const {
 
 int64_t Model::buffer_count(LayerId l) const {
   MPLAN_CHECK(l >= 0 && l < static_cast<LayerId>(layers.size()), "layer id out of range");
-  if (layers[l].op != Op::batchnorm) return 0;
-  return 2 * input_shape(l).dims.at(0);  // running mean and running variance
+  return layer_buffer_count(layers[l], input_shapes(l));
 }
 
 LayerId Model::find(const std::string& name) const {

@@ -15,10 +15,12 @@ using LayerId = int32_t;
 // The model's input batch, as an entry of Layer::inputs.
 inline constexpr LayerId kModelInput = -1;
 
-// Every op of the model table in DESIGN.md.
+// Every op of the model format (frontend/ops/ops.def; the op table,
+// frontend/op_table.h, says everything about each).
 enum class Op {
-  conv, linear, relu, pool, global_avgpool, batchnorm, lrn, dropout, add, concat,
-  flatten, softmax_xent,
+#define MPLAN_OP(name) name,
+#include "frontend/ops/ops.def"
+#undef MPLAN_OP
 };
 const char* op_name(Op op);  // "conv", "softmax_xent", ...
 
@@ -88,6 +90,8 @@ struct Model {
 
   // The per-sample shape of input k of layer l (the model input or a layer output).
   const Shape& input_shape(LayerId l, int k = 0) const;
+  // All of layer l's input shapes, in order.
+  std::vector<Shape> input_shapes(LayerId l) const;
   // Learnable parameters of a layer (weights and bias; batchnorm gamma and beta).
   int64_t parameter_count(LayerId l) const;
   int64_t parameter_count() const;  // whole model

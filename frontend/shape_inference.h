@@ -1,13 +1,14 @@
 #pragma once
-// Per-op shape inference and the per-op rules of the format
-// (docs/model-format.md, "Shapes"): one function from a layer and the shapes
-// of its inputs to its output shape, or what is wrong.
+// Shape inference of one layer (docs/model-format.md, "Shapes"): the input
+// count and the overall size limits here, each op's own rules in its entry of
+// the op table (frontend/op_table.h).
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "frontend/model.h"
+#include "frontend/op_table.h"
 
 namespace mplan {
 
@@ -19,14 +20,6 @@ inline constexpr int64_t kMaxSizeField = 2147483647;  // 2^31 - 1
 // Whether every dimension is >= 1 and the product is at most kMaxElements
 // (computed without overflow, unlike Shape::elements).
 bool is_valid_size(const Shape& shape);
-
-// Either the output shape or a message such as "kernel 7x7 is larger than its
-// padded input 5x5" (without the layer's name or location: the caller adds them).
-struct ShapeOrMessage {
-  Shape shape;
-  std::string error;  // empty when `shape` is valid
-  bool ok() const { return error.empty(); }
-};
 
 // Output of `layer` given the shapes of its inputs, in order, with the names
 // of those inputs for messages; `classes` is the model's class count (the loss

@@ -38,6 +38,10 @@ void MapReader::fail(const YAML::Node& at, std::string_view message) const {
 
 void MapReader::check_keys(std::initializer_list<std::string_view> allowed,
                            std::string_view what) const {
+  check_keys(std::vector<std::string_view>(allowed), what);
+}
+
+void MapReader::check_keys(const std::vector<std::string_view>& allowed, std::string_view what) const {
   std::set<std::string> seen;
   for (const auto& entry : map_) {
     const YAML::Node& key = entry.first;

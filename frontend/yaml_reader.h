@@ -13,6 +13,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "frontend/error.h"
 #include "frontend/expression.h"
@@ -48,6 +49,7 @@ class MapReader {
   // Fails on a key given twice and on a key not in `allowed`; `what` names the
   // map in the message ("conv layer", "optimizer").
   void check_keys(std::initializer_list<std::string_view> allowed, std::string_view what) const;
+  void check_keys(const std::vector<std::string_view>& allowed, std::string_view what) const;
 
   bool has(std::string_view key) const;
   // The value node of `key`; check has() first.

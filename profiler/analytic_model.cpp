@@ -14,18 +14,26 @@ namespace {
 constexpr double kFloatBytes = 4;
 constexpr double kLinearGemmEfficiency = 0.75;  // cuBLAS SGEMM on a full GPU
 
-double elements(const Shape& shape, int64_t b) { return static_cast<double>(shape.elements()) * b; }
-
 // A streaming kernel: bytes read and written, nothing worth counting computed.
 KernelWork streaming(double bytes, int kernels = 1, double flops = 0) {
   return KernelWork{flops, bytes, bytes / kFloatBytes, 1.0, kernels};
 }
 
-// The work of a non-conv task: memory-bound ops by bytes moved (DESIGN.md),
-// linear layers as GEMMs.
+// The efficiency the analytic model gives each kind of kernel the op table
+// names: streaming kernels are priced by bytes (kMemoryEfficiency applies in
+// kernel_time_ms), GEMMs at cuBLAS SGEMM's share of peak.
+double efficiency(KernelClass kernel_class) {
+  switch (kernel_class) {
+    case KernelClass::gemm: return kLinearGemmEfficiency;
+    case KernelClass::streaming: return 1.0;
+  }
+  return 1.0;
+}
+
+// The work of a non-conv task: the op table's estimate (memory-bound ops by
+// bytes moved, linear layers as GEMMs; DESIGN.md), and the update's.
 std::vector<KernelWork> layer_work(const TaskShape& s, int64_t b) {
-  const TaskKind kind = s.kind;
-  if (kind == TaskKind::update) {
+  if (s.kind == TaskKind::update) {
     // SGD with momentum and weight decay, one kernel per weighted layer: read
     // W, dW and the momentum, write W and the momentum, zero dW for the next
     // iteration's accumulation.
@@ -33,70 +41,19 @@ std::vector<KernelWork> layer_work(const TaskShape& s, int64_t b) {
     return {streaming(per_parameter * kFloatBytes * s.parameters, static_cast<int>(std::max<int64_t>(s.tensors, 1)),
                       4.0 * s.parameters)};
   }
-  const double x = elements(s.inputs.at(0), b) * kFloatBytes;  // first input, b samples
-  const double y = elements(s.output, b) * kFloatBytes;
-  double all_inputs = 0;
-  for (const Shape& in : s.inputs) all_inputs += elements(in, b) * kFloatBytes;
+  const OpSpec& spec = op_spec(s.op);
+  MPLAN_CHECK(spec.work != nullptr, fmt::format("layer_work: no model for {} {}", spec.name, task_kind_name(s.kind)));
+  std::vector<KernelWork> phases;
+  for (const WorkEstimate& w : spec.work(OpTask{s.layer, s.inputs, s.output, s.kind}, b))
+    phases.push_back(KernelWork{w.flops, w.bytes, w.parallel_items, efficiency(w.kernel_class), w.kernels});
+  return phases;
+}
 
-  switch (s.op) {
-    case Op::linear: {
-      const double in = static_cast<double>(s.inputs.at(0).elements());
-      const double out = static_cast<double>(s.out);
-      const double w = in * out * kFloatBytes;
-      const double flops = 2.0 * b * in * out;
-      if (kind == TaskKind::FP) {  // Y = X W^T (+ bias)
-        std::vector<KernelWork> work{{flops, x + w + y, b * out, kLinearGemmEfficiency, 1}};
-        if (s.bias) work.push_back(streaming(2 * y));
-        return work;
-      }
-      if (kind == TaskKind::BP1) return {{flops, y + w + x, b * in, kLinearGemmEfficiency, 1}};  // dX = dY W
-      // BP2: dW += dY^T X, a GEMM with a b-long reduction; plus the bias gradient.
-      std::vector<KernelWork> work{{flops, x + y + 2 * w, in * out, kLinearGemmEfficiency, 1}};
-      if (s.bias) work.push_back(streaming(y));
-      return work;
-    }
-    case Op::relu:
-      if (kind == TaskKind::FP) return {streaming(x + y)};
-      return {streaming(3 * y)};  // read Y, dY; write dX
-    case Op::pool:
-      if (kind == TaskKind::FP)
-        return {streaming(x + y, 1, elements(s.output, b) * s.window.kernel_h * s.window.kernel_w)};
-      if (s.pool_mode == PoolMode::max) return {streaming(2 * x + 2 * y)};  // read X, Y, dY; write dX
-      return {streaming(x + y)};                                            // read dY; write dX
-    case Op::global_avgpool:
-      return {streaming(x + y)};
-    case Op::batchnorm:
-      // Training-mode batch norm: statistics pass, then normalise (cuDNN).
-      if (kind == TaskKind::FP) return {streaming(2 * x + y, 2)};
-      if (kind == TaskKind::BP2) return {streaming(2 * x)};  // dgamma, dbeta: reduce X and dY
-      return {streaming(3 * x, 1)};                          // dX from X, dY and the reductions
-    case Op::lrn: {
-      const double flops = elements(s.output, b) * (2.0 * s.lrn_size + 10);
-      if (kind == TaskKind::FP) return {streaming(x + y, 1, flops)};
-      return {streaming(2 * x + 2 * y, 1, 2 * flops)};  // read X, Y, dY; write dX
-    }
-    case Op::dropout: {
-      const double mask = elements(s.output, b);  // one byte per element
-      if (kind == TaskKind::FP) return {streaming(x + y + mask)};
-      return {streaming(2 * y + mask)};
-    }
-    case Op::add:
-      if (kind == TaskKind::FP) return {streaming(all_inputs + y)};
-      return {streaming(y + all_inputs)};  // dY to every input's gradient
-    case Op::concat:
-      if (kind == TaskKind::FP) return {streaming(all_inputs + y, static_cast<int>(s.inputs.size()))};
-      return {streaming(y + all_inputs, static_cast<int>(s.inputs.size()))};
-    case Op::flatten:
-      return {streaming(x + y)};  // a copy (a view where the runtime aliases it)
-    case Op::softmax_xent:
-      // FP: softmax and the loss (two kernels); BP1: (P - onehot) / B.
-      if (kind == TaskKind::FP) return {streaming(x + y + 4.0 * b, 2, 10 * elements(s.output, b))};
-      return {streaming(x + y + 4.0 * b)};
-    case Op::conv:
-      break;
-  }
-  MPLAN_CHECK(false, fmt::format("layer_work: no model for {} {}", op_name(s.op), task_kind_name(kind)));
-  return {};
+// Scratch a task needs besides an algorithm's workspace (the op table's).
+int64_t scratch_bytes(const TaskShape& s, int64_t b) {
+  if (s.kind == TaskKind::update) return 0;
+  const OpSpec& spec = op_spec(s.op);
+  return spec.scratch_bytes ? spec.scratch_bytes(OpTask{s.layer, s.inputs, s.output, s.kind}, b) : 0;
 }
 
 double time_ms(const Device& device, const std::vector<KernelWork>& phases) {
@@ -109,8 +66,8 @@ double time_ms(const Device& device, const std::vector<KernelWork>& phases) {
 
 std::vector<TaskOption> analytic_options(const Device& device, const TaskShape& shape, int64_t sub_batch) {
   MPLAN_CHECK(sub_batch >= 1, "analytic_options: the sub-batch must be at least 1");
-  if (shape.kind == TaskKind::update || shape.op != Op::conv)
-    return {TaskOption{"default", time_ms(device, layer_work(shape, sub_batch)), 0}};
+  if (shape.kind == TaskKind::update || !op_spec(shape.op).has_algorithms)
+    return {TaskOption{"default", time_ms(device, layer_work(shape, sub_batch)), scratch_bytes(shape, sub_batch)}};
   const ConvDirection direction = conv_direction(shape.kind);
   const ConvShape conv = conv_shape(shape);
   std::vector<TaskOption> options;

@@ -11,8 +11,7 @@
 #include <functional>
 #include <random>
 
-#include "profiler/runtime_conv_shape.h"
-#include "runtime/conv.h"
+#include "profiler/task_invocation.h"
 #include "runtime/ops.h"
 
 namespace mplan {
@@ -37,201 +36,72 @@ double time_ms(const std::function<void()>& run, const CpuMeasureOptions& option
   return times[times.size() / 2];
 }
 
-// Buffers filled with small values (random, so that max-pool and relu take
-// their real branches); one per role, sized on demand.
-struct Buffers {
+// Slots filled with small random values (so that max-pool and relu take
+// their real branches), labels with class 0; sized by the invocation.
+struct Slots {
   std::vector<std::vector<float>> storage;
-  std::mt19937 random{12345};
-  float* make(int64_t count) {
+  std::vector<void*> pointers;
+
+  explicit Slots(const TaskInvocation& task) {
+    std::mt19937 random(12345);
     std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
-    storage.emplace_back(static_cast<size_t>(std::max<int64_t>(count, 1)));
-    for (float& v : storage.back()) v = uniform(random);
-    return storage.back().data();
+    for (size_t i = 0; i < task.slot_bytes.size(); ++i) {
+      storage.emplace_back(static_cast<size_t>(std::max<int64_t>(task.slot_bytes[i], 4) + 3) / 4);
+      const TensorRole role = task.invocation.tensors[i].role;
+      if (role == TensorRole::labels) continue;  // zeros: class 0
+      if (role == TensorRole::saved) {
+        for (float& v : storage.back()) v = 0.5f + 0.5f * std::abs(uniform(random));  // a positive invstd
+        continue;
+      }
+      for (float& v : storage.back()) v = uniform(random);
+    }
+    for (auto& buffer : storage) pointers.push_back(buffer.data());
   }
 };
 
-int64_t elements(const Shape& s) { return s.elements(); }
-std::pair<int64_t, int64_t> channels_hw(const Shape& s) {
-  int64_t hw = 1;
-  for (size_t i = 1; i < s.dims.size(); ++i) hw *= s.dims[i];
-  return {s.dims.at(0), hw};
-}
-
-std::vector<TaskOption> measure_conv(const TaskShape& shape, int64_t n, const CpuMeasureOptions& options) {
-  const rt::ConvShape s = runtime_conv_shape(shape.inputs.at(0), shape.out, shape.window, shape.groups, n);
-  const rt::ConvDirection direction = shape.kind == TaskKind::FP    ? rt::ConvDirection::forward
-                                      : shape.kind == TaskKind::BP1 ? rt::ConvDirection::backward_data
-                                                                    : rt::ConvDirection::backward_filter;
-  Buffers b;
-  float* x = b.make(s.x_elements());
-  float* w = b.make(s.w_elements() + s.k);
-  float* y = b.make(s.y_elements());
-  std::vector<TaskOption> result;
-  for (rt::ConvAlgo algo : rt::kConvAlgos) {
-    if (!rt::conv_algo_supported(algo, direction, s)) continue;
-    const size_t workspace_bytes = rt::conv_workspace_bytes(algo, direction, s);
-    std::vector<float> workspace(workspace_bytes / sizeof(float) + 1);
-    auto run = [&] {
-      switch (direction) {
-        case rt::ConvDirection::forward:
-          rt::conv_forward(algo, s, x, w, shape.bias ? w + s.w_elements() : nullptr, y, workspace.data(),
-                           workspace_bytes);
-          break;
-        case rt::ConvDirection::backward_data:
-          rt::conv_backward_data(algo, s, w, y, x, workspace.data(), workspace_bytes, false);
-          break;
-        case rt::ConvDirection::backward_filter:
-          rt::conv_backward_filter(algo, s, x, y, w, workspace.data(), workspace_bytes, true);
-          if (shape.bias) rt::conv_backward_bias(s, y, w + s.w_elements(), true);
-          break;
-      }
-    };
-    result.push_back({rt::conv_algo_name(algo), time_ms(run, options), static_cast<int64_t>(workspace_bytes)});
-  }
-  std::sort(result.begin(), result.end(),
-            [](const TaskOption& a, const TaskOption& b) { return a.time_ms < b.time_ms; });
-  return result;
-}
-
-// One runner per op and task kind: the runtime call the generated program makes.
-std::function<void()> op_runner(const TaskShape& shape, int64_t n, Buffers& b) {
-  const Shape& in = shape.inputs.empty() ? shape.output : shape.inputs[0];
-  const int64_t in_count = n * elements(in), out_count = n * elements(shape.output);
-  const bool fp = shape.kind == TaskKind::FP;
-  switch (shape.op) {
-    case Op::linear: {
-      const int64_t i = elements(in), o = shape.out;
-      float *x = b.make(in_count), *w = b.make(i * o + o), *y = b.make(n * o), *dw = b.make(i * o + o);
-      if (fp) return [=] { rt::linear_forward(x, w, shape.bias ? w + i * o : nullptr, y, n, i, o); };
-      if (shape.kind == TaskKind::BP1) return [=] { rt::linear_backward_data(w, y, x, n, i, o, false); };
-      return [=] {
-        rt::linear_backward_weights(x, y, dw, n, i, o, true);
-        if (shape.bias) rt::linear_backward_bias(y, dw + i * o, n, o, true);
-      };
-    }
-    case Op::relu: {
-      float *x = b.make(in_count), *y = b.make(in_count), *dx = b.make(in_count);
-      if (fp) return [=] { rt::relu_forward(x, y, in_count); };
-      return [=] { rt::relu_backward(y, x, dx, in_count, false); };
-    }
-    case Op::flatten: {
-      float *x = b.make(in_count), *y = b.make(in_count);
-      if (fp) return [=] { rt::flatten_forward(x, y, in_count); };
-      return [=] { rt::flatten_backward(y, x, in_count, false); };
-    }
-    case Op::pool: {
-      rt::PoolShape p;
-      p.n = n;
-      p.c = in.dims.at(0);
-      p.h = in.dims.at(1);
-      p.w = in.dims.at(2);
-      p.kernel_h = shape.window.kernel_h;
-      p.kernel_w = shape.window.kernel_w;
-      p.stride_h = shape.window.stride_h;
-      p.stride_w = shape.window.stride_w;
-      p.pad_h = shape.window.pad_h;
-      p.pad_w = shape.window.pad_w;
-      float *x = b.make(in_count), *y = b.make(out_count), *dy = b.make(out_count), *dx = b.make(in_count);
-      if (shape.pool_mode == PoolMode::max) {
-        if (fp) return [=] { rt::max_pool_forward(p, x, y); };
-        return [=] { rt::max_pool_backward(p, x, y, dy, dx, false); };
-      }
-      if (fp) return [=] { rt::avg_pool_forward(p, x, y); };
-      return [=] { rt::avg_pool_backward(p, dy, dx, false); };
-    }
-    case Op::global_avgpool: {
-      auto [c, hw] = channels_hw(in);
-      float *x = b.make(in_count), *y = b.make(n * c);
-      if (fp) return [=, c = c, hw = hw] { rt::global_avg_pool_forward(x, y, n, c, hw); };
-      return [=, c = c, hw = hw] { rt::global_avg_pool_backward(y, x, n, c, hw, false); };
-    }
-    case Op::batchnorm: {
-      auto [c, hw] = channels_hw(in);
-      float *x = b.make(in_count), *y = b.make(in_count), *dy = b.make(in_count), *params = b.make(8 * c);
-      if (fp)
-        return [=, c = c, hw = hw] {
-          rt::batchnorm_forward_train(x, params, params + c, y, params + 2 * c, params + 3 * c, params + 4 * c,
-                                      params + 5 * c, n, c, hw, 1e-5f, 0.1f);
-        };
-      return [=, c = c, hw = hw] {
-        std::vector<float> stats(2 * c, 1.0f);
-        rt::batchnorm_backward(x, params, stats.data(), stats.data() + c, dy, y, params + 6 * c, params + 7 * c, n,
-                               c, hw, false, true);
-      };
-    }
-    case Op::lrn: {
-      auto [c, hw] = channels_hw(in);
-      float *x = b.make(in_count), *y = b.make(in_count), *dx = b.make(in_count);
-      const int64_t size = shape.lrn_size;
-      if (fp) return [=, c = c, hw = hw] { rt::lrn_forward(x, y, n, c, hw, size, 1e-4f, 0.75f, 2.0f); };
-      return [=, c = c, hw = hw] { rt::lrn_backward(x, y, dx, n, c, hw, size, 1e-4f, 0.75f, 2.0f, false); };
-    }
-    case Op::dropout: {
-      float *x = b.make(in_count), *y = b.make(in_count);
-      auto mask = std::make_shared<std::vector<uint8_t>>(static_cast<size_t>(in_count), 1);
-      const int64_t per_sample = elements(in);
-      if (fp) return [=] { rt::dropout_forward(x, y, mask->data(), n, per_sample, 0, 0.5f, 1, 0); };
-      return [=] { rt::dropout_backward(mask->data(), y, x, in_count, 0.5f, false); };
-    }
-    case Op::add: {
-      const int count = static_cast<int>(shape.inputs.size());
-      auto inputs = std::make_shared<std::vector<const float*>>();
-      for (int k = 0; k < count; ++k) inputs->push_back(b.make(in_count));
-      float *y = b.make(in_count), *dx = b.make(in_count);
-      if (fp) return [=] { rt::add_forward(inputs->data(), count, y, in_count); };
-      return [=] {
-        for (int k = 0; k < count; ++k) rt::add_backward(y, dx, in_count, k > 0);
-      };
-    }
-    case Op::concat: {
-      auto inputs = std::make_shared<std::vector<const float*>>();
-      auto channels = std::make_shared<std::vector<int64_t>>();
-      const int64_t hw = channels_hw(shape.output).second, total = shape.output.dims.at(0);
-      for (const Shape& s : shape.inputs) {
-        inputs->push_back(b.make(n * elements(s)));
-        channels->push_back(s.dims.at(0));
-      }
-      float *y = b.make(out_count), *dx = b.make(out_count);
-      if (fp)
-        return [=] {
-          rt::concat_forward(inputs->data(), channels->data(), static_cast<int>(inputs->size()), y, n, hw);
-        };
-      return [=] {
-        int64_t offset = 0;
-        for (int64_t ch : *channels) {
-          rt::concat_backward(y, dx, n, total, offset, ch, hw, false);
-          offset += ch;
-        }
-      };
-    }
-    case Op::softmax_xent: {
-      const int64_t classes = elements(in);
-      float *logits = b.make(in_count), *probs = b.make(in_count), *loss = b.make(1);
-      auto labels = std::make_shared<std::vector<int32_t>>(static_cast<size_t>(n), 0);
-      if (fp) return [=] { rt::softmax_xent_forward(logits, labels->data(), probs, loss, n, classes, false); };
-      return [=] { rt::softmax_xent_backward(probs, labels->data(), logits, n, classes, 1.0f / n, false); };
-    }
-    case Op::conv: break;  // measure_conv
-  }
-  return [] {};
+// Times the task's kernels as the generated program calls them.
+double time_invocation(const TaskInvocation& task, const CpuMeasureOptions& options) {
+  Slots slots(task);
+  rt::Bindings bindings;
+  bindings.slots = slots.pointers.data();
+  bindings.slot_count = static_cast<int32_t>(slots.pointers.size());
+  bindings.lr = 1e-6f;
+  bindings.first_update = false;
+  const rt::Context inline_context;  // no stream: runs at once on this thread
+  return time_ms(
+      [&] {
+        for (const rt::KernelCall& call : task.invocation.calls) rt::run_kernel(inline_context, call, bindings);
+      },
+      options);
 }
 
 }  // namespace
 
 std::vector<TaskOption> measure_cpu_task(const TaskShape& shape, int64_t sub_batch, const CpuMeasureOptions& options) {
-  if (shape.kind == TaskKind::update) {
-    Buffers b;
-    const int64_t count = std::max<int64_t>(shape.parameters, 1);
-    float *w = b.make(count), *g = b.make(count), *m = b.make(count);
-    const bool momentum = shape.state_elements > 0;
-    double ms = time_ms([=] { rt::sgd_step(w, g, momentum ? m : nullptr, count, 1e-6f, momentum ? 0.9f : 0.0f, 0.0f, false); },
-                        options);
-    return {{"default", ms, 0}};
+  const int64_t n = shape.kind == TaskKind::update ? 1 : sub_batch;
+  TaskInvocation task = invoke_task_shape(shape, n, 0, 0);
+  const std::optional<AlgorithmCall> conv = algorithm_call(task.invocation);
+  if (!conv) {
+    // One way to run it, with the op table's scratch as its workspace.
+    int64_t scratch = 0;
+    for (size_t i = 0; i < task.slot_bytes.size(); ++i)
+      if (task.invocation.tensors[i].role == TensorRole::workspace) scratch = task.slot_bytes[i];
+    return {{"default", time_invocation(task, options), scratch}};
   }
-  if (shape.op == Op::conv) return measure_conv(shape, sub_batch, options);
-  Buffers b;
-  std::function<void()> run = op_runner(shape, sub_batch, b);
-  return {{"default", time_ms(run, options), 0}};
+  // Every algorithm of the CPU runtime that supports the direction and shape,
+  // each with its own workspace.
+  std::vector<TaskOption> result;
+  const rt::Context inline_context;
+  for (rt::ConvAlgoId algo = 0; algo < rt::conv_algorithm_count(conv->direction); ++algo) {
+    const int64_t workspace = rt::conv_workspace_bytes(inline_context, conv->direction, conv->shape, algo);
+    if (workspace < 0) continue;
+    task = invoke_task_shape(shape, n, algo, workspace);
+    result.push_back(
+        {rt::conv_algorithm_name(conv->direction, algo), time_invocation(task, options), workspace});
+  }
+  std::sort(result.begin(), result.end(),
+            [](const TaskOption& a, const TaskOption& b) { return a.time_ms < b.time_ms; });
+  return result;
 }
 
 CpuMeasuredCostModel::CpuMeasuredCostModel(CpuMeasureOptions options) : options_(options) {}

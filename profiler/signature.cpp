@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cstring>
+
 namespace mplan {
 
 TaskShape describe_task(const Tdfg& tdfg, TaskId t) {
@@ -22,27 +24,19 @@ TaskShape describe_task(const Tdfg& tdfg, TaskId t) {
     return shape;
   }
   const Layer& layer = model.layers.at(task.layer);
+  shape.layer = layer;
+  shape.layer.name.clear();
+  shape.layer.inputs.clear();
+  shape.layer.where = {};
   shape.op = layer.op;
-  for (int k = 0; k < static_cast<int>(layer.inputs.size()); ++k) shape.inputs.push_back(model.input_shape(task.layer, k));
+  shape.inputs = model.input_shapes(task.layer);
   shape.output = layer.output;
-  switch (layer.op) {
-    case Op::conv:
-      shape.out = layer.out;
-      shape.groups = layer.groups;
-      shape.bias = layer.bias;
-      shape.window = layer.window;
-      break;
-    case Op::linear:
-      shape.out = layer.out;
-      shape.bias = layer.bias;
-      break;
-    case Op::pool:
-      shape.window = layer.window;
-      shape.pool_mode = layer.pool_mode;
-      break;
-    case Op::lrn: shape.lrn_size = layer.lrn_size; break;
-    default: break;
-  }
+  shape.out = layer.out;
+  shape.groups = layer.groups;
+  shape.bias = layer.bias;
+  shape.window = layer.window;
+  shape.pool_mode = layer.pool_mode;
+  shape.lrn_size = layer.lrn_size;
   return shape;
 }
 
@@ -53,20 +47,8 @@ std::string layer_signature(const TaskShape& s) {
   text += " in=";
   for (size_t i = 0; i < s.inputs.size(); ++i) text += (i ? "+" : "") + s.inputs[i].to_string();
   text += " out=" + s.output.to_string();
-  const Window& w = s.window;
-  switch (s.op) {
-    case Op::conv:
-      text += fmt::format(" kernel={}x{} stride={}x{} pad={}x{} groups={} bias={}", w.kernel_h, w.kernel_w,
-                          w.stride_h, w.stride_w, w.pad_h, w.pad_w, s.groups, s.bias ? 1 : 0);
-      break;
-    case Op::linear: text += fmt::format(" bias={}", s.bias ? 1 : 0); break;
-    case Op::pool:
-      text += fmt::format(" mode={} kernel={}x{} stride={}x{} pad={}x{}", s.pool_mode == PoolMode::max ? "max" : "avg",
-                          w.kernel_h, w.kernel_w, w.stride_h, w.stride_w, w.pad_h, w.pad_w);
-      break;
-    case Op::lrn: text += fmt::format(" size={}", s.lrn_size); break;
-    default: break;
-  }
+  // The fields that change the work: the op table's.
+  if (const OpSpec& spec = op_spec(s.op); spec.signature != nullptr) text += spec.signature(s.layer);
   return text;
 }
 
@@ -143,10 +125,18 @@ uint64_t task_fingerprint(const Tdfg& tdfg, TaskId t) {
   h = mix(h, static_cast<uint64_t>(layer.op));
   for (int k = 0; k < static_cast<int>(layer.inputs.size()); ++k) h = mix_shape(h, model.input_shape(task.layer, k));
   h = mix_shape(h, layer.output);
+  // Every field of every op, so that whatever an op's signature reads is in
+  // the hash (fields an op ignores keep their defaults).
   const Window& w = layer.window;
   for (int64_t v : {layer.out, layer.groups, static_cast<int64_t>(layer.bias), w.kernel_h, w.kernel_w, w.stride_h,
-                    w.stride_w, w.pad_h, w.pad_w, static_cast<int64_t>(layer.pool_mode), layer.lrn_size})
+                    w.stride_w, w.pad_h, w.pad_w, static_cast<int64_t>(layer.pool_mode),
+                    static_cast<int64_t>(layer.ceil_mode), layer.lrn_size})
     h = mix(h, static_cast<uint64_t>(v));
+  for (double v : {layer.eps, layer.momentum, layer.alpha, layer.beta, layer.k, layer.p}) {
+    uint64_t bits;
+    std::memcpy(&bits, &v, sizeof bits);
+    h = mix(h, bits);
+  }
   return h;
 }
 

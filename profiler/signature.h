@@ -19,6 +19,9 @@ namespace mplan {
 struct TaskShape {
   Op op = Op::relu;
   TaskKind kind = TaskKind::FP;
+  // The layer's op and fields (name, inputs and place cleared): what the op
+  // table's entries read. The fields below repeat the common ones.
+  Layer layer;
   std::vector<Shape> inputs;  // per-sample shapes of the layer's inputs
   Shape output;               // per-sample shape of its output
   // Op parameters that change the work.

@@ -1,147 +1,176 @@
 #pragma once
-// The ops of the CPU backend, forward and backward, for every layer of the model
-// table (DESIGN.md "Model file"): NCHW float32, explicit pointers and sizes, in the
-// style of llm.c. Ops are plain synchronous functions; the generated program runs
-// them on a stream with launch(stream, [=] { ... }) (runtime/streams.h).
+// The op half of the backend-neutral runtime API: every kernel a generated
+// program calls, forward and backward, for every op of the model table. The
+// CPU backend (runtime/cpu/ops.cpp) and the CUDA backend (runtime/cuda/)
+// implement exactly these declarations, so one generated train.cpp builds
+// against either.
 //
-// Gradient accumulation (moDNN §III, sub-batches): every backward op takes an
-// `accumulate` flag for each output gradient: false writes it (the first writer),
-// true adds to it (later sub-batches, or a second consumer of the same tensor).
+// Every op takes its execution context first (the stream it is enqueued on,
+// with its library handles) and returns at once: the op runs when the stream
+// reaches it. Pointers are into the program's device memory (runtime/device.h)
+// and must stay valid until then; scratch memory is the explicit `workspace`,
+// planned like every other buffer. Shapes: n samples in this call (the
+// sub-batch), c channels, hw = h*w the spatial size; NCHW float32.
 //
-// Shapes: n is the number of samples in this call (the sub-batch), c channels,
-// hw = h*w the spatial size. Convolution is in runtime/conv.h.
+// Gradient accumulation (moDNN §III): every op that writes a gradient takes
+// `accumulate`: false writes it, true adds to it (a second consumer of the same
+// tensor, or a later sub-batch). Weight gradients always accumulate: the
+// update zeroes them after use (sgd_step), so sub-batches sum into them.
+//
+// The list of kernels is runtime/kernels.def; runtime/kernel_call.h runs them
+// from data (the profilers) and names them (codegen).
 
 #include <cstddef>
 #include <cstdint>
 
-#include "runtime/conv.h"
+#include "runtime/device.h"
+#include "runtime/types.h"
 
 namespace mplan::rt {
 
-// ---- helpers -------------------------------------------------------------------
+// ---- convolution: the backend's algorithms ------------------------------------------
 
-void fill_f32(float* data, int64_t count, float value);
-// dst = src, or dst += src when accumulate.
-void copy_or_add(const float* src, float* dst, int64_t count, bool accumulate);
+// Algorithms of a direction are the ids 0 .. conv_algorithm_count(direction)-1.
+int conv_algorithm_count(ConvDirection direction);
+// The backend's name of an algorithm: "gemm" on the CPU, "implicit_gemm" on CUDA
+// (cuDNN's enum name, lower case, without the prefix).
+const char* conv_algorithm_name(ConvDirection direction, ConvAlgoId algo);
+// Workspace the algorithm needs for the shape (shape.n images), in bytes; -1
+// when the backend does not support it for this shape. On CUDA cuDNN answers
+// (cudnnGetConvolution*WorkspaceSize), so it needs the context's handle.
+int64_t conv_workspace_bytes(const Context& ctx, ConvDirection direction, const ConvShape& shape,
+                             ConvAlgoId algo);
 
-// ---- linear: y (n, out) = x (n, in) * w^T + bias; w (out, in) as in PyTorch ----
+// y = conv(x, w) + bias (bias may be null). The workspace must hold what
+// conv_workspace_bytes says; a backend whose planned algorithm needs more than
+// workspace_bytes runs one that fits and says so once (stderr).
+void conv_forward(const Context& ctx, const ConvShape& shape, ConvAlgoId algo, const float* x,
+                  const float* w, const float* bias, float* y, void* workspace, int64_t workspace_bytes);
+// dx = conv_transpose(dy, w): the gradient with respect to the input (BP1).
+void conv_backward_data(const Context& ctx, const ConvShape& shape, ConvAlgoId algo, const float* w,
+                        const float* dy, float* dx, void* workspace, int64_t workspace_bytes, bool accumulate);
+// dw += correlation of x with dy over the batch: the filter gradient (BP2).
+void conv_backward_filter(const Context& ctx, const ConvShape& shape, ConvAlgoId algo, const float* x,
+                          const float* dy, float* dw, void* workspace, int64_t workspace_bytes);
+// dbias[k] += sum over n, p, q of dy.
+void conv_backward_bias(const Context& ctx, const ConvShape& shape, const float* dy, float* dbias);
 
-void linear_forward(const float* x, const float* w, const float* bias, float* y, int64_t n,
-                    int64_t in, int64_t out);
+// The same convolutions run as consecutive micro-batches (mu-cuDNN §II-III),
+// each by its own algorithm, sharing one workspace (the largest of theirs).
+void conv_forward_micro(const Context& ctx, const ConvShape& shape, MicroBatches micro, const float* x,
+                        const float* w, const float* bias, float* y, void* workspace, int64_t workspace_bytes);
+void conv_backward_data_micro(const Context& ctx, const ConvShape& shape, MicroBatches micro, const float* w,
+                              const float* dy, float* dx, void* workspace, int64_t workspace_bytes,
+                              bool accumulate);
+void conv_backward_filter_micro(const Context& ctx, const ConvShape& shape, MicroBatches micro, const float* x,
+                                const float* dy, float* dw, void* workspace, int64_t workspace_bytes);
+
+// ---- linear: y (n, out) = x (n, in) * w^T + bias; w (out, in) as in PyTorch -------
+
+void linear_forward(const Context& ctx, const float* x, const float* w, const float* bias, float* y,
+                    int64_t n, int64_t in, int64_t out);
 // dx (n, in) = dy (n, out) * w
-void linear_backward_data(const float* w, const float* dy, float* dx, int64_t n, int64_t in,
-                          int64_t out, bool accumulate);
-// dw (out, in) = dy^T * x
-void linear_backward_weights(const float* x, const float* dy, float* dw, int64_t n, int64_t in,
-                             int64_t out, bool accumulate);
-// dbias (out) = sum over n of dy
-void linear_backward_bias(const float* dy, float* dbias, int64_t n, int64_t out, bool accumulate);
+void linear_backward_data(const Context& ctx, const float* w, const float* dy, float* dx, int64_t n,
+                          int64_t in, int64_t out, bool accumulate);
+// dw (out, in) += dy^T * x
+void linear_backward_weights(const Context& ctx, const float* x, const float* dy, float* dw, int64_t n,
+                             int64_t in, int64_t out);
+// dbias (out) += sum over n of dy
+void linear_backward_bias(const Context& ctx, const float* dy, float* dbias, int64_t n, int64_t out);
 
-// ---- relu (in place allowed: y may equal x; backward needs only y) --------------
+// ---- element-wise -------------------------------------------------------------------
 
-void relu_forward(const float* x, float* y, int64_t count);
-void relu_backward(const float* y, const float* dy, float* dx, int64_t count, bool accumulate);
+// dst = src, or dst += src when accumulate (add's forward and backward, flatten).
+void copy_or_add(const Context& ctx, const float* src, float* dst, int64_t count, bool accumulate);
+// y = max(x, 0); y may equal x (in place).
+void relu_forward(const Context& ctx, const float* x, float* y, int64_t count);
+// dx = dy * (y > 0); needs only y, so dx may equal dy (in place).
+void relu_backward(const Context& ctx, const float* y, const float* dy, float* dx, int64_t count,
+                   bool accumulate);
 
-// ---- max / avg pooling, PyTorch semantics (pad, ceil_mode; avg pooling with
-// count_include_pad=True, PyTorch's default) ---------------------------------------
+// ---- pooling ------------------------------------------------------------------------
 
-struct PoolShape {
-  int64_t n = 1, c = 1, h = 1, w = 1;
-  int64_t kernel_h = 1, kernel_w = 1, stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0;
-  bool ceil_mode = false;
-  int64_t p() const;  // output height
-  int64_t q() const;  // output width
-};
-// PyTorch's pooling_output_shape: floor or ceil of (in + 2*pad - kernel)/stride + 1,
-// less one if ceil mode would start the last window inside the right padding.
-int64_t pool_output_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad, bool ceil_mode);
-
-void max_pool_forward(const PoolShape& shape, const float* x, float* y);
-// Routes each dy to the first element of its window equal to y (the first
-// maximum, as PyTorch's CPU kernel picks it). Needs x, y and dy (as cuDNN).
-void max_pool_backward(const PoolShape& shape, const float* x, const float* y, const float* dy,
-                       float* dx, bool accumulate);
-void avg_pool_forward(const PoolShape& shape, const float* x, float* y);
-void avg_pool_backward(const PoolShape& shape, const float* dy, float* dx, bool accumulate);
-
+void max_pool_forward(const Context& ctx, const PoolShape& shape, const float* x, float* y);
+// Routes each dy to the first maximum of its window (PyTorch's CPU rule);
+// needs x, y and dy (as cuDNN).
+void max_pool_backward(const Context& ctx, const PoolShape& shape, const float* x, const float* y,
+                       const float* dy, float* dx, bool accumulate);
+void avg_pool_forward(const Context& ctx, const PoolShape& shape, const float* x, float* y);
+void avg_pool_backward(const Context& ctx, const PoolShape& shape, const float* dy, float* dx, bool accumulate);
 // y (n, c) = mean over hw of x (n, c, hw).
-void global_avg_pool_forward(const float* x, float* y, int64_t n, int64_t c, int64_t hw);
-void global_avg_pool_backward(const float* dy, float* dx, int64_t n, int64_t c, int64_t hw,
+void global_avg_pool_forward(const Context& ctx, const float* x, float* y, int64_t n, int64_t c, int64_t hw);
+void global_avg_pool_backward(const Context& ctx, const float* dy, float* dx, int64_t n, int64_t c, int64_t hw,
                               bool accumulate);
 
-// ---- batch normalisation, training mode (PyTorch semantics) ----------------------
-// Statistics over the n*hw values of each channel of this call (the sub-batch:
-// DESIGN.md, "batch-norm statistics are per sub-batch"). Saves the batch mean and
-// 1/sqrt(biased var + eps) for backward; updates the running statistics with
-// momentum, the running variance from the unbiased variance, as PyTorch does.
+// ---- batch normalisation, training mode (PyTorch semantics) -------------------------
+// Statistics over the n*hw values of each channel of this call (the sub-batch;
+// the plan says when a batch is split). Saves the batch mean and
+// 1/sqrt(biased var + eps); updates the running statistics with momentum, the
+// running variance from the unbiased variance, as PyTorch does.
+void batchnorm_forward_train(const Context& ctx, const float* x, const float* gamma, const float* beta,
+                             float* y, float* save_mean, float* save_invstd, float* running_mean,
+                             float* running_var, int64_t n, int64_t c, int64_t hw, float eps, float momentum);
+// The forward again from the saved statistics, without touching the running
+// ones: exact recomputation (SuperNeurons §3.4 extended to batch norm).
+void batchnorm_forward_saved(const Context& ctx, const float* x, const float* gamma, const float* beta,
+                             const float* save_mean, const float* save_invstd, float* y, int64_t n, int64_t c,
+                             int64_t hw);
+// dx (BP1). workspace: 2*c floats for the per-channel sums of dy and dy*x_hat.
+void batchnorm_backward_data(const Context& ctx, const float* x, const float* gamma, const float* save_mean,
+                             const float* save_invstd, const float* dy, float* dx, float* workspace, int64_t n,
+                             int64_t c, int64_t hw, bool accumulate);
+// dgamma += sum(dy * x_hat), dbeta += sum(dy) per channel (BP2).
+void batchnorm_backward_params(const Context& ctx, const float* x, const float* save_mean,
+                               const float* save_invstd, const float* dy, float* dgamma, float* dbeta, int64_t n,
+                               int64_t c, int64_t hw);
 
-void batchnorm_forward_train(const float* x, const float* gamma, const float* beta, float* y,
-                             float* save_mean, float* save_invstd, float* running_mean,
-                             float* running_var, int64_t n, int64_t c, int64_t hw, float eps,
-                             float momentum);
-// Evaluation mode: normalises with the running statistics.
-void batchnorm_forward_inference(const float* x, const float* gamma, const float* beta,
-                                 const float* running_mean, const float* running_var, float* y,
-                                 int64_t n, int64_t c, int64_t hw, float eps);
-// dx, and dgamma/dbeta (per channel); separate flags since dx is per sub-batch and
-// the parameter gradients accumulate across sub-batches.
-void batchnorm_backward(const float* x, const float* gamma, const float* save_mean,
-                        const float* save_invstd, const float* dy, float* dx, float* dgamma,
-                        float* dbeta, int64_t n, int64_t c, int64_t hw, bool accumulate_dx,
-                        bool accumulate_params);
-
-// ---- local response normalisation across channels (PyTorch LocalResponseNorm):
+// ---- local response normalisation across channels (PyTorch LocalResponseNorm) -----
 // y = x / (k + alpha/size * sum of x^2 over channels [c - size/2, c + (size-1)/2])^beta
-
-void lrn_forward(const float* x, float* y, int64_t n, int64_t c, int64_t hw, int64_t size,
+void lrn_forward(const Context& ctx, const float* x, float* y, int64_t n, int64_t c, int64_t hw, int64_t size,
                  float alpha, float beta, float k);
-// Needs only x (the scale is recomputed).
-void lrn_backward(const float* x, const float* dy, float* dx, int64_t n, int64_t c, int64_t hw,
-                  int64_t size, float alpha, float beta, float k, bool accumulate);
+// Reads x, y and dy (cuDNN's cudnnLRNCrossChannelBackward needs all three).
+void lrn_backward(const Context& ctx, const float* x, const float* y, const float* dy, float* dx, int64_t n,
+                  int64_t c, int64_t hw, int64_t size, float alpha, float beta, float k, bool accumulate);
 
-// ---- dropout ---------------------------------------------------------------------
+// ---- dropout ------------------------------------------------------------------------
 // The mask is a counter-based hash of (seed, step, global sample index, element
-// index within the sample), not of the sub-batch, so every sub-batch division
-// drops the same elements (DESIGN.md). Kept elements are scaled by 1/(1-p).
-
-// The uniform [0, 1) number that decides element `element` of sample `sample`.
-float dropout_uniform(uint64_t seed, uint64_t step, uint64_t sample, uint64_t element);
-// x, y: (n, sample_elements); first_sample: the global index of this call's first
-// sample in the mini-batch. mask: n*sample_elements bytes, 1 = kept.
-void dropout_forward(const float* x, float* y, uint8_t* mask, int64_t n, int64_t sample_elements,
-                     int64_t first_sample, float p, uint64_t seed, uint64_t step);
-void dropout_backward(const uint8_t* mask, const float* dy, float* dx, int64_t count, float p,
+// index within the sample), never of the sub-batch, so every division of the
+// batch drops the same elements (DESIGN.md). Kept elements scale by 1/(1-p).
+// x, y: (n, sample_elements); first_sample: the global index of the call's
+// first sample; mask: one byte per element, 1 = kept.
+void dropout_forward(const Context& ctx, const float* x, float* y, uint8_t* mask, int64_t n,
+                     int64_t sample_elements, int64_t first_sample, float p, uint64_t seed, uint64_t step);
+void dropout_backward(const Context& ctx, const uint8_t* mask, const float* dy, float* dx, int64_t count, float p,
                       bool accumulate);
+// The uniform [0, 1) number that decides element `element` of sample `sample`
+// (the same function on every backend).
+float dropout_uniform(uint64_t seed, uint64_t step, uint64_t sample, uint64_t element);
 
-// ---- add (residual join), concat (channel axis), flatten -------------------------
+// ---- concat (channel axis), one call per input --------------------------------------
 
-// y = sum of the input_count inputs, each of count floats.
-void add_forward(const float* const* inputs, int input_count, float* y, int64_t count);
-// One call per input: dx_i = dy (or += dy).
-void add_backward(const float* dy, float* dx, int64_t count, bool accumulate);
-// y (n, sum of channels, hw) = the inputs (n, channels[i], hw) side by side.
-void concat_forward(const float* const* inputs, const int64_t* channels, int input_count,
-                    float* y, int64_t n, int64_t hw);
-// One call per input: dx (n, channels, hw) = dy[:, channel_offset : channel_offset+channels].
-void concat_backward(const float* dy, float* dx, int64_t n, int64_t total_channels,
+// y[:, channel_offset : channel_offset + channels] = x (n, channels, hw).
+void concat_forward(const Context& ctx, const float* x, float* y, int64_t n, int64_t total_channels,
+                    int64_t channel_offset, int64_t channels, int64_t hw);
+// dx (n, channels, hw) = dy[:, channel_offset : channel_offset + channels].
+void concat_backward(const Context& ctx, const float* dy, float* dx, int64_t n, int64_t total_channels,
                      int64_t channel_offset, int64_t channels, int64_t hw, bool accumulate);
-void flatten_forward(const float* x, float* y, int64_t count);
-void flatten_backward(const float* dy, float* dx, int64_t count, bool accumulate);
 
-// ---- softmax cross-entropy (the loss) --------------------------------------------
-// forward: probs (n, classes) = softmax(logits); *loss_sum = sum over the n samples
-// of -log probs[label] (or += when accumulate_loss, to sum over sub-batches).
-void softmax_xent_forward(const float* logits, const int32_t* labels, float* probs,
-                          float* loss_sum, int64_t n, int64_t classes, bool accumulate_loss);
-// dlogits = (probs - onehot(labels)) * scale, scale = 1 / full mini-batch size, so
-// the loss is averaged over the whole batch across sub-batches (DESIGN.md).
-void softmax_xent_backward(const float* probs, const int32_t* labels, float* dlogits, int64_t n,
-                           int64_t classes, float scale, bool accumulate);
+// ---- softmax cross-entropy (the loss) -----------------------------------------------
+// probs (n, classes) = softmax(logits); *loss = sum over the n samples of
+// -log probs[label] (summed; the program averages over the full batch).
+void softmax_xent_forward(const Context& ctx, const float* logits, const int32_t* labels, float* probs,
+                          float* loss, int64_t n, int64_t classes);
+// dlogits = (probs - onehot(labels)) * scale; scale = 1/B averages over the
+// whole mini-batch across sub-batches (DESIGN.md).
+void softmax_xent_backward(const Context& ctx, const float* probs, const int32_t* labels, float* dlogits,
+                           int64_t n, int64_t classes, float scale, bool accumulate);
 
-// ---- SGD with momentum and weight decay, exactly torch.optim.SGD (no dampening,
-// no Nesterov): d = g + wd*w; buf = d on the first step, else momentum*buf + d;
-// w -= lr*buf. With momentum == 0, w -= lr*d and buf is unused (may be null).
-void sgd_step(float* w, const float* g, float* momentum_buf, int64_t count, float lr,
+// ---- the update ---------------------------------------------------------------------
+// torch.optim.SGD (no dampening, no Nesterov): d = g + wd*w; buf = d on the first
+// step, else momentum*buf + d; w -= lr*buf (with momentum 0: w -= lr*d, buf
+// unused, may be null). Then g = 0, so the next iteration's sub-batches
+// accumulate into a clean gradient.
+void sgd_step(const Context& ctx, float* w, float* g, float* momentum_buf, int64_t count, float lr,
               float momentum, float weight_decay, bool first_step);
 
 }  // namespace mplan::rt

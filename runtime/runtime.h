@@ -1,9 +1,7 @@
 #pragma once
-// Everything a generated training program needs from the runtime: the arena and
-// host buffers, streams and events, the ops, and .npy files.
+// Everything a generated training program needs from the runtime: the device
+// API (memory, streams, events, copies), the ops, and the program's fixed code.
 
-#include "runtime/arena.h"
-#include "runtime/conv.h"
-#include "runtime/npy.h"
+#include "runtime/device.h"
 #include "runtime/ops.h"
-#include "runtime/streams.h"
+#include "runtime/program.h"

@@ -51,42 +51,15 @@ int64_t Tdfg::resident_bytes() const {
 
 namespace {
 
-// What a backward task of each op needs from the forward pass (DESIGN.md, TDFG).
-// "input" is Y of the producing layer (or the model's input X).
-struct BackwardNeeds {
-  bool input = false;   // the layer's input(s)
-  bool output = false;  // Y[l]
-  bool weight = false;  // W[l]
-  bool saved = false;   // saved[l]
-};
-
+// What a backward task reads from the forward pass: the op table's (DESIGN.md, TDFG).
 BackwardNeeds bp1_needs(const Layer& layer) {
-  switch (layer.op) {
-    case Op::conv:
-    case Op::linear: return {.weight = true};                           // dX = W^T dY
-    case Op::relu: return {.output = true};                             // dX = dY * (Y > 0)
-    case Op::pool:
-      if (layer.pool_mode == PoolMode::max) return {.input = true, .output = true};  // argmax
-      return {};                                                        // avg: dY only
-    case Op::global_avgpool: return {};
-    case Op::batchnorm: return {.input = true, .weight = true, .saved = true};
-    case Op::lrn: return {.input = true, .output = true};
-    case Op::dropout: return {.saved = true};                           // the mask
-    case Op::add:
-    case Op::concat:
-    case Op::flatten: return {};
-    case Op::softmax_xent: return {.output = true};                     // dX = (P - onehot) / B
-  }
-  return {};
+  const OpSpec& spec = op_spec(layer.op);
+  return spec.bp1_needs ? spec.bp1_needs(layer) : BackwardNeeds{};
 }
 
 BackwardNeeds bp2_needs(const Layer& layer) {
-  switch (layer.op) {
-    case Op::conv:
-    case Op::linear: return {.input = true};          // dW = dY X^T
-    case Op::batchnorm: return {.input = true, .saved = true};  // dgamma needs x_hat
-    default: return {};
-  }
+  const OpSpec& spec = op_spec(layer.op);
+  return spec.bp2_needs ? spec.bp2_needs(layer) : BackwardNeeds{};
 }
 
 class Builder {
@@ -122,7 +95,7 @@ class Builder {
  private:
   LayerId layer_count() const { return static_cast<LayerId>(model_.layers.size()); }
   const Layer& layer(LayerId l) const { return model_.layers[l]; }
-  bool is_loss(LayerId l) const { return layer(l).op == Op::softmax_xent; }
+  bool is_loss(LayerId l) const { return op_spec(layer(l).op).is_loss; }
   bool has_parameters(LayerId l) const { return model_.parameter_count(l) > 0; }
 
   void check_model() const {
@@ -208,12 +181,13 @@ class Builder {
                                       state_elements * dtype, true);
       tdfg_.output_of[l] = add_block("Y[" + ly.name + "]", BlockKind::output, l,
                                      ly.output.elements() * dtype, 0, false);
-      if (ly.op == Op::dropout)  // the mask: one byte per element
-        tdfg_.saved_of[l] = add_block("saved[" + ly.name + "]", BlockKind::saved, l,
-                                      ly.output.elements(), 0, false);
-      if (ly.op == Op::batchnorm)  // per-sub-batch mean and inverse std, per channel
-        tdfg_.saved_of[l] = add_block("saved[" + ly.name + "]", BlockKind::saved, l, 0,
-                                      2 * ly.output.dims.at(0) * dtype, false);
+      // What FP keeps for BP (a dropout mask, batch-norm statistics): the op table's.
+      if (const OpSpec& spec = op_spec(ly.op); spec.saved != nullptr) {
+        const SavedBytes saved = spec.saved(ly, model_.input_shapes(l), ly.output);
+        if (saved.per_sample > 0 || saved.fixed > 0)
+          tdfg_.saved_of[l] = add_block("saved[" + ly.name + "]", BlockKind::saved, l, saved.per_sample,
+                                        saved.fixed, false);
+      }
       if (is_loss(l))
         tdfg_.loss_block = add_block("loss", BlockKind::loss, l, 0, 4, false);
     }
@@ -245,7 +219,7 @@ class Builder {
       task.name = fmt::format("{}({})", task_kind_name(kind), layer(l).name);
       task.op = layer(l).op;
       // Convolutions choose among algorithms with different workspaces (moDNN Eq. 5).
-      task.has_algorithms = task.op == Op::conv;
+      task.has_algorithms = op_spec(task.op).has_algorithms;
     }
     tdfg_.tasks.push_back(std::move(task));
     return static_cast<TaskId>(tdfg_.tasks.size() - 1);
@@ -271,7 +245,7 @@ class Builder {
     tdfg_.fp_of[l] = t;
     for (LayerId in : distinct_inputs(l)) reads(t, produced(in));
     if (tdfg_.weight_of[l] != kNoBlock) reads(t, tdfg_.weight_of[l]);
-    if (layer(l).op == Op::batchnorm && tdfg_.state_of[l] != kNoBlock) {
+    if (op_spec(layer(l).op).forward_updates_state && tdfg_.state_of[l] != kNoBlock) {
       // Running mean and variance are updated by every forward pass.
       reads(t, tdfg_.state_of[l]);
       writes(t, tdfg_.state_of[l]);
@@ -284,7 +258,7 @@ class Builder {
 
   // The forward data a backward task needs, then its incoming gradient.
   void read_needs(TaskId t, LayerId l, const BackwardNeeds& needs) {
-    if (needs.input)
+    if (needs.inputs)
       for (LayerId in : distinct_inputs(l)) reads(t, produced(in));
     if (needs.output) reads(t, tdfg_.output_of[l]);
     if (needs.weight) reads(t, tdfg_.weight_of[l]);

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "frontend/model.h"
+#include "frontend/op_table.h"
 
 namespace mplan {
 
@@ -26,8 +27,7 @@ using BlockId = int32_t;
 inline constexpr TaskId kNoTask = -1;
 inline constexpr BlockId kNoBlock = -1;
 
-// What a task does; with the layer's Op this picks the kernel and the cost model.
-enum class TaskKind { FP, BP1, BP2, update };
+// TaskKind (FP, BP1, BP2, update) is in frontend/op_table.h.
 const char* task_kind_name(TaskKind kind);  // "FP", "BP1", "BP2", "update"
 
 enum class BlockKind {

@@ -3,9 +3,9 @@
 
 #include <cmath>
 
-#include "runtime/ops.h"
+#include "runtime/cpu/kernels.h"
 
-namespace mplan::rt {
+namespace mplan::rt::cpu {
 
 void batchnorm_forward_train(const float* x, const float* gamma, const float* beta, float* y,
                              float* save_mean, float* save_invstd, float* running_mean,
@@ -32,8 +32,11 @@ void batchnorm_forward_train(const float* x, const float* gamma, const float* be
     running_mean[ch] = static_cast<float>((1.0 - momentum) * running_mean[ch] + momentum * mean);
     running_var[ch] =
         static_cast<float>((1.0 - momentum) * running_var[ch] + momentum * var_unbiased);
-    const float scale = static_cast<float>(gamma[ch] * invstd);
-    const float shift = static_cast<float>(beta[ch] - mean * gamma[ch] * invstd);
+    // y from the statistics as saved (rounded to float), so that
+    // batchnorm_forward_saved recomputes exactly this y.
+    const double saved_mean = save_mean[ch], saved_invstd = save_invstd[ch];
+    const float scale = static_cast<float>(gamma[ch] * saved_invstd);
+    const float shift = static_cast<float>(beta[ch] - saved_mean * gamma[ch] * saved_invstd);
     for (int64_t b = 0; b < n; ++b)
       for (int64_t i = 0; i < hw; ++i) y[(b * c + ch) * hw + i] = x[(b * c + ch) * hw + i] * scale + shift;
   }
@@ -80,4 +83,4 @@ void batchnorm_backward(const float* x, const float* gamma, const float* save_me
   }
 }
 
-}  // namespace mplan::rt
+}  // namespace mplan::rt::cpu

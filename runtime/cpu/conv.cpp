@@ -4,16 +4,9 @@
 #include <cstring>
 
 #include "runtime/check.h"
-#include "runtime/conv.h"
+#include "runtime/cpu/conv_kernels.h"
 
-namespace mplan::rt {
-
-bool ConvShape::valid() const {
-  if (n < 1 || c < 1 || h < 1 || w < 1 || k < 1 || r < 1 || s < 1) return false;
-  if (stride_h < 1 || stride_w < 1 || pad_h < 0 || pad_w < 0 || groups < 1) return false;
-  if (c % groups != 0 || k % groups != 0) return false;
-  return h + 2 * pad_h >= r && w + 2 * pad_w >= s;
-}
+namespace mplan::rt::cpu {
 
 const char* conv_algo_name(ConvAlgo algo) {
   switch (algo) {
@@ -48,7 +41,7 @@ bool conv_algo_supported(ConvAlgo algo, ConvDirection direction, const ConvShape
   switch (algo) {
     case ConvAlgo::direct:
     case ConvAlgo::gemm: return true;
-    case ConvAlgo::winograd: return cpu::conv_winograd_supported(direction, shape);
+    case ConvAlgo::winograd: return conv_winograd_supported(direction, shape);
   }
   return false;
 }
@@ -56,8 +49,8 @@ bool conv_algo_supported(ConvAlgo algo, ConvDirection direction, const ConvShape
 size_t conv_workspace_bytes(ConvAlgo algo, ConvDirection direction, const ConvShape& shape) {
   switch (algo) {
     case ConvAlgo::direct: return 0;
-    case ConvAlgo::gemm: return cpu::conv_gemm_workspace_bytes(shape);
-    case ConvAlgo::winograd: return cpu::conv_winograd_workspace_bytes(direction, shape);
+    case ConvAlgo::gemm: return conv_gemm_workspace_bytes(shape);
+    case ConvAlgo::winograd: return conv_winograd_workspace_bytes(direction, shape);
   }
   return 0;
 }
@@ -82,9 +75,9 @@ void conv_forward(ConvAlgo algo, const ConvShape& shape, const float* x, const f
                   bool accumulate) {
   float* ws = checked_workspace(algo, ConvDirection::forward, shape, workspace, workspace_bytes);
   switch (algo) {
-    case ConvAlgo::direct: cpu::conv_forward_direct(shape, x, w, y, accumulate); break;
-    case ConvAlgo::gemm: cpu::conv_forward_gemm(shape, x, w, y, ws, accumulate); break;
-    case ConvAlgo::winograd: cpu::conv_forward_winograd(shape, x, w, y, ws, accumulate); break;
+    case ConvAlgo::direct: conv_forward_direct(shape, x, w, y, accumulate); break;
+    case ConvAlgo::gemm: conv_forward_gemm(shape, x, w, y, ws, accumulate); break;
+    case ConvAlgo::winograd: conv_forward_winograd(shape, x, w, y, ws, accumulate); break;
   }
   if (bias == nullptr) return;
   const int64_t PQ = shape.p() * shape.q();
@@ -100,10 +93,10 @@ void conv_backward_data(ConvAlgo algo, const ConvShape& shape, const float* w, c
   float* ws =
       checked_workspace(algo, ConvDirection::backward_data, shape, workspace, workspace_bytes);
   switch (algo) {
-    case ConvAlgo::direct: cpu::conv_backward_data_direct(shape, w, dy, dx, accumulate); break;
-    case ConvAlgo::gemm: cpu::conv_backward_data_gemm(shape, w, dy, dx, ws, accumulate); break;
+    case ConvAlgo::direct: conv_backward_data_direct(shape, w, dy, dx, accumulate); break;
+    case ConvAlgo::gemm: conv_backward_data_gemm(shape, w, dy, dx, ws, accumulate); break;
     case ConvAlgo::winograd:
-      cpu::conv_backward_data_winograd(shape, w, dy, dx, ws, accumulate);
+      conv_backward_data_winograd(shape, w, dy, dx, ws, accumulate);
       break;
   }
 }
@@ -114,8 +107,8 @@ void conv_backward_filter(ConvAlgo algo, const ConvShape& shape, const float* x,
   float* ws =
       checked_workspace(algo, ConvDirection::backward_filter, shape, workspace, workspace_bytes);
   switch (algo) {
-    case ConvAlgo::direct: cpu::conv_backward_filter_direct(shape, x, dy, dw, accumulate); break;
-    case ConvAlgo::gemm: cpu::conv_backward_filter_gemm(shape, x, dy, dw, ws, accumulate); break;
+    case ConvAlgo::direct: conv_backward_filter_direct(shape, x, dy, dw, accumulate); break;
+    case ConvAlgo::gemm: conv_backward_filter_gemm(shape, x, dy, dw, ws, accumulate); break;
     case ConvAlgo::winograd: MPLAN_RT_CHECK(false, "winograd has no backward-filter"); break;
   }
 }
@@ -158,7 +151,7 @@ size_t conv_micro_workspace_bytes(ConvDirection direction, const ConvShape& shap
                                   const ConvMicroBatch* micro, int count) {
   size_t most = 0;
   for (int i = 0; i < count; ++i) {
-    size_t bytes = conv_workspace_bytes(micro[i].algo, direction, slice_of(shape, micro[i].n));
+    size_t bytes = conv_workspace_bytes(static_cast<ConvAlgo>(micro[i].algo), direction, slice_of(shape, micro[i].n));
     if (bytes > most) most = bytes;
   }
   return most;
@@ -171,7 +164,7 @@ void conv_forward_micro(const ConvShape& shape, const ConvMicroBatch* micro, int
   const int64_t x_image = shape.c * shape.h * shape.w, y_image = shape.k * shape.p() * shape.q();
   int64_t first = 0;
   for (int i = 0; i < count; ++i) {
-    conv_forward(micro[i].algo, slice_of(shape, micro[i].n), x + first * x_image, w, bias,
+    conv_forward(static_cast<ConvAlgo>(micro[i].algo), slice_of(shape, micro[i].n), x + first * x_image, w, bias,
                  y + first * y_image, workspace, workspace_bytes, accumulate);
     first += micro[i].n;
   }
@@ -184,7 +177,7 @@ void conv_backward_data_micro(const ConvShape& shape, const ConvMicroBatch* micr
   const int64_t x_image = shape.c * shape.h * shape.w, y_image = shape.k * shape.p() * shape.q();
   int64_t first = 0;
   for (int i = 0; i < count; ++i) {
-    conv_backward_data(micro[i].algo, slice_of(shape, micro[i].n), w, dy + first * y_image,
+    conv_backward_data(static_cast<ConvAlgo>(micro[i].algo), slice_of(shape, micro[i].n), w, dy + first * y_image,
                        dx + first * x_image, workspace, workspace_bytes, accumulate);
     first += micro[i].n;
   }
@@ -198,11 +191,11 @@ void conv_backward_filter_micro(const ConvShape& shape, const ConvMicroBatch* mi
   int64_t first = 0;
   for (int i = 0; i < count; ++i) {
     // Later slices add to the earlier ones' gradient ("output scale" beta = 1 in cuDNN).
-    conv_backward_filter(micro[i].algo, slice_of(shape, micro[i].n), x + first * x_image,
+    conv_backward_filter(static_cast<ConvAlgo>(micro[i].algo), slice_of(shape, micro[i].n), x + first * x_image,
                          dy + first * y_image, dw, workspace, workspace_bytes,
                          accumulate || i > 0);
     first += micro[i].n;
   }
 }
 
-}  // namespace mplan::rt
+}  // namespace mplan::rt::cpu

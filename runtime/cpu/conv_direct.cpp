@@ -5,7 +5,7 @@
 #include <cstring>
 #include <vector>
 
-#include "runtime/conv.h"
+#include "runtime/cpu/conv_kernels.h"
 #include "runtime/cpu/conv_window.h"
 
 namespace mplan::rt::cpu {

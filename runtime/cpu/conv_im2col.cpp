@@ -9,7 +9,7 @@
 
 #include <cstring>
 
-#include "runtime/conv.h"
+#include "runtime/cpu/conv_kernels.h"
 #include "runtime/cpu/conv_window.h"
 
 namespace mplan::rt::cpu {

@@ -17,7 +17,7 @@
 
 #include <cstring>
 
-#include "runtime/conv.h"
+#include "runtime/cpu/conv_kernels.h"
 
 namespace mplan::rt::cpu {
 namespace {

@@ -2,9 +2,9 @@
 
 #include <cstring>
 
-#include "runtime/ops.h"
+#include "runtime/cpu/kernels.h"
 
-namespace mplan::rt {
+namespace mplan::rt::cpu {
 
 void fill_f32(float* data, int64_t count, float value) {
   for (int64_t i = 0; i < count; ++i) data[i] = value;
@@ -67,4 +67,4 @@ void flatten_backward(const float* dy, float* dx, int64_t count, bool accumulate
   copy_or_add(dy, dx, count, accumulate);
 }
 
-}  // namespace mplan::rt
+}  // namespace mplan::rt::cpu

@@ -2,9 +2,9 @@
 
 #include <cblas.h>
 
-#include "runtime/ops.h"
+#include "runtime/cpu/kernels.h"
 
-namespace mplan::rt {
+namespace mplan::rt::cpu {
 
 void linear_forward(const float* x, const float* w, const float* bias, float* y, int64_t n,
                     int64_t in, int64_t out) {
@@ -39,4 +39,4 @@ void linear_backward_bias(const float* dy, float* dbias, int64_t n, int64_t out,
   }
 }
 
-}  // namespace mplan::rt
+}  // namespace mplan::rt::cpu

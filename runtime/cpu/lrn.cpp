@@ -9,9 +9,9 @@
 #include <cmath>
 #include <vector>
 
-#include "runtime/ops.h"
+#include "runtime/cpu/kernels.h"
 
-namespace mplan::rt {
+namespace mplan::rt::cpu {
 namespace {
 
 // scale (c, hw) of one sample.
@@ -68,4 +68,4 @@ void lrn_backward(const float* x, const float* dy, float* dx, int64_t n, int64_t
   }
 }
 
-}  // namespace mplan::rt
+}  // namespace mplan::rt::cpu

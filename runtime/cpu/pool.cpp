@@ -4,20 +4,9 @@
 
 #include <limits>
 
-#include "runtime/ops.h"
+#include "runtime/cpu/kernels.h"
 
-namespace mplan::rt {
-
-int64_t pool_output_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad, bool ceil_mode) {
-  int64_t numerator = in + 2 * pad - kernel + (ceil_mode ? stride - 1 : 0);
-  int64_t out = numerator / stride + 1;  // numerator >= 0 for a valid layer
-  // The last window must start inside the input or the left padding.
-  if (ceil_mode && (out - 1) * stride >= in + pad) --out;
-  return out;
-}
-
-int64_t PoolShape::p() const { return pool_output_size(h, kernel_h, stride_h, pad_h, ceil_mode); }
-int64_t PoolShape::q() const { return pool_output_size(w, kernel_w, stride_w, pad_w, ceil_mode); }
+namespace mplan::rt::cpu {
 
 namespace {
 
@@ -129,4 +118,4 @@ void global_avg_pool_backward(const float* dy, float* dx, int64_t n, int64_t c, 
   }
 }
 
-}  // namespace mplan::rt
+}  // namespace mplan::rt::cpu

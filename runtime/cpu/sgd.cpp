@@ -1,9 +1,9 @@
 // SGD with momentum and weight decay, exactly torch.optim.SGD's update
 // (dampening 0, no Nesterov).
 
-#include "runtime/ops.h"
+#include "runtime/cpu/kernels.h"
 
-namespace mplan::rt {
+namespace mplan::rt::cpu {
 
 void sgd_step(float* w, const float* g, float* momentum_buf, int64_t count, float lr,
               float momentum, float weight_decay, bool first_step) {
@@ -18,4 +18,4 @@ void sgd_step(float* w, const float* g, float* momentum_buf, int64_t count, floa
   }
 }
 
-}  // namespace mplan::rt
+}  // namespace mplan::rt::cpu

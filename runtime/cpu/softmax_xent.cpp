@@ -5,9 +5,9 @@
 #include <cmath>
 
 #include "runtime/check.h"
-#include "runtime/ops.h"
+#include "runtime/cpu/kernels.h"
 
-namespace mplan::rt {
+namespace mplan::rt::cpu {
 
 void softmax_xent_forward(const float* logits, const int32_t* labels, float* probs,
                           float* loss_sum, int64_t n, int64_t classes, bool accumulate_loss) {
@@ -39,4 +39,4 @@ void softmax_xent_backward(const float* probs, const int32_t* labels, float* dlo
     }
 }
 
-}  // namespace mplan::rt
+}  // namespace mplan::rt::cpu

@@ -132,7 +132,9 @@ RunResult run_program(const std::string& dir, const std::string& args) {
   return run_command(quoted(dir + "/build/train") + " " + args);
 }
 
-std::map<std::string, std::vector<float>> read_weights(const std::string& dir) {
+std::map<std::string, std::vector<float>> read_weights(const std::string& path) {
+  // A checkpoint folder holds its newest checkpoint in latest/ (runtime/checkpoint.h).
+  const std::string dir = fs::exists(fs::path(path) / "latest") ? path + "/latest" : path;
   std::map<std::string, std::vector<float>> weights;
   for (const auto& entry : fs::directory_iterator(dir)) {
     if (entry.path().extension() != ".npy") continue;

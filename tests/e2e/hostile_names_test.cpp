@@ -1,7 +1,7 @@
 // Layer names are free text: quotes, "*/", newlines, backslashes and path
 // separators must neither break the generated code nor escape the weights
 // folder. A model whose every layer has such a name compiles, builds, trains
-// and saves one file per tensor inside --save.
+// and saves one file per tensor inside the checkpoint folder of --save.
 
 #include <gtest/gtest.h>
 
@@ -30,17 +30,20 @@ TEST(HostileNames, GeneratedCodeCompilesAndRuns) {
   std::filesystem::remove_all(save);
   RunResult run = run_program(compiled.dir, "--steps 2 --save " + save);
   ASSERT_EQ(run.exit_code, 0) << run.output;
-  // Every tensor file is directly inside the folder, with a name of safe characters.
+  // The checkpoint folder holds its marker, the `latest` link and one step
+  // folder; every tensor file is directly inside that, with a name of safe characters.
+  const std::filesystem::path step = std::filesystem::canonical(std::filesystem::path(save) / "latest");
+  EXPECT_EQ(step.parent_path(), std::filesystem::canonical(save));
   int files = 0;
-  for (const auto& entry : std::filesystem::recursive_directory_iterator(save)) {
-    EXPECT_EQ(entry.path().parent_path(), std::filesystem::path(save)) << entry.path();
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(step)) {
+    EXPECT_EQ(entry.path().parent_path(), step) << entry.path();
     const std::string name = entry.path().filename().string();
     EXPECT_EQ(name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-"),
               std::string::npos)
         << name;
     ++files;
   }
-  // 7 layers with weight and bias (conv3 has no bias), each with a momentum buffer, step.npy, tensors.txt.
+  // 7 layers with weight and bias (conv3 has no bias), each with a momentum buffer, meta.txt, tensors.txt.
   EXPECT_EQ(files, (7 * 2 - 1) * 2 + 2);
 }
 

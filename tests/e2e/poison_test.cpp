@@ -35,7 +35,7 @@ TEST(Poison, RemovedWaitIsCaught) {
   ASSERT_EQ(broken.error, "");
   const std::string path = broken.dir + "/train.cpp";
   std::string text = read_file(path);
-  const std::regex wait(R"(\n *stream_wait_event\(c\.compute, c\.ev\[\d+\]\);  // step \d+: prefetch X round 0\n)");
+  const std::regex wait(R"(\n *p\.wait\(p\.compute\(\)\.stream, t\.ev_load_X\);\n)");
   std::smatch match;
   ASSERT_TRUE(std::regex_search(text, match, wait)) << "no compute wait for the load of X round 0";
   std::printf("removing:%s", match.str().c_str());

@@ -36,7 +36,7 @@ void expect_agrees_with_torch(const std::string& model, Budget budget, bool expe
   std::string subs;
   for (int64_t n : compiled.plan.sub_batches) subs += (subs.empty() ? "" : ",") + std::to_string(n);
   RunResult torch = run_command("/usr/bin/python3 " + script + " train --model " + model_path + " --init " + dir +
-                                "/init --data " + dir + "/data --steps 3 --seed 5 --sub-batches " + subs +
+                                "/init/latest --data " + dir + "/data --steps 3 --seed 5 --sub-batches " + subs +
                                 " --out " + dir + "/torch");
   ASSERT_EQ(torch.exit_code, 0) << torch.output;
   // Weights, biases and running statistics: within 1e-4 relative per tensor

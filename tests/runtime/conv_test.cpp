@@ -8,11 +8,11 @@
 #include <string>
 #include <vector>
 
-#include "runtime/arena.h"
-#include "runtime/conv.h"
+#include "runtime/poison.h"
+#include "runtime/cpu/conv_kernels.h"
 #include "tests/runtime/runtime_test_util.h"
 
-namespace mplan::rt {
+namespace mplan::rt::cpu {
 namespace {
 
 using test::random_vector;
@@ -52,7 +52,7 @@ std::vector<float> run(ConvAlgo algo, ConvDirection dir, const ConvShape& sh,
   const size_t ws_bytes = conv_workspace_bytes(algo, dir, sh);
   const size_t guard_bytes = 256;
   std::vector<std::byte> workspace(ws_bytes + guard_bytes);
-  poison_fill(workspace.data() + ws_bytes, guard_bytes);
+  for (size_t i = 0; i + 4 <= guard_bytes; i += 4) std::memcpy(workspace.data() + ws_bytes + i, &kPoisonBits, 4);
   std::vector<float> out = initial;
   switch (dir) {
     case ConvDirection::forward:
@@ -177,8 +177,8 @@ TEST(Conv, MicroBatchedEqualsUndividedInEveryDirection) {
   auto bias = random_vector(sh.k, 14);
   // Forward and backward-data: winograd, gemm and direct slices; backward-filter
   // has no winograd, so gemm, direct, gemm.
-  const ConvMicroBatch mixed[] = {{2, ConvAlgo::winograd}, {1, ConvAlgo::gemm}, {2, ConvAlgo::direct}};
-  const ConvMicroBatch filter_mixed[] = {{1, ConvAlgo::gemm}, {3, ConvAlgo::direct}, {1, ConvAlgo::gemm}};
+  const ConvMicroBatch mixed[] = {{2, static_cast<ConvAlgoId>(ConvAlgo::winograd)}, {1, static_cast<ConvAlgoId>(ConvAlgo::gemm)}, {2, static_cast<ConvAlgoId>(ConvAlgo::direct)}};
+  const ConvMicroBatch filter_mixed[] = {{1, static_cast<ConvAlgoId>(ConvAlgo::gemm)}, {3, static_cast<ConvAlgoId>(ConvAlgo::direct)}, {1, static_cast<ConvAlgoId>(ConvAlgo::gemm)}};
 
   size_t ws_bytes = std::max({conv_micro_workspace_bytes(ConvDirection::forward, sh, mixed, 3),
                               conv_micro_workspace_bytes(ConvDirection::backward_data, sh, mixed, 3),
@@ -209,7 +209,7 @@ TEST(Conv, MicroBatchedEqualsUndividedInEveryDirection) {
     EXPECT_LE(relative_max_diff(dw_micro, dw_whole), 1e-5) << "accumulate=" << accumulate;
   }
   // Every micro-batch of one image each, all gemm.
-  std::vector<ConvMicroBatch> ones(5, ConvMicroBatch{1, ConvAlgo::gemm});
+  std::vector<ConvMicroBatch> ones(5, ConvMicroBatch{1, static_cast<ConvAlgoId>(ConvAlgo::gemm)});
   std::vector<float> dw_ones(sh.w_elements()), dw_whole(sh.w_elements());
   conv_backward_filter(ConvAlgo::direct, sh, x.data(), dy.data(), dw_whole.data(), nullptr, 0, false);
   conv_backward_filter_micro(sh, ones.data(), 5, x.data(), dy.data(), dw_ones.data(), ws.data(), ws_bytes, false);
@@ -239,4 +239,4 @@ TEST(ConvDeathTest, TooSmallWorkspaceAborts) {
 }
 
 }  // namespace
-}  // namespace mplan::rt
+}  // namespace mplan::rt::cpu

@@ -14,10 +14,10 @@
 #include <numeric>
 #include <random>
 
-#include "runtime/ops.h"
+#include "runtime/cpu/kernels.h"
 #include "tests/runtime/runtime_test_util.h"
 
-namespace mplan::rt {
+namespace mplan::rt::cpu {
 namespace {
 
 using test::gradient_error_ratio;
@@ -237,4 +237,4 @@ TEST(Gradcheck, SoftmaxCrossEntropy) {
 }
 
 }  // namespace
-}  // namespace mplan::rt
+}  // namespace mplan::rt::cpu

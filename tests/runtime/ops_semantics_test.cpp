@@ -10,10 +10,10 @@
 #include <fstream>
 
 #include "runtime/npy.h"
-#include "runtime/ops.h"
+#include "runtime/cpu/kernels.h"
 #include "tests/runtime/runtime_test_util.h"
 
-namespace mplan::rt {
+namespace mplan::rt::cpu {
 namespace {
 
 using test::random_vector;
@@ -210,4 +210,4 @@ TEST(Npy, BadFilesGiveErrorsNamingTheFile) {
 }
 
 }  // namespace
-}  // namespace mplan::rt
+}  // namespace mplan::rt::cpu

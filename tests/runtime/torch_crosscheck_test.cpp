@@ -12,10 +12,10 @@
 #include <string>
 
 #include "runtime/npy.h"
-#include "runtime/ops.h"
+#include "runtime/cpu/kernels.h"
 #include "tests/runtime/runtime_test_util.h"
 
-namespace mplan::rt {
+namespace mplan::rt::cpu {
 namespace {
 
 using test::random_vector;
@@ -196,4 +196,4 @@ TEST_F(TorchCrossCheck, ConvBatchNormLrnPoolSoftmax) {
 }
 
 }  // namespace
-}  // namespace mplan::rt
+}  // namespace mplan::rt::cpu

@@ -30,28 +30,13 @@
 #include <cstdint>
 #include <string>
 
-namespace mplan::rt {
+#include "runtime/types.h"
 
-struct ConvShape {
-  int64_t n = 1;  // images in this call (the (micro-)batch)
-  int64_t c = 1, h = 1, w = 1;  // input channels and size
-  int64_t k = 1, r = 1, s = 1;  // output channels, filter height and width
-  int64_t stride_h = 1, stride_w = 1;
-  int64_t pad_h = 0, pad_w = 0;
-  int64_t groups = 1;
+namespace mplan::rt::cpu {
 
-  int64_t p() const { return (h + 2 * pad_h - r) / stride_h + 1; }
-  int64_t q() const { return (w + 2 * pad_w - s) / stride_w + 1; }
-  int64_t x_elements() const { return n * c * h * w; }
-  int64_t y_elements() const { return n * k * p() * q(); }
-  int64_t w_elements() const { return k * (c / groups) * r * s; }
-  // Whether the fields describe a convolution (positive sizes, channels divisible
-  // by groups, filter no larger than the padded input).
-  bool valid() const;
-};
 
-enum class ConvAlgo { direct, gemm, winograd };
-enum class ConvDirection { forward, backward_data, backward_filter };
+// The CPU algorithms; ConvAlgoId (runtime/types.h) is the enum value.
+enum class ConvAlgo : ConvAlgoId { direct = 0, gemm = 1, winograd = 2 };
 
 inline constexpr ConvAlgo kConvAlgos[] = {ConvAlgo::direct, ConvAlgo::gemm, ConvAlgo::winograd};
 
@@ -82,12 +67,6 @@ void conv_backward_filter(ConvAlgo algo, const ConvShape& shape, const float* x,
 // dbias[k] = sum over n, p, q of dy (no algorithm choice, no workspace).
 void conv_backward_bias(const ConvShape& shape, const float* dy, float* dbias, bool accumulate);
 
-// One micro-batch of a micro-batched convolution: `n` images by `algo`
-// (mu-cuDNN §III-A: a configuration is a list of micro-configurations).
-struct ConvMicroBatch {
-  int64_t n = 0;
-  ConvAlgo algo = ConvAlgo::direct;
-};
 
 // Workspace a micro-batched call needs: the largest of its micro-batches' (WR:
 // the micro-batches run one after another and share one workspace).
@@ -109,9 +88,8 @@ void conv_backward_filter_micro(const ConvShape& shape, const ConvMicroBatch* mi
                                 const float* x, const float* dy, float* dw, void* workspace,
                                 size_t workspace_bytes, bool accumulate);
 
-// The algorithms one by one (called by the dispatchers above; exposed for tests
-// and the CPU profiler). Preconditions as above, not re-checked.
-namespace cpu {
+// The algorithms one by one (called by the dispatchers above; exposed for tests).
+// Preconditions as above, not re-checked.
 void conv_forward_direct(const ConvShape& shape, const float* x, const float* w, float* y,
                          bool accumulate);
 void conv_backward_data_direct(const ConvShape& shape, const float* w, const float* dy,
@@ -131,6 +109,4 @@ void conv_forward_winograd(const ConvShape& shape, const float* x, const float* 
                            float* workspace, bool accumulate);
 void conv_backward_data_winograd(const ConvShape& shape, const float* w, const float* dy,
                                  float* dx, float* workspace, bool accumulate);
-}  // namespace cpu
-
-}  // namespace mplan::rt
+}  // namespace mplan::rt::cpu

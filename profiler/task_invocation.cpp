@@ -1,0 +1,75 @@
+#include "profiler/task_invocation.h"
+
+#include "frontend/error.h"
+
+namespace mplan {
+namespace {
+
+constexpr int64_t kFloatBytes = 4;
+
+int64_t slot_bytes(const TaskShape& s, const TensorRef& ref, int64_t n, int64_t workspace_bytes) {
+  const int64_t parameters = s.kind == TaskKind::update ? s.parameters : layer_parameter_count(s.layer, s.inputs);
+  switch (ref.role) {
+    case TensorRole::input:
+    case TensorRole::input_gradient: return s.inputs.at(ref.index).elements() * n * kFloatBytes;
+    case TensorRole::output:
+    case TensorRole::gradient: return s.output.elements() * n * kFloatBytes;
+    case TensorRole::weight:
+    case TensorRole::weight_grad: return parameters * kFloatBytes;
+    case TensorRole::state:
+      // Room for the momentum buffer and non-learnable state both.
+      return (s.kind == TaskKind::update ? s.state_elements
+                                         : parameters + layer_buffer_count(s.layer, s.inputs)) * kFloatBytes;
+    case TensorRole::saved: {
+      const OpSpec& spec = op_spec(s.op);
+      const SavedBytes saved = spec.saved ? spec.saved(s.layer, s.inputs, s.output) : SavedBytes{};
+      return saved.per_sample * n + saved.fixed;
+    }
+    case TensorRole::labels: return n * 4;
+    case TensorRole::loss: return 4;
+    case TensorRole::workspace: return workspace_bytes;
+  }
+  return 0;
+}
+
+}  // namespace
+
+TaskInvocation invoke_task_shape(const TaskShape& shape, int64_t n, rt::ConvAlgoId algorithm,
+                                 int64_t workspace_bytes) {
+  TaskInvocation result;
+  if (shape.kind == TaskKind::update) {
+    // One SGD step over all parameters: the update's kernels per layer, merged.
+    Invocation& out = result.invocation;
+    const bool momentum = shape.state_elements > 0;
+    out.call(rt::Kernel::sgd_step,
+             {out.tensor(TensorRole::weight), out.tensor(TensorRole::weight_grad),
+              momentum ? out.tensor(TensorRole::state) : rt::Arg::null(), rt::Arg::of(shape.parameters),
+              rt::Arg::of(rt::Variable::lr), rt::Arg::of_real(momentum ? 0.9 : 0.0), rt::Arg::of_real(0.0),
+              rt::Arg::of(rt::Variable::first_update)});
+  } else {
+    InvocationContext ctx;
+    ctx.samples = n;
+    ctx.batch = n;
+    ctx.writes_input_gradient.assign(shape.inputs.size(), true);
+    ctx.accumulates_input_gradient.assign(shape.inputs.size(), false);
+    ctx.algorithm = algorithm;
+    ctx.workspace_bytes = workspace_bytes;
+    const OpSpec& spec = op_spec(shape.op);
+    spec.invoke(OpTask{shape.layer, shape.inputs, shape.output, shape.kind}, ctx, result.invocation);
+  }
+  for (const TensorRef& ref : result.invocation.tensors)
+    result.slot_bytes.push_back(slot_bytes(shape, ref, n, workspace_bytes));
+  return result;
+}
+
+std::optional<AlgorithmCall> algorithm_call(const Invocation& invocation) {
+  for (const rt::KernelCall& call : invocation.calls) {
+    rt::ConvDirection direction;
+    if (!rt::kernel_conv_direction(call.kernel, &direction)) continue;
+    for (const rt::Arg& arg : call.args)
+      if (arg.kind == rt::ArgKind::conv_shape) return AlgorithmCall{direction, arg.conv};
+  }
+  return std::nullopt;
+}
+
+}  // namespace mplan

@@ -1,0 +1,36 @@
+#pragma once
+// A task shape's kernels with buffers to bind them to: what the CPU profiler
+// times and what `mplan profile --jobs` writes for the standalone kernel
+// profiler (DESIGN.md, Profiler). The kernels come from the op table
+// (frontend/op_table.h), exactly as codegen prints them.
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "frontend/op_table.h"
+#include "profiler/signature.h"
+#include "runtime/kernel_call.h"
+
+namespace mplan {
+
+struct TaskInvocation {
+  Invocation invocation;
+  std::vector<int64_t> slot_bytes;  // the size of each tensor slot
+};
+
+// The kernels of `shape` at sub-batch n: convolutions by `algorithm` (an id of
+// the backend that runs them) with `workspace_bytes` of workspace; other tasks
+// with their scratch. BP1 writes (never adds to) every input gradient.
+TaskInvocation invoke_task_shape(const TaskShape& shape, int64_t n, rt::ConvAlgoId algorithm,
+                                 int64_t workspace_bytes);
+
+// The convolution of an invocation whose algorithm is chosen: its direction and
+// shape; nothing for a task without algorithms.
+struct AlgorithmCall {
+  rt::ConvDirection direction = rt::ConvDirection::forward;
+  rt::ConvShape shape;
+};
+std::optional<AlgorithmCall> algorithm_call(const Invocation& invocation);
+
+}  // namespace mplan

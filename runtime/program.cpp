@@ -1,0 +1,452 @@
+// The generated program's fixed code (runtime/program.h): the same on every
+// backend, through runtime/device.h only.
+
+#include "runtime/program.h"
+
+#include <cerrno>
+#include <chrono>
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+
+#include "runtime/check.h"
+#include "runtime/checkpoint.h"
+#include "runtime/npy.h"
+#include "runtime/poison.h"
+
+namespace mplan::rt {
+namespace {
+
+// SplitMix64's finaliser: the counter-based generator of weights and synthetic data.
+uint64_t mix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+// A uniform number in [0, 1) from (seed, stream, a, b).
+double uniform01(uint64_t seed, uint64_t stream, uint64_t a, uint64_t b) {
+  uint64_t h = mix64(seed + 0x9e3779b97f4a7c15ull);
+  h = mix64(h ^ (stream * 0xd1b54a32d192ed03ull));
+  h = mix64(h ^ (a * 0xabc98388fb8fac03ull));
+  h = mix64(h ^ (b * 0x8cb92ba72f3d8dd7ull));
+  return static_cast<double>(h >> 11) * (1.0 / 9007199254740992.0);
+}
+
+std::string mib(int64_t bytes) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%.2f MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
+  return text;
+}
+
+int64_t input_elements(const ProgramSpec& spec) { return spec.input_c * spec.input_h * spec.input_w; }
+
+}  // namespace
+
+// ---- the program's state ----------------------------------------------------------------------
+
+Program::Program(const ProgramSpec& spec, uint64_t seed, float lr, bool debug_poison, int copy_delay_ms)
+    : spec_(spec), seed_(seed), lr_(lr), debug_poison_(debug_poison), copy_delay_ms_(copy_delay_ms) {
+  compute_stream_ = stream_create("compute");
+  h2d_ = stream_create("h2d");
+  d2h_ = stream_create("d2h");
+  compute_.stream = compute_stream_;
+  for (int32_t i = 0; i < spec.event_count; ++i) events_.push_back(event_create());
+  for (int32_t i = 0; i < spec.debug_event_count; ++i) debug_events_.push_back(event_create());
+  round_loss_.assign(static_cast<size_t>(spec.rounds), 0.0f);
+}
+
+Program::~Program() {
+  stream_synchronize(compute_stream_);
+  stream_synchronize(h2d_);
+  stream_synchronize(d2h_);
+  for (Event* e : events_) event_destroy(e);
+  for (Event* e : debug_events_) event_destroy(e);
+  stream_destroy(compute_stream_);
+  stream_destroy(h2d_);
+  stream_destroy(d2h_);
+  if (device_.base != nullptr) device_free(device_);
+  if (host_.base != nullptr) host_free(host_);
+}
+
+bool Program::allocate(std::string* error) {
+  // One device allocation for the whole run (llm.c's single cudaMalloc).
+  device_ = device_alloc(static_cast<size_t>(spec_.resident_region_bytes + spec_.arena_bytes), error);
+  if (device_.base == nullptr) return false;
+  host_ = host_alloc(static_cast<size_t>(std::max<int64_t>(spec_.host_bytes, 1)), error);
+  if (host_.base == nullptr) return false;
+  // A fresh arena is poisoned in debug mode, so a read before any write is caught too.
+  fill_u32_async(device_.base + spec_.resident_region_bytes, debug_poison_ ? kPoisonBits : 0u,
+                 static_cast<size_t>(spec_.arena_bytes), compute_stream_);
+  stream_synchronize(compute_stream_);
+  return true;
+}
+
+void Program::alloc(int64_t offset, int64_t bytes) {
+  const int64_t end = offset + (bytes + 255) / 256 * 256 - spec_.resident_region_bytes;
+  peak_arena_end_bytes_ = std::max(peak_arena_end_bytes_, end);
+}
+
+void Program::copy_delay(Stream* stream) {
+  if (copy_delay_ms_ > 0) stream_sleep_async(stream, copy_delay_ms_);
+}
+
+void Program::prefetch(int64_t device_offset, int64_t host_offset, int64_t bytes, Stream* stream) {
+  copy_delay(stream);
+  copy_to_device_async(this->bytes(device_offset), host(host_offset), static_cast<size_t>(bytes), stream);
+}
+
+void Program::offload(int64_t device_offset, int64_t host_offset, int64_t bytes, Stream* stream) {
+  copy_delay(stream);
+  copy_to_host_async(host(host_offset), this->bytes(device_offset), static_cast<size_t>(bytes), stream);
+}
+
+void Program::read_loss(int32_t round, int64_t loss_offset) {
+  copy_to_host_async(&round_loss_.at(static_cast<size_t>(round)), bytes(loss_offset), sizeof(float), compute_stream_);
+}
+
+void Program::poison(Stream* stream, int64_t offset, int64_t bytes) {
+  if (debug_poison_) fill_u32_async(this->bytes(offset), kPoisonBits, static_cast<size_t>(bytes), stream);
+}
+
+void Program::check_finite(int32_t round, const char* step, std::initializer_list<Output> outputs) {
+  if (!debug_poison_) return;
+  stream_synchronize(compute_stream_);
+  for (const Output& out : outputs) {
+    std::vector<float> values(static_cast<size_t>(out.bytes / 4));
+    copy_to_host(values.data(), bytes(out.offset), values.size() * sizeof(float));
+    const size_t at = first_non_finite(values.data(), values.size());
+    if (at == values.size()) continue;
+    std::fprintf(stderr,
+                 "train: error: %s of round %d wrote a value that is not finite into %s (element %zu%s): it read a "
+                 "freed, dropped or not yet written buffer, or raced with a copy\n",
+                 step, round, out.name, at, is_poison(values[at]) ? ", the poison pattern" : "");
+    std::fflush(stderr);
+    std::_Exit(3);
+  }
+}
+
+double Program::run_step(uint64_t step, const Dataset& data) {
+  step_ = step;
+  // The host slots of every round's images and labels: samples step*B ..
+  // step*B + B-1 (mod N for a data set of N samples).
+  const int64_t elements = input_elements(spec_);
+  for (int32_t r = 0; r < spec_.rounds; ++r) {
+    auto* x = static_cast<float*>(host(spec_.input_slots[r].offset));
+    auto* y = static_cast<int32_t*>(host(spec_.label_slots[r].offset));
+    for (int64_t i = 0; i < spec_.sub_batches[r]; ++i) {
+      const uint64_t sample = step * static_cast<uint64_t>(spec_.batch) + static_cast<uint64_t>(spec_.first_sample[r] + i);
+      if (data.count > 0) {
+        const int64_t at = static_cast<int64_t>(sample % static_cast<uint64_t>(data.count));
+        std::memcpy(x + i * elements, data.images.data() + at * elements, static_cast<size_t>(elements) * sizeof(float));
+        y[i] = data.labels[static_cast<size_t>(at)];
+      } else {
+        // Learnable: each class has its own coarse mean image (a 4x4 grid of
+        // cells per channel, each uniform in [-1, 1)), each sample adds noise
+        // uniform in [-0.5, 0.5), so the loss falls within a few steps.
+        y[i] = static_cast<int32_t>(uniform01(seed_, 3, sample, 0) * static_cast<double>(spec_.classes));
+        for (int64_t e = 0; e < elements; ++e) {
+          const int64_t ch = e / (spec_.input_h * spec_.input_w), h = e / spec_.input_w % spec_.input_h,
+                        w = e % spec_.input_w;
+          const uint64_t cell = static_cast<uint64_t>(ch * 16 + h * 4 / spec_.input_h * 4 + w * 4 / spec_.input_w);
+          x[i * elements + e] = static_cast<float>(2.0 * uniform01(seed_, 4, static_cast<uint64_t>(y[i]), cell) - 1.0 +
+                                                   uniform01(seed_, 2, sample, static_cast<uint64_t>(e)) - 0.5);
+        }
+      }
+    }
+  }
+  spec_.run_iteration(*this);
+  stream_synchronize(compute_stream_);
+  stream_synchronize(h2d_);
+  stream_synchronize(d2h_);
+  first_update_ = false;
+  double loss = 0;
+  for (float l : round_loss_) loss += l;
+  return loss / static_cast<double>(spec_.batch);
+}
+
+namespace {
+
+// ---- initialisation, data and checkpoints ---------------------------------------------------
+
+// Zeroes the resident region (gradients, optimizer state), then fills every
+// tensor: conv and linear weights and biases uniform in +-1/sqrt(fan_in)
+// (the bound of PyTorch's default init), batch-norm gamma 1 and beta 0,
+// running mean 0 and variance 1.
+void init_weights(Program& p) {
+  const ProgramSpec& spec = p.spec();
+  std::vector<float> resident(static_cast<size_t>(spec.resident_region_bytes / 4), 0.0f);
+  for (int32_t t = 0; t < spec.tensor_count; ++t) {
+    const WeightTensor& tensor = spec.tensors[t];
+    float* values = resident.data() + tensor.offset_bytes / 4;
+    const double bound = tensor.fan_in > 0 ? 1.0 / std::sqrt(static_cast<double>(tensor.fan_in)) : 0.0;
+    for (int64_t i = 0; i < tensor.count; ++i) {
+      switch (tensor.init) {
+        case Init::zeros: values[i] = 0.0f; break;
+        case Init::ones: values[i] = 1.0f; break;
+        case Init::uniform_fan_in:
+          values[i] = static_cast<float>((2.0 * uniform01(p.seed(), 1, static_cast<uint64_t>(t), static_cast<uint64_t>(i)) -
+                                          1.0) * bound);
+          break;
+      }
+    }
+  }
+  if (!resident.empty()) copy_to_device(p.bytes(0), resident.data(), resident.size() * sizeof(float));
+}
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string text = "(";
+  for (size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
+  return text + (shape.size() == 1 ? ",)" : ")");
+}
+
+bool load_dataset(const ProgramSpec& spec, const std::string& dir, Dataset* data, std::string* error) {
+  NpyArray images, labels;
+  if (!npy_read(dir + "/images.npy", &images, error) || !npy_read(dir + "/labels.npy", &labels, error)) return false;
+  const std::vector<int64_t> expected = {labels.shape.empty() ? -1 : labels.shape[0], spec.input_c, spec.input_h,
+                                         spec.input_w};
+  if (images.type != NpyType::f32 || labels.type != NpyType::i32 || labels.shape.size() != 1 || labels.shape[0] < 1 ||
+      images.shape != expected) {
+    *error = dir + ": expected images.npy float32 of shape (N, " + std::to_string(spec.input_c) + ", " +
+             std::to_string(spec.input_h) + ", " + std::to_string(spec.input_w) +
+             ") and labels.npy int32 of shape (N,); got images " + shape_text(images.shape) + " and labels " +
+             shape_text(labels.shape);
+    return false;
+  }
+  const int64_t n = labels.shape[0];
+  data->labels.assign(labels.i32(), labels.i32() + n);
+  for (int64_t i = 0; i < n; ++i)
+    if (data->labels[i] < 0 || data->labels[i] >= spec.classes) {
+      *error = dir + "/labels.npy: label " + std::to_string(data->labels[i]) + " at " + std::to_string(i) +
+               " is not a class in [0, " + std::to_string(spec.classes) + ")";
+      return false;
+    }
+  data->images.assign(images.f32(), images.f32() + images.elements());
+  data->count = n;
+  return true;
+}
+
+std::vector<int64_t> tensor_shape(const WeightTensor& t) { return std::vector<int64_t>(t.shape, t.shape + t.rank); }
+
+bool save_weights(Program& p, const std::string& dir, int64_t step, std::string* error) {
+  const ProgramSpec& spec = p.spec();
+  std::vector<float> resident(static_cast<size_t>(spec.resident_region_bytes / 4));
+  if (!resident.empty()) copy_to_host(resident.data(), p.bytes(0), resident.size() * sizeof(float));
+  std::vector<CheckpointTensor> tensors;
+  for (int32_t t = 0; t < spec.tensor_count; ++t)
+    tensors.push_back({spec.tensors[t].file, tensor_shape(spec.tensors[t]),
+                       resident.data() + spec.tensors[t].offset_bytes / 4});
+  return checkpoint_save(dir, CheckpointMeta{step, p.seed(), spec.model_name, spec.model_digest}, tensors, error);
+}
+
+// Loads the weights and the step; refuses another model's checkpoint, a
+// tensor of another shape, and (unless `reseed`) a checkpoint of another seed.
+bool load_weights(Program& p, const std::string& dir, bool reseed, int64_t* step, std::string* error) {
+  const ProgramSpec& spec = p.spec();
+  std::vector<std::string> files;
+  for (int32_t t = 0; t < spec.tensor_count; ++t) files.push_back(spec.tensors[t].file);
+  LoadedCheckpoint loaded;
+  if (!checkpoint_load(dir, files, &loaded, error)) return false;
+  if (loaded.recovered)
+    std::fprintf(stderr, "train: note: %s: 'latest' was missing or stale (an interrupted save); loading %s\n",
+                 dir.c_str(), loaded.folder.c_str());
+  if (loaded.has_meta) {
+    if (!loaded.meta.model_digest.empty() && loaded.meta.model_digest != spec.model_digest) {
+      *error = loaded.folder + ": a checkpoint of model '" + loaded.meta.model_name + "' (digest " +
+               loaded.meta.model_digest + "), this program trains '" + spec.model_name + "' (digest " +
+               spec.model_digest + ")";
+      return false;
+    }
+    if (loaded.meta.seed != p.seed() && !reseed) {
+      *error = loaded.folder + ": written by a run with --seed " + std::to_string(loaded.meta.seed) +
+               ", this run has --seed " + std::to_string(p.seed()) +
+               ": resuming would change the dropout masks and the synthetic data; pass the same --seed, or "
+               "--reseed to resume with the new one on purpose";
+      return false;
+    }
+  }
+  std::vector<float> resident(static_cast<size_t>(spec.resident_region_bytes / 4));
+  if (!resident.empty()) copy_to_host(resident.data(), p.bytes(0), resident.size() * sizeof(float));
+  for (int32_t t = 0; t < spec.tensor_count; ++t) {
+    const WeightTensor& tensor = spec.tensors[t];
+    auto it = loaded.tensors.find(tensor.file);
+    if (it == loaded.tensors.end()) {
+      if (tensor.optional) continue;
+      *error = loaded.folder + "/" + tensor.file + ".npy: missing";
+      return false;
+    }
+    const NpyArray& array = it->second;
+    if (array.type != NpyType::f32 || array.shape != tensor_shape(tensor)) {
+      *error = loaded.folder + "/" + tensor.file + ".npy: expected float32 of shape " +
+               shape_text(tensor_shape(tensor)) + ", got " + (array.type == NpyType::f32 ? "float32" : "int32") +
+               " of shape " + shape_text(array.shape);
+      return false;
+    }
+    std::memcpy(resident.data() + tensor.offset_bytes / 4, array.f32(), static_cast<size_t>(tensor.count) * 4);
+  }
+  if (!resident.empty()) copy_to_device(p.bytes(0), resident.data(), resident.size() * sizeof(float));
+  *step = loaded.has_meta ? loaded.meta.step : 0;
+  p.set_first_update(*step == 0);
+  return true;
+}
+
+// ---- flags ----------------------------------------------------------------------------------
+
+struct Flags {
+  int64_t steps = 10;
+  uint64_t seed = 1;
+  float lr = 0;
+  bool lr_given = false;
+  std::string data, save, load;
+  int64_t checkpoint_every = 0;
+  bool debug_poison = false;
+  bool reseed = false;
+  int copy_delay_ms = 0;
+};
+
+[[noreturn]] void flag_error(const std::string& message) {
+  std::fprintf(stderr, "train: error: %s (see --help)\n", message.c_str());
+  std::exit(2);
+}
+
+int64_t parse_int(const std::string& flag, const char* text, int64_t min, int64_t max) {
+  char* end = nullptr;
+  errno = 0;
+  const long long value = std::strtoll(text, &end, 10);
+  if (errno != 0 || end == text || *end != '\0' || value < min || value > max)
+    flag_error(flag + ": expected an integer in [" + std::to_string(min) + ", " + std::to_string(max) + "], got '" +
+               text + "'");
+  return value;
+}
+
+Flags parse_flags(int argc, char** argv, const ProgramSpec& spec) {
+  Flags flags;
+  flags.lr = spec.default_lr;
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    auto value = [&]() -> const char* {
+      if (i + 1 >= argc) flag_error(flag + ": expected a value");
+      return argv[++i];
+    };
+    if (flag == "--help" || flag == "-h") {
+      std::printf(
+          "usage: train [--steps N] [--seed S] [--lr LR] [--data DIR] [--save DIR] [--load DIR] [--reseed]\n"
+          "             [--checkpoint-every N] [--debug-poison] [--debug-copy-delay-ms MS]\n"
+          "Trains %s by the plan compiled into it (target %s); see docs/generated-program.md.\n",
+          spec.model_name, spec.target);
+      std::exit(0);
+    } else if (flag == "--steps") {
+      flags.steps = parse_int(flag, value(), 0, std::numeric_limits<int32_t>::max());
+    } else if (flag == "--seed") {
+      flags.seed = static_cast<uint64_t>(parse_int(flag, value(), 0, std::numeric_limits<int64_t>::max()));
+    } else if (flag == "--lr") {
+      const char* text = value();
+      char* end = nullptr;
+      errno = 0;
+      flags.lr = std::strtof(text, &end);
+      if (errno != 0 || end == text || *end != '\0' || !std::isfinite(flags.lr) || !(flags.lr >= 0))
+        flag_error("--lr: expected a finite number >= 0, got '" + std::string(text) + "'");
+    } else if (flag == "--data") {
+      flags.data = value();
+    } else if (flag == "--save") {
+      flags.save = normalize_checkpoint_path(value());
+    } else if (flag == "--load") {
+      flags.load = normalize_checkpoint_path(value());
+    } else if (flag == "--reseed") {
+      flags.reseed = true;
+    } else if (flag == "--checkpoint-every") {
+      flags.checkpoint_every = parse_int(flag, value(), 0, std::numeric_limits<int32_t>::max());
+    } else if (flag == "--debug-poison") {
+      flags.debug_poison = true;
+    } else if (flag == "--debug-copy-delay-ms") {
+      flags.copy_delay_ms = static_cast<int>(parse_int(flag, value(), 0, 60000));
+    } else {
+      flag_error("unknown flag '" + flag + "'");
+    }
+  }
+  if (flags.checkpoint_every > 0 && flags.save.empty()) flag_error("--checkpoint-every: needs --save DIR");
+  if (flags.reseed && flags.load.empty()) flag_error("--reseed: needs --load DIR");
+  return flags;
+}
+
+}  // namespace
+
+int run_program(int argc, char** argv, const ProgramSpec& spec) {
+  const Flags flags = parse_flags(argc, argv, spec);
+  Program p(spec, flags.seed, flags.lr, flags.debug_poison, flags.copy_delay_ms);
+  std::string error;
+  if (!p.allocate(&error)) {
+    std::fprintf(stderr, "train: error: %s\n", error.c_str());
+    return 1;
+  }
+  init_weights(p);
+  int64_t step = 0;
+  if (!flags.load.empty() && !load_weights(p, flags.load, flags.reseed, &step, &error)) {
+    std::fprintf(stderr, "train: error: --load: %s\n", error.c_str());
+    return 2;
+  }
+  Dataset data;
+  if (!flags.data.empty() && !load_dataset(spec, flags.data, &data, &error)) {
+    std::fprintf(stderr, "train: error: --data: %s\n", error.c_str());
+    return 2;
+  }
+  const BackendInfo backend = backend_info();
+  std::printf("%s: batch %" PRId64 " in %d sub-batch(es), budget %s, %s%s; %s backend (%s)\n", spec.model_name,
+              spec.batch, spec.rounds, mib(spec.budget_bytes).c_str(), data.count > 0 ? "data " : "synthetic data",
+              data.count > 0 ? flags.data.c_str() : "", backend.backend.c_str(), backend.device.c_str());
+  double total_ms = 0;
+  int64_t timed_steps = 0;
+  for (int64_t i = 0; i < flags.steps; ++i, ++step) {
+    const auto started = std::chrono::steady_clock::now();
+    const double loss = p.run_step(static_cast<uint64_t>(step), data);
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+    std::printf("step %" PRId64 ": loss %.6f, %.2f ms, %.1f samples/s\n", step + 1, loss, ms,
+                static_cast<double>(spec.batch) * 1000.0 / ms);
+    std::fflush(stdout);
+    if (!std::isfinite(loss)) {
+      std::fprintf(stderr, "train: error: the loss is not finite at step %" PRId64 "%s\n", step + 1,
+                   flags.debug_poison ? " (debug poison: a step read a freed, dropped or not yet written buffer)" : "");
+      return 3;
+    }
+    if (i > 0 || flags.steps == 1) {
+      total_ms += ms;
+      ++timed_steps;
+    }
+    if (flags.checkpoint_every > 0 && (step + 1) % flags.checkpoint_every == 0 &&
+        !save_weights(p, flags.save, step + 1, &error)) {
+      std::fprintf(stderr, "train: error: --checkpoint-every: %s\n", error.c_str());
+      return 1;
+    }
+  }
+  if (timed_steps > 0)
+    std::printf("mean step time: %.2f ms, throughput %.1f samples/s (%" PRId64 " step(s), the first left out)\n",
+                total_ms / timed_steps, static_cast<double>(spec.batch) * 1000.0 * timed_steps / total_ms, timed_steps);
+  std::printf("peak arena: %s of arena %s; device memory %s (resident %s + peak arena) of budget %s\n",
+              mib(p.peak_arena_bytes()).c_str(), mib(spec.arena_bytes).c_str(),
+              mib(spec.resident_region_bytes + p.peak_arena_bytes()).c_str(), mib(spec.resident_region_bytes).c_str(),
+              mib(spec.budget_bytes).c_str());
+  if (flags.debug_poison) {
+    std::vector<float> resident(static_cast<size_t>(spec.resident_region_bytes / 4));
+    if (!resident.empty()) copy_to_host(resident.data(), p.bytes(0), resident.size() * sizeof(float));
+    for (int32_t t = 0; t < spec.tensor_count; ++t)
+      if (count_poison(resident.data() + spec.tensors[t].offset_bytes / 4, static_cast<size_t>(spec.tensors[t].count)) >
+          0) {
+        std::fprintf(stderr, "train: error: tensor %s holds poisoned values: a step used a freed buffer\n",
+                     spec.tensors[t].file);
+        return 3;
+      }
+  }
+  if (!flags.save.empty()) {
+    if (!save_weights(p, flags.save, step, &error)) {
+      std::fprintf(stderr, "train: error: --save: %s\n", error.c_str());
+      return 1;
+    }
+    std::printf("saved weights to %s/latest\n", flags.save.c_str());
+  }
+  return 0;
+}
+
+}  // namespace mplan::rt

@@ -1,0 +1,183 @@
+#pragma once
+// The fixed part of every generated training program (docs/generated-program.md):
+// flags, the one device allocation and pinned host memory, streams and events,
+// weight initialisation, data loading, checkpoints, the step loop and its
+// timing. Codegen writes only the model's constants, the buffer tables and the
+// schedule (one function that runs one iteration), and calls run_program.
+//
+// Ordinary runtime code on both backends: it uses only runtime/device.h and
+// runtime/ops.h.
+
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "runtime/device.h"
+#include "runtime/ops.h"
+
+namespace mplan::rt {
+
+// How a tensor of the weights file starts (docs/generated-program.md).
+enum class Init : int8_t { zeros, ones, uniform_fan_in };
+
+// One tensor of the weights file format: a slice of the resident region.
+struct WeightTensor {
+  const char* file;       // <file>.npy in a checkpoint (a sanitised, unique name)
+  int64_t offset_bytes;   // from the start of device memory
+  int64_t count;          // floats
+  int32_t rank;
+  int64_t shape[4];
+  Init init;
+  int64_t fan_in;         // uniform_fan_in: bound 1/sqrt(fan_in)
+  bool optional;          // may be absent from --load (then it starts as initialised)
+};
+
+// A byte range of device memory (from its start) or of the host buffer.
+struct Region {
+  int64_t offset;
+  int64_t bytes;
+};
+
+class Program;
+
+// Everything codegen writes about the model and the plan besides the schedule.
+struct ProgramSpec {
+  const char* model_name;
+  const char* model_digest;
+  const char* target;             // "cpu" or "cuda": the backend the code was generated for
+  int64_t batch;                  // B: the loss is averaged over all of it
+  int32_t rounds;                 // sub-batches, gradients accumulated (moDNN §III)
+  const int64_t* sub_batches;     // [rounds]
+  const int64_t* first_sample;    // [rounds]: the global index of each round's first sample
+  int64_t input_c, input_h, input_w;
+  int64_t classes;
+  float default_lr;
+  int64_t budget_bytes;
+  int64_t resident_region_bytes;  // weights, gradients, optimizer state
+  int64_t arena_bytes;
+  int64_t plan_peak_arena_bytes;
+  int64_t host_bytes;             // pinned host memory for offloads and input data
+  int32_t event_count;            // the plan's events
+  int32_t debug_event_count;      // --debug-poison's own events
+  const WeightTensor* tensors;
+  int32_t tensor_count;
+  const Region* input_slots;      // [rounds]: host slots of each round's images
+  const Region* label_slots;      // [rounds]: and labels
+  // Runs one iteration of the plan: every step of every round, then the update.
+  void (*run_iteration)(Program& program);
+};
+
+// The running program as the schedule sees it: device pointers, streams,
+// events and the values kernels take from the run (seed, step, lr, ...).
+class Program {
+ public:
+  Program(const ProgramSpec& spec, uint64_t seed, float lr, bool debug_poison, int copy_delay_ms);
+  ~Program();
+  Program(const Program&) = delete;
+  Program& operator=(const Program&) = delete;
+
+  // Allocates device and host memory; false with a message when they cannot be had.
+  bool allocate(std::string* error);
+
+  // Pointers into the device allocation (offsets in bytes from its start).
+  float* f32(int64_t offset) const { return reinterpret_cast<float*>(device_.base + offset); }
+  int32_t* i32(int64_t offset) const { return reinterpret_cast<int32_t*>(device_.base + offset); }
+  uint8_t* u8(int64_t offset) const { return reinterpret_cast<uint8_t*>(device_.base + offset); }
+  void* bytes(int64_t offset) const { return device_.base + offset; }
+  void* host(int64_t offset) const { return host_.base + offset; }
+
+  // The streams of the plan: compute, one per copy direction, or one shared
+  // copy stream (copy() is h2d then) for a plan with one copy engine.
+  const Context& compute() const { return compute_; }
+  Stream* h2d() const { return h2d_; }
+  Stream* d2h() const { return d2h_; }
+  Stream* copy() const { return h2d_; }
+  Event* event(int32_t id) const { return events_.at(static_cast<size_t>(id)); }
+
+  // ---- steps ----------------------------------------------------------------------------
+  // alloc: bookkeeping (the plan placed the buffer); tracks the peak arena use.
+  void alloc(int64_t offset, int64_t bytes);
+  // prefetch (host slot -> device) and offload (device -> host slot) on a copy stream.
+  void prefetch(int64_t device_offset, int64_t host_offset, int64_t bytes, Stream* stream);
+  void offload(int64_t device_offset, int64_t host_offset, int64_t bytes, Stream* stream);
+  // After the round's loss step: copies the round's summed loss to the host.
+  void read_loss(int32_t round, int64_t loss_offset);
+  // The plan's events. A round whose class has an event it does not use has
+  // -1 in its table: then these do nothing.
+  void wait(Stream* stream, int32_t event_id) {
+    if (event_id >= 0) stream_wait_event(stream, event(event_id));
+  }
+  void record(Stream* stream, int32_t event_id) {
+    if (event_id >= 0) event_record(event(event_id), stream);
+  }
+  // A host step (alloc, free) that waits: the host blocks until the event.
+  void host_wait(int32_t event_id) {
+    if (event_id >= 0) event_synchronize(event(event_id));
+  }
+
+  // ---- --debug-poison -------------------------------------------------------------------
+  bool debug() const { return debug_poison_; }
+  // Refills a dead buffer's range with the poison NaN, in stream order.
+  void poison(Stream* stream, int64_t offset, int64_t bytes);
+  Event* debug_event(int32_t id) const { return debug_events_.at(static_cast<size_t>(id)); }
+  // A step's float outputs must be finite: a NaN there means it read poison.
+  struct Output {
+    int64_t offset;
+    int64_t bytes;
+    const char* name;
+  };
+  void check_finite(int32_t round, const char* step, std::initializer_list<Output> outputs);
+
+  // ---- values kernels take from the run -------------------------------------------------
+  uint64_t seed() const { return seed_; }
+  uint64_t step() const { return step_; }
+  float lr() const { return lr_; }
+  bool first_update() const { return first_update_; }
+
+  // Runs one iteration (fills the input slots, runs the schedule, waits for
+  // every stream); returns the mean loss over the batch.
+  double run_step(uint64_t step, const struct Dataset& data);
+
+  const ProgramSpec& spec() const { return spec_; }
+  const DeviceMemory& device() const { return device_; }
+  int64_t peak_arena_bytes() const { return peak_arena_end_bytes_; }
+  void set_first_update(bool first) { first_update_ = first; }
+
+ private:
+  void copy_delay(Stream* stream);
+
+  const ProgramSpec& spec_;
+  uint64_t seed_;
+  uint64_t step_ = 0;
+  float lr_;
+  bool first_update_ = true;
+  bool debug_poison_;
+  int copy_delay_ms_;
+  DeviceMemory device_;
+  HostMemory host_;
+  Stream* compute_stream_ = nullptr;
+  Stream* h2d_ = nullptr;
+  Stream* d2h_ = nullptr;
+  Context compute_;
+  std::vector<Event*> events_;
+  std::vector<Event*> debug_events_;
+  std::vector<float> round_loss_;  // per round, written by read_loss on the compute stream
+  int64_t peak_arena_end_bytes_ = 0;
+};
+
+// --data DIR: images.npy (N, C, H, W) float32 and labels.npy (N) int32; empty: synthetic.
+struct Dataset {
+  std::vector<float> images;
+  std::vector<int32_t> labels;
+  int64_t count = 0;  // 0: synthetic data
+};
+
+// The generated program's main: parses the flags, runs the steps, saves.
+// Exit codes: 0 done; 1 an I/O failure (a checkpoint could not be written);
+// 2 bad flags or bad input files; 3 a numerical failure (non-finite loss,
+// poisoned values under --debug-poison).
+int run_program(int argc, char** argv, const ProgramSpec& spec);
+
+}  // namespace mplan::rt
