@@ -1,11 +1,15 @@
 // `mplan profile model.yaml --device DEVICE [--sub-batches pow2|all|LIST] -o profile.json`:
 // writes the analytic cost model of the model on a device as a profile
-// (docs/profile-format.md), one entry per distinct layer signature. Measured
-// backends come with the runtimes.
+// (docs/profile-format.md), one entry per distinct layer signature;
+// `--backend cpu` measures the CPU runtime here; `--backend cuda --jobs
+// jobs.json` writes the job file for the kernel profiler on a GPU node and
+// `--merge times.json` turns its results into the profile.
 
 #include <fmt/format.h>
 
 #include <cstdint>
+#include <fstream>
+#include <sstream>
 #include <memory>
 #include <string>
 
@@ -14,7 +18,9 @@
 #include "profiler/analytic_model.h"
 #include "profiler/cpu_measured.h"
 #include "profiler/device.h"
+#include "profiler/kernel_jobs.h"
 #include "profiler/profile.h"
+#include "runtime/jobs.h"
 #include "tdfg/tdfg.h"
 
 namespace mplan::cli {
@@ -25,8 +31,50 @@ struct ProfileOptions {
   std::string device = "";
   std::string sub_batches = "pow2";
   std::string output;
-  std::string backend = "analytic";  // analytic (--device) or cpu (measured here; cg)
+  std::string backend = "analytic";  // analytic (--device), cpu (measured here), cuda (--jobs)
+  std::string jobs;                  // --jobs: write the kernel profiler's job file
+  std::string merge;                 // --merge: the kernel profiler's results -> profile.json
+  int repeats = 10;                  // --repeats: timed runs per kernel in the job file
 };
+
+std::string read_text(const std::string& path, const char* flag) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail(fmt::format("{} '{}': cannot read the file", flag, path));
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// --jobs: the kernels of every distinct task at every sub-batch, for
+// profiler/kernel_profiler to time where the GPU is (docs/profile-format.md).
+void run_write_jobs(const ProfileOptions& options) {
+  if (options.repeats < 1 || options.repeats > 10000) fail("--repeats: expected 1 to 10000");
+  const Model model = unwrap(load_model(options.model_path));
+  const std::vector<int64_t> sub_batches = unwrap(parse_sub_batches(options.sub_batches, model.batch));
+  const Tdfg tdfg = build_tdfg(model);
+  const rt::JobFile jobs = make_jobs(tdfg, sub_batches, options.repeats, /*warmup=*/2);
+  write_file_atomically(options.jobs, rt::jobs_to_json(jobs));
+  fmt::print("wrote {}: {} jobs ({} distinct tasks of {} at sub-batches {}), {} copy sizes\n"
+             "next: on the GPU node, mplan_kernel_profiler_cuda {} -o times.json; then here,\n"
+             "      mplan profile {} --merge times.json --sub-batches {} -o profile.json\n",
+             options.jobs, jobs.jobs.size(), model.name, tdfg.tasks.size(), options.sub_batches,
+             jobs.copy_sizes.size(), options.jobs, options.model_path, options.sub_batches);
+}
+
+// --merge: the kernel profiler's result file as profile.json.
+void run_merge(const ProfileOptions& options) {
+  const Model model = unwrap(load_model(options.model_path));
+  const std::vector<int64_t> sub_batches = unwrap(parse_sub_batches(options.sub_batches, model.batch));
+  const Tdfg tdfg = build_tdfg(model);
+  rt::ResultFile results;
+  std::string error;
+  if (!rt::parse_results(read_text(options.merge, "--merge"), &results, &error))
+    fail(fmt::format("--merge '{}': {}", options.merge, error));
+  const Profile profile = unwrap(merge_results(tdfg, results, sub_batches, options.merge));
+  write_file_atomically(options.output, profile_to_json(profile));
+  fmt::print("wrote {}: {} measured on {} ({}), {} distinct layers, sub-batches {}\n", options.output, model.name,
+             results.backend.device, results.backend.backend, profile.entries.size(), options.sub_batches);
+}
 
 // --backend cpu: times the CPU runtime's ops and algorithms on this machine
 // (profiler/cpu_measured.h) and writes them as the profile.
@@ -42,8 +90,22 @@ void run_cpu_profile(const ProfileOptions& options) {
 }
 
 void run_profile(const ProfileOptions& options) {
+  if (!options.merge.empty()) {
+    if (!options.jobs.empty()) fail("--merge and --jobs exclude each other");
+    if (options.output.empty()) fail("--merge needs -o/--output profile.json");
+    return run_merge(options);
+  }
+  if (!options.jobs.empty()) {
+    if (options.backend != "cuda" && options.backend != "cpu")
+      fail("--jobs: writes the job file of a measured backend: --backend cuda (or cpu)");
+    return run_write_jobs(options);
+  }
+  if (options.output.empty()) fail("-o/--output: required (where to write profile.json)");
   if (options.backend == "cpu") return run_cpu_profile(options);
-  if (options.backend != "analytic") fail("--backend: expected analytic or cpu, not '" + options.backend + "'");
+  if (options.backend == "cuda")
+    fail("--backend cuda: mplan does not link CUDA; write a job file with --jobs jobs.json, run "
+         "profiler/kernel_profiler on the GPU node, then --merge its results");
+  if (options.backend != "analytic") fail("--backend: expected analytic, cpu or cuda, not '" + options.backend + "'");
   if (options.device.empty()) fail("--device: required with --backend analytic");
   const Model model = unwrap(load_model(options.model_path));
   Result<Device> device = load_device(options.device);
@@ -66,13 +128,20 @@ void setup_profile(CLI::App& command) {
                      "Device: a name from examples/devices (k40, titanx, p100, v100, ...) or a path to a device file "
                      "(required with --backend analytic)");
   command.add_option("--backend", options->backend,
-                     "analytic: the device file's model; cpu: time the CPU runtime's algorithms on this machine")
+                     "analytic: the device file's model; cpu: time the CPU runtime's algorithms on this machine; "
+                     "cuda: with --jobs, the job file for the kernel profiler on a GPU node")
+      ->capture_default_str();
+  command.add_option("--jobs", options->jobs,
+                     "Write the kernel profiler's job file (every distinct task's kernels at every sub-batch) here");
+  command.add_option("--merge", options->merge,
+                     "Turn the kernel profiler's result file (from the GPU node) into profile.json (-o)");
+  command.add_option("--repeats", options->repeats, "With --jobs: timed runs of each kernel (median kept)")
       ->capture_default_str();
   command.add_option("--sub-batches", options->sub_batches,
                      "Sub-batches to profile: pow2 (1, 2, 4, ... and the batch), all (1..batch), or a list "
                      "such as 1,8,32")
       ->capture_default_str();
-  command.add_option("-o,--output", options->output, "Where to write profile.json")->required();
+  command.add_option("-o,--output", options->output, "Where to write profile.json (not with --jobs)");
   command.callback([options] { run_profile(*options); });
 }
 

@@ -33,7 +33,7 @@ std::string emit_cmake(const std::string& model_name, const CodegenOptions& opti
 # Builds `train` from train.cpp against the mplan runtime's {target} backend, either
 #   from its sources:          -DMPLAN_RUNTIME_DIR=<mplan>/runtime (the default below), or
 #   as a prebuilt library:     -DMPLAN_RUNTIME_LIBRARY=<mplan build>/runtime/lib{library}.a
-#                              (libmplan_runtime_core.a beside it is linked too)
+#                              (libmplan_runtime_core.a beside or above it is linked too)
 # {needs}
 cmake_minimum_required(VERSION 3.22)
 project(mplan_train LANGUAGES C CXX{languages})
@@ -55,11 +55,16 @@ find_package(Threads REQUIRED)
 
 if(MPLAN_RUNTIME_LIBRARY)
   get_filename_component(runtime_folder "${{MPLAN_RUNTIME_LIBRARY}}" DIRECTORY)
+  find_file(MPLAN_RUNTIME_CORE_LIBRARY libmplan_runtime_core.a HINTS "${{runtime_folder}}" "${{runtime_folder}}/.."
+            NO_DEFAULT_PATH)
+  if(NOT MPLAN_RUNTIME_CORE_LIBRARY)
+    message(FATAL_ERROR "no libmplan_runtime_core.a beside or above ${{MPLAN_RUNTIME_LIBRARY}}")
+  endif()
   add_library({library} STATIC IMPORTED)
   set_target_properties({library} PROPERTIES
     IMPORTED_LOCATION "${{MPLAN_RUNTIME_LIBRARY}}"
     INTERFACE_INCLUDE_DIRECTORIES "${{MPLAN_ROOT}}"
-    INTERFACE_LINK_LIBRARIES "${{runtime_folder}}/libmplan_runtime_core.a;Threads::Threads")
+    INTERFACE_LINK_LIBRARIES "${{MPLAN_RUNTIME_CORE_LIBRARY}};Threads::Threads")
 {imported_dependencies}else()
   set(MPLAN_RUNTIME_BACKENDS {target} CACHE STRING "The runtime backends to build")
   add_subdirectory("${{MPLAN_RUNTIME_DIR}}" mplan_runtime)

@@ -166,7 +166,7 @@ bool checkpoint_save(const std::string& path, const CheckpointMeta& meta, const 
   for (const CheckpointTensor& t : tensors) {
     const std::string file = (partial / (t.file + ".npy")).string();
     if (!npy_write_f32(file, t.data, t.shape, error) || !sync_path(file, error)) return false;
-    manifest += t.file + ".npy";
+    manifest.append(t.file).append(".npy");
     for (int64_t d : t.shape) manifest += " " + std::to_string(d);
     manifest += "\n";
   }

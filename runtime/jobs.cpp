@@ -273,6 +273,9 @@ bool parse_results(const std::string& text, ResultFile* results, std::string* er
     return false;
   if (results->backend.backend != "cpu" && results->backend.backend != "cuda")
     return fail(error, "backend.name must be \"cpu\" or \"cuda\"");
+  int64_t repeats = 0;
+  if (!read_int_field(root, "repeats", 1, 10000, &repeats, "the file", error)) return false;
+  results->repeats = static_cast<int32_t>(repeats);
   if (const json::Value* copies = root.find("copies"); copies != nullptr && copies->type == json::Value::Type::array) {
     for (size_t i = 0; i < copies->array.size(); ++i) {
       const json::Value& c = copies->array[i];

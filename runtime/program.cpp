@@ -56,7 +56,6 @@ Program::Program(const ProgramSpec& spec, uint64_t seed, float lr, bool debug_po
   compute_.stream = compute_stream_;
   for (int32_t i = 0; i < spec.event_count; ++i) events_.push_back(event_create());
   for (int32_t i = 0; i < spec.debug_event_count; ++i) debug_events_.push_back(event_create());
-  round_loss_.assign(static_cast<size_t>(spec.rounds), 0.0f);
 }
 
 Program::~Program() {
@@ -70,6 +69,7 @@ Program::~Program() {
   stream_destroy(d2h_);
   if (device_.base != nullptr) device_free(device_);
   if (host_.base != nullptr) host_free(host_);
+  if (round_loss_.base != nullptr) host_free(round_loss_);
 }
 
 bool Program::allocate(std::string* error) {
@@ -78,6 +78,9 @@ bool Program::allocate(std::string* error) {
   if (device_.base == nullptr) return false;
   host_ = host_alloc(static_cast<size_t>(std::max<int64_t>(spec_.host_bytes, 1)), error);
   if (host_.base == nullptr) return false;
+  // Pinned, so that reading a round's loss does not make the host wait for the GPU.
+  round_loss_ = host_alloc(static_cast<size_t>(spec_.rounds) * sizeof(float), error);
+  if (round_loss_.base == nullptr) return false;
   // A fresh arena is poisoned in debug mode, so a read before any write is caught too.
   fill_u32_async(device_.base + spec_.resident_region_bytes, debug_poison_ ? kPoisonBits : 0u,
                  static_cast<size_t>(spec_.arena_bytes), compute_stream_);
@@ -105,7 +108,8 @@ void Program::offload(int64_t device_offset, int64_t host_offset, int64_t bytes,
 }
 
 void Program::read_loss(int32_t round, int64_t loss_offset) {
-  copy_to_host_async(&round_loss_.at(static_cast<size_t>(round)), bytes(loss_offset), sizeof(float), compute_stream_);
+  MPLAN_RT_CHECK(round >= 0 && round < spec_.rounds, "read_loss: round out of range");
+  copy_to_host_async(round_loss_.base + round * sizeof(float), bytes(loss_offset), sizeof(float), compute_stream_);
 }
 
 void Program::poison(Stream* stream, int64_t offset, int64_t bytes) {
@@ -164,7 +168,7 @@ double Program::run_step(uint64_t step, const Dataset& data) {
   stream_synchronize(d2h_);
   first_update_ = false;
   double loss = 0;
-  for (float l : round_loss_) loss += l;
+  for (int32_t r = 0; r < spec_.rounds; ++r) loss += reinterpret_cast<const float*>(round_loss_.base)[r];
   return loss / static_cast<double>(spec_.batch);
 }
 

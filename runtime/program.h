@@ -163,7 +163,7 @@ class Program {
   Context compute_;
   std::vector<Event*> events_;
   std::vector<Event*> debug_events_;
-  std::vector<float> round_loss_;  // per round, written by read_loss on the compute stream
+  HostMemory round_loss_;  // pinned: a float per round, written by read_loss on the compute stream
   int64_t peak_arena_end_bytes_ = 0;
 };
 

@@ -39,14 +39,14 @@ std::string work_dir(const std::string& tag) {
   return dir.string();
 }
 
-Compiled compile_model(const std::string& model_path, Budget budget, const std::string& tag) {
+Compiled compile_model(const std::string& model_path, Budget budget, const std::string& tag, codegen::Target target) {
   std::string path = fs::path(model_path).is_absolute() ? model_path : source_dir() + "/" + model_path;
   Result<Model> model = load_model(path);
   if (!model) return Compiled{{}, "", model.error().to_string()};
-  return compile_model(*model, budget, tag);
+  return compile_model(*model, budget, tag, target);
 }
 
-Compiled compile_model(const Model& model, Budget budget, const std::string& tag) {
+Compiled compile_model(const Model& model, Budget budget, const std::string& tag, codegen::Target target) {
   Result<Device> device = load_device("k40");
   if (!device) return Compiled{{}, "", device.error().to_string()};
   const AnalyticCostModel cost(*device);
@@ -67,10 +67,10 @@ Compiled compile_model(const Model& model, Budget budget, const std::string& tag
   }
   Result<Plan> plan = make_plan(tdfg, cost, options);
   if (!plan) return Compiled{{}, "", "make_plan: " + plan.error().to_string()};
-  return write_plan_program(model, std::move(*plan), tag);
+  return write_plan_program(model, std::move(*plan), tag, target);
 }
 
-Compiled write_plan_program(const Model& model, Plan plan, const std::string& tag) {
+Compiled write_plan_program(const Model& model, Plan plan, const std::string& tag, codegen::Target target) {
   Compiled out;
   const Tdfg tdfg = build_tdfg(model);
   out.plan = std::move(plan);
@@ -80,6 +80,7 @@ Compiled write_plan_program(const Model& model, Plan plan, const std::string& ta
   for (const Block& b : tdfg.blocks) out.plan.block_names.push_back(b.name);
   codegen::CodegenOptions cg;
   cg.model_file = model.source_file;
+  cg.target = target;
   Result<codegen::GeneratedProgram> program = codegen::emit_program(model, tdfg, out.plan, cg);
   if (!program) return Compiled{out.plan, "", "emit_program: " + program.error().to_string()};
   // The folder is kept between runs: files are rewritten only when their text
@@ -115,10 +116,10 @@ static std::string quoted(const std::string& s) {
   return out + "'";
 }
 
-std::string build_program(const std::string& dir) {
+std::string build_program(const std::string& dir, const std::string& runtime_library) {
   RunResult configure = run_command("cmake -S " + quoted(dir) + " -B " + quoted(dir + "/build") +
                                     " -DCMAKE_BUILD_TYPE=Release -DMPLAN_RUNTIME_LIBRARY=" +
-                                    quoted(MPLAN_RUNTIME_LIBRARY_PATH));
+                                    quoted(runtime_library.empty() ? MPLAN_RUNTIME_LIBRARY_PATH : runtime_library));
   if (configure.exit_code != 0) return "cmake configure failed:\n" + configure.output;
   RunResult build = run_command("cmake --build " + quoted(dir + "/build") + " -j2");
   if (build.exit_code != 0) {

@@ -32,17 +32,21 @@ const char* budget_name(Budget budget);
 // Plans `model_path` (a file under examples/models, or any path) at `budget`
 // with the analytic K40 cost model and writes the program to a fresh folder
 // under the test binary dir named `tag`.
-Compiled compile_model(const std::string& model_path, Budget budget, const std::string& tag);
+Compiled compile_model(const std::string& model_path, Budget budget, const std::string& tag,
+                       codegen::Target target = codegen::Target::cpu);
 // The same with a Model built in code (for hostile layer names).
-Compiled compile_model(const Model& model, Budget budget, const std::string& tag);
+Compiled compile_model(const Model& model, Budget budget, const std::string& tag,
+                       codegen::Target target = codegen::Target::cpu);
 
 // Writes the program of an already made `plan` of `model` (any policy's,
 // planner/policy.h) to the folder named `tag`, as compile_model does.
-Compiled write_plan_program(const Model& model, Plan plan, const std::string& tag);
+Compiled write_plan_program(const Model& model, Plan plan, const std::string& tag,
+                            codegen::Target target = codegen::Target::cpu);
 
-// Configures and builds dir/build with cmake against the prebuilt runtime.
-// Returns "" on success, else the tail of the log.
-std::string build_program(const std::string& dir);
+// Configures and builds dir/build with cmake against a prebuilt runtime
+// library (default: this build's CPU runtime). Returns "" on success, else
+// the tail of the log.
+std::string build_program(const std::string& dir, const std::string& runtime_library = "");
 
 struct RunResult {
   int exit_code = -1;

@@ -1,0 +1,129 @@
+#include "profiler/kernel_jobs.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "profiler/task_invocation.h"
+
+namespace mplan {
+namespace {
+
+// A cost model that answers from a kernel profiler's results (for make_profile).
+class ResultsCostModel final : public CostModel {
+ public:
+  ResultsCostModel(std::map<std::string, std::vector<TaskOption>> options, TransferLine h2d, TransferLine d2h,
+                   int64_t memory_bytes, std::string describe)
+      : options_(std::move(options)), h2d_(h2d), d2h_(d2h), memory_bytes_(memory_bytes), describe_(std::move(describe)) {}
+
+  std::vector<TaskOption> options(const Tdfg& tdfg, TaskId t, int64_t sub_batch) const override {
+    auto it = options_.find(job_key(describe_task(tdfg, t), sub_batch));
+    MPLAN_CHECK(it != options_.end(), "merge_results: a task without a result (checked before)");
+    return it->second;
+  }
+  double host_to_device_ms(int64_t bytes) const override { return h2d_.time_ms(bytes); }
+  double device_to_host_ms(int64_t bytes) const override { return d2h_.time_ms(bytes); }
+  int copy_engines() const override { return 2; }
+  int64_t device_memory_bytes() const override { return memory_bytes_; }
+  std::string describe() const override { return describe_; }
+
+ private:
+  std::map<std::string, std::vector<TaskOption>> options_;
+  TransferLine h2d_, d2h_;
+  int64_t memory_bytes_;
+  std::string describe_;
+};
+
+// Least squares of time = latency + bytes / bandwidth over the timed copies.
+Result<TransferLine> fit_copies(const std::vector<rt::CopyTiming>& copies, bool host_to_device, const std::string& file) {
+  if (copies.size() < 2)
+    return Error{{file, 0, 0}, "needs copy timings of at least two sizes (the job file's copy_sizes)"};
+  double n = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (const rt::CopyTiming& c : copies) {
+    const double x = static_cast<double>(c.bytes), y = host_to_device ? c.host_to_device_ms : c.device_to_host_ms;
+    n += 1;
+    sx += x;
+    sy += y;
+    sxx += x * x;
+    sxy += x * y;
+  }
+  const double slope = (n * sxy - sx * sy) / (n * sxx - sx * sx);  // ms per byte
+  if (!(slope > 0))
+    return Error{{file, 0, 0}, fmt::format("the {} copy times do not grow with the size: not a measurement",
+                                           host_to_device ? "host-to-device" : "device-to-host")};
+  TransferLine line;
+  line.bytes_per_s = 1000.0 / slope;
+  line.latency_ms = std::max(0.0, (sy - slope * sx) / n);
+  return line;
+}
+
+}  // namespace
+
+std::string job_key(const TaskShape& shape, int64_t sub_batch) {
+  return task_signature(shape) + "@" + std::to_string(shape.kind == TaskKind::update ? 0 : sub_batch);
+}
+
+rt::JobFile make_jobs(const Tdfg& tdfg, const std::vector<int64_t>& sub_batches, int32_t repeats, int32_t warmup) {
+  rt::JobFile jobs;
+  jobs.model = tdfg.model->name;
+  jobs.repeats = repeats;
+  jobs.warmup = warmup;
+  for (int64_t bytes = int64_t{64} << 10; bytes <= int64_t{256} << 20; bytes *= 4) jobs.copy_sizes.push_back(bytes);
+  std::set<std::string> seen;
+  for (TaskId t = 0; t < static_cast<TaskId>(tdfg.tasks.size()); ++t) {
+    const TaskShape shape = describe_task(tdfg, t);
+    for (int64_t b : sub_batches) {
+      const std::string key = job_key(shape, b);
+      if (!seen.insert(key).second) continue;
+      const TaskInvocation task = invoke_task_shape(shape, shape.kind == TaskKind::update ? 1 : b, 0, 0);
+      rt::Job job;
+      job.key = key;
+      job.slot_bytes = task.slot_bytes;
+      for (const TensorRef& ref : task.invocation.tensors) job.slot_roles.push_back(tensor_role_name(ref.role));
+      job.calls = task.invocation.calls;
+      jobs.jobs.push_back(std::move(job));
+    }
+  }
+  return jobs;
+}
+
+Result<Profile> merge_results(const Tdfg& tdfg, const rt::ResultFile& results, const std::vector<int64_t>& sub_batches,
+                              const std::string& file) {
+  std::map<std::string, std::vector<TaskOption>> options;
+  for (const rt::JobResult& r : results.results) {
+    if (!r.error.empty()) continue;
+    std::vector<TaskOption> list;
+    for (const rt::JobOption& o : r.options) list.push_back({o.algorithm, o.time_ms, o.workspace_bytes});
+    std::stable_sort(list.begin(), list.end(), [](const TaskOption& a, const TaskOption& b) { return a.time_ms < b.time_ms; });
+    if (!list.empty()) options[r.key] = std::move(list);
+  }
+  for (TaskId t = 0; t < static_cast<TaskId>(tdfg.tasks.size()); ++t) {
+    const TaskShape shape = describe_task(tdfg, t);
+    for (int64_t b : sub_batches) {
+      const std::string key = job_key(shape, b);
+      if (options.count(key)) continue;
+      std::string why = "no result";
+      for (const rt::JobResult& r : results.results)
+        if (r.key == key && !r.error.empty()) why = "the profiler failed: " + r.error;
+      return Error{{file, 0, 0}, fmt::format("{} at sub-batch {}: {} (key '{}'); the results were made from "
+                                             "another job file, or the profiler stopped early",
+                                             tdfg.tasks[t].name, b, why, key)};
+    }
+  }
+  Result<TransferLine> h2d = fit_copies(results.copies, true, file);
+  if (!h2d) return h2d.error();
+  Result<TransferLine> d2h = fit_copies(results.copies, false, file);
+  if (!d2h) return d2h.error();
+  const rt::BackendInfo& b = results.backend;
+  std::string describe = fmt::format("measured ({}, {}", b.backend, b.device);
+  for (const std::string& part : {b.driver.empty() ? "" : "driver " + b.driver,
+                                  b.runtime.empty() ? "" : "runtime " + b.runtime, b.libraries})
+    if (!part.empty()) describe += ", " + part;
+  describe += fmt::format(", median of {} runs)", results.repeats);
+  const ResultsCostModel cost(std::move(options), *h2d, *d2h, b.memory_bytes, describe);
+  return make_profile(tdfg, cost, sub_batches, b.device);
+}
+
+}  // namespace mplan

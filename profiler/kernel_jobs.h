@@ -1,0 +1,36 @@
+#pragma once
+// Profiling on a GPU node (DESIGN.md, Profiler: "the GPU profiler is a
+// standalone program of the runtime and CUDA alone"): the planning machine
+// writes a job file of every distinct task's kernels at every sub-batch
+// (`mplan profile --jobs`), the kernel profiler (profiler/kernel_profiler)
+// times them where the GPU is, and its result file becomes profile.json here
+// (`mplan profile --merge`).
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "frontend/error.h"
+#include "profiler/profile.h"
+#include "runtime/jobs.h"
+#include "tdfg/tdfg.h"
+
+namespace mplan {
+
+// The key a task's result is filed under: its task signature and sub-batch
+// (the update, which does not depend on the sub-batch, at 0).
+std::string job_key(const TaskShape& shape, int64_t sub_batch);
+
+// One job per distinct task signature and sub-batch of the TDFG, plus copy
+// sizes from 64 KiB to 256 MiB.
+rt::JobFile make_jobs(const Tdfg& tdfg, const std::vector<int64_t>& sub_batches, int32_t repeats, int32_t warmup);
+
+// The profile of a kernel profiler's results: every task of the TDFG at every
+// sub-batch must have a result without an error (else the error names the
+// first missing or failed one); copies are fitted by least squares to a line.
+// `file` names the result file in messages.
+Result<Profile> merge_results(const Tdfg& tdfg, const rt::ResultFile& results, const std::vector<int64_t>& sub_batches,
+                              const std::string& file);
+
+}  // namespace mplan

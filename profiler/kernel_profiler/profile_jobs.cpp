@@ -1,0 +1,300 @@
+// Timing of a job file's kernels and copies on the runtime backend this
+// program is linked with (profile_jobs.h). Only runtime/device.h, ops.h,
+// kernel_call.h and jobs.h: the same code times the CPU and the CUDA backend.
+
+#include "profiler/kernel_profiler/profile_jobs.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "profiler/kernel_profiler/call_extents.h"
+#include "runtime/device.h"
+#include "runtime/kernel_call.h"
+#include "runtime/ops.h"
+#ifdef MPLAN_KERNEL_PROFILER_CUDA
+#include "runtime/cuda/conv.h"
+#endif
+
+namespace mplan::kernel_profiler {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+size_t round_up(int64_t bytes) {
+  const size_t b = static_cast<size_t>(std::max<int64_t>(bytes, 1));
+  return (b + rt::kDeviceAlignmentBytes - 1) / rt::kDeviceAlignmentBytes * rt::kDeviceAlignmentBytes;
+}
+
+// Conv algorithms' time that the backend says it did not run as named: on
+// CUDA, cuDNN may refuse an algorithm at run time after giving its workspace.
+int64_t fallbacks() {
+#ifdef MPLAN_KERNEL_PROFILER_CUDA
+  return rt::cuda::conv_fallback_count();
+#else
+  return 0;
+#endif
+}
+
+// A job's slots in one device allocation, each at a 256-byte boundary, filled
+// as their roles say: "labels" zeros (class 0), "saved" positive (an inverse
+// standard deviation), anything else uniform in [-1, 1] (so max-pool and relu
+// take both branches).
+class Slots {
+ public:
+  bool allocate(const rt::Job& job, int64_t free_bytes, std::string* error) {
+    size_t total = 0;
+    for (int64_t bytes : job.slot_bytes) total += round_up(bytes);
+    if (free_bytes > 0 && static_cast<int64_t>(total) > free_bytes) {
+      *error = "its slots need " + std::to_string(total) + " bytes; the device has " + std::to_string(free_bytes) +
+               " free";
+      return false;
+    }
+    memory_ = rt::device_alloc(total, error);
+    if (memory_.base == nullptr) return false;
+    std::vector<float> host(total / sizeof(float), 0.0f);
+    std::mt19937 random(12345);
+    std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+    size_t at = 0;
+    for (size_t i = 0; i < job.slot_bytes.size(); ++i) {
+      pointers_.push_back(memory_.base + at);
+      const size_t words = static_cast<size_t>(job.slot_bytes[i]) / sizeof(float);
+      float* values = host.data() + at / sizeof(float);
+      const std::string& role = job.slot_roles[i];
+      if (role != "labels")
+        for (size_t j = 0; j < words; ++j)
+          values[j] = role == "saved" ? 0.5f + 0.5f * std::abs(uniform(random)) : uniform(random);
+      at += round_up(job.slot_bytes[i]);
+    }
+    rt::copy_to_device(memory_.base, host.data(), total);
+    return true;
+  }
+  ~Slots() { rt::device_free(memory_); }
+  std::vector<void*>& pointers() { return pointers_; }
+
+ private:
+  rt::DeviceMemory memory_;
+  std::vector<void*> pointers_;
+};
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
+// Median time of running `calls` once, over `repeats` timed runs after `warmup` untimed ones.
+double time_calls(rt::Stream* stream, const std::vector<rt::KernelCall>& calls, const rt::Bindings& bindings,
+                  int32_t warmup, int32_t repeats) {
+  const rt::Context ctx{stream};
+  rt::Event* start = rt::event_create();
+  rt::Event* end = rt::event_create();
+  for (int32_t i = 0; i < warmup; ++i)
+    for (const rt::KernelCall& call : calls) rt::run_kernel(ctx, call, bindings);
+  std::vector<double> times;
+  for (int32_t i = 0; i < std::max(repeats, 1); ++i) {
+    rt::event_record(start, stream);
+    for (const rt::KernelCall& call : calls) rt::run_kernel(ctx, call, bindings);
+    rt::event_record(end, stream);
+    rt::event_synchronize(end);
+    times.push_back(rt::event_elapsed_ms(start, end));
+  }
+  rt::event_destroy(start);
+  rt::event_destroy(end);
+  return median(times);
+}
+
+struct ConvCall {
+  size_t index;  // in the job's calls
+  int algorithm, workspace, workspace_bytes;  // argument positions (rt::conv_call_arguments)
+  rt::ConvDirection direction;
+  rt::ConvShape shape;
+};
+
+// The job's convolutions whose algorithm the profiler varies; false with an
+// error when they are of several directions (one algorithm id cannot name one
+// algorithm of each).
+bool conv_calls(const rt::Job& job, std::vector<ConvCall>* out, std::string* error) {
+  for (size_t i = 0; i < job.calls.size(); ++i) {
+    ConvCall c{i, -1, -1, -1, rt::ConvDirection::forward, {}};
+    if (!rt::conv_call_arguments(job.calls[i], &c.algorithm, &c.workspace, &c.workspace_bytes)) continue;
+    rt::kernel_conv_direction(job.calls[i].kernel, &c.direction);
+    for (const rt::Arg& a : job.calls[i].args)
+      if (a.kind == rt::ArgKind::conv_shape) c.shape = a.conv;
+    if (!out->empty() && out->front().direction != c.direction) {
+      *error = "its convolutions go in several directions: one algorithm id cannot be varied over them";
+      return false;
+    }
+    out->push_back(c);
+  }
+  return true;
+}
+
+rt::JobResult profile_job(const rt::Job& job, const rt::JobFile& file, rt::Stream* stream, int64_t free_bytes) {
+  rt::JobResult result;
+  result.key = job.key;
+  rt::Bindings bindings;
+  bindings.lr = 1e-6f;  // repeated updates barely move the weights
+  bindings.first_update = false;
+  for (const rt::KernelCall& call : job.calls) {
+    const std::string why = check_call_extents(call, job.slot_bytes, bindings);
+    if (!why.empty()) {
+      result.error = why;
+      return result;
+    }
+  }
+  std::vector<ConvCall> convs;
+  if (!conv_calls(job, &convs, &result.error)) return result;
+  Slots slots;
+  if (!slots.allocate(job, free_bytes, &result.error)) return result;
+  std::vector<void*> pointers = slots.pointers();
+  bindings.slots = pointers.data();
+  bindings.slot_count = static_cast<int32_t>(pointers.size());
+
+  if (convs.empty()) {
+    int64_t scratch = 0;
+    for (size_t i = 0; i < job.slot_roles.size(); ++i)
+      if (job.slot_roles[i] == "workspace") scratch += job.slot_bytes[i];
+    result.options.push_back({"default", time_calls(stream, job.calls, bindings, file.warmup, file.repeats), scratch});
+    return result;
+  }
+
+  // Every algorithm of the backend, each with the workspace it asks for, bound
+  // to one more slot after the job's own.
+  const rt::Context ctx{stream};
+  const rt::ConvDirection direction = convs.front().direction;
+  std::vector<std::string> skipped;
+  for (rt::ConvAlgoId algo = 0; algo < rt::conv_algorithm_count(direction); ++algo) {
+    const char* name = rt::conv_algorithm_name(direction, algo);
+    std::vector<int64_t> need;
+    for (const ConvCall& c : convs) need.push_back(rt::conv_workspace_bytes(ctx, direction, c.shape, algo));
+    if (*std::min_element(need.begin(), need.end()) < 0) continue;  // the backend does not run it here
+    const int64_t workspace_bytes = *std::max_element(need.begin(), need.end());
+    std::string error;
+    rt::DeviceMemory workspace;
+    if (workspace_bytes > 0) {
+      if (free_bytes > 0 && workspace_bytes > free_bytes) error = "needs more workspace than the device has free";
+      if (error.empty()) workspace = rt::device_alloc(static_cast<size_t>(workspace_bytes), &error);
+      if (workspace.base == nullptr) {
+        skipped.push_back(std::string(name) + " (" + std::to_string(workspace_bytes) + " bytes of workspace: " +
+                          error + ")");
+        continue;
+      }
+    }
+    std::vector<rt::KernelCall> calls = job.calls;
+    for (size_t i = 0; i < convs.size(); ++i) {
+      std::vector<rt::Arg>& args = calls[convs[i].index].args;
+      args[convs[i].algorithm] = rt::Arg::of(static_cast<int64_t>(algo));
+      args[convs[i].workspace] = need[i] > 0 ? rt::Arg::tensor(bindings.slot_count) : rt::Arg::null();
+      args[convs[i].workspace_bytes] = rt::Arg::of(need[i]);
+    }
+    std::vector<void*> with_workspace = pointers;
+    with_workspace.push_back(workspace.base);
+    rt::Bindings b = bindings;
+    b.slots = with_workspace.data();
+    b.slot_count = static_cast<int32_t>(with_workspace.size());
+    const int64_t fallbacks_before = fallbacks();
+    const double ms = time_calls(stream, calls, b, file.warmup, file.repeats);
+    rt::device_free(workspace);
+    if (fallbacks() != fallbacks_before) {
+      skipped.push_back(std::string(name) + " (the backend ran another algorithm in its place)");
+      continue;
+    }
+    result.options.push_back({name, ms, workspace_bytes});
+  }
+  std::sort(result.options.begin(), result.options.end(),
+            [](const rt::JobOption& a, const rt::JobOption& b) { return a.time_ms < b.time_ms; });
+  if (result.options.empty()) {
+    result.error = "no algorithm of the backend ran this convolution";
+    for (size_t i = 0; i < skipped.size(); ++i) result.error += (i ? "; " : ": ") + skipped[i];
+  }
+  return result;
+}
+
+// Median milliseconds of one copy of `bytes` in a direction, on the stream.
+double time_copy(rt::Stream* stream, void* device, void* host, size_t bytes, bool to_device, int32_t warmup,
+                 int32_t repeats) {
+  rt::Event* start = rt::event_create();
+  rt::Event* end = rt::event_create();
+  auto copy = [&] {
+    if (to_device)
+      rt::copy_to_device_async(device, host, bytes, stream);
+    else
+      rt::copy_to_host_async(host, device, bytes, stream);
+  };
+  for (int32_t i = 0; i < warmup; ++i) copy();
+  std::vector<double> times;
+  for (int32_t i = 0; i < std::max(repeats, 1); ++i) {
+    rt::event_record(start, stream);
+    copy();
+    rt::event_record(end, stream);
+    rt::event_synchronize(end);
+    times.push_back(rt::event_elapsed_ms(start, end));
+  }
+  rt::event_destroy(start);
+  rt::event_destroy(end);
+  return median(times);
+}
+
+}  // namespace
+
+rt::ResultFile profile_jobs(const rt::JobFile& jobs, const ProfileOptions& options) {
+  rt::ResultFile results;
+  results.backend = rt::backend_info();
+  results.repeats = jobs.repeats;
+  auto say = [&](const std::string& line) {
+    if (options.progress) options.progress(line);
+  };
+  rt::Stream* stream = rt::stream_create("profile");
+  const int64_t free_bytes = results.backend.free_memory_bytes;
+  say("profiling " + std::to_string(jobs.jobs.size()) + " jobs and " + std::to_string(jobs.copy_sizes.size()) +
+      " copy sizes on " + results.backend.device + " (" + results.backend.backend + ")");
+  Clock::time_point last_line = Clock::now();
+  for (size_t j = 0; j < jobs.jobs.size(); ++j) {
+    results.results.push_back(profile_job(jobs.jobs[j], jobs, stream, free_bytes));
+    const rt::JobResult& r = results.results.back();
+    const bool last = j + 1 == jobs.jobs.size();
+    const double since_s = std::chrono::duration<double>(Clock::now() - last_line).count();
+    if (!r.error.empty() || last || since_s >= options.progress_interval_s) {
+      std::string line = "[" + std::to_string(j + 1) + "/" + std::to_string(jobs.jobs.size()) + "] " + r.key + ": ";
+      if (!r.error.empty())
+        line += "error: " + r.error;
+      else
+        line += std::to_string(r.options.size()) + " option(s), fastest " + r.options.front().algorithm + " " +
+                std::to_string(r.options.front().time_ms) + " ms";
+      say(line);
+      last_line = Clock::now();
+    }
+  }
+  for (int64_t bytes : jobs.copy_sizes) {
+    std::string error;
+    rt::HostMemory host = rt::host_alloc(static_cast<size_t>(bytes), &error);
+    rt::DeviceMemory device;
+    if (host.base != nullptr) device = rt::device_alloc(static_cast<size_t>(bytes), &error);
+    if (host.base == nullptr || device.base == nullptr) {
+      say("copies of " + std::to_string(bytes) + " bytes not timed: " + error);
+      rt::host_free(host);
+      continue;
+    }
+    std::memset(host.base, 1, static_cast<size_t>(bytes));
+    rt::CopyTiming t;
+    t.bytes = bytes;
+    t.host_to_device_ms =
+        time_copy(stream, device.base, host.base, static_cast<size_t>(bytes), true, jobs.warmup, jobs.repeats);
+    t.device_to_host_ms =
+        time_copy(stream, device.base, host.base, static_cast<size_t>(bytes), false, jobs.warmup, jobs.repeats);
+    rt::device_free(device);
+    rt::host_free(host);
+    if (t.host_to_device_ms <= 0 || t.device_to_host_ms <= 0) {
+      // Below the events' resolution: a result file holds only positive copy times.
+      say("copies of " + std::to_string(bytes) + " bytes took less than the timer resolves; not recorded");
+      continue;
+    }
+    results.copies.push_back(t);
+  }
+  rt::stream_destroy(stream);
+  return results;
+}
+
+}  // namespace mplan::kernel_profiler

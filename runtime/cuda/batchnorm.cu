@@ -1,0 +1,168 @@
+// Batch normalisation kernels of the CUDA backend, as runtime/cpu/batchnorm.cpp
+// and batchnorm_split.cpp (PyTorch's BatchNorm2d in training mode; Ioffe &
+// Szegedy 2015, Algorithm 1 and §3): per-channel sums in double, one block per
+// channel (deterministic: no atomics), and element-wise kernels over a grid
+// whose y index is the channel. The training forward runs on cuDNN
+// (ops.cpp); the kernel here is its stand-in for channels of a single value.
+
+#include "runtime/check.h"
+#include "runtime/cuda/check.h"
+#include "runtime/cuda/kernels.h"
+#include "runtime/cuda/stream.h"
+
+namespace mplan::rt::cuda {
+namespace {
+
+constexpr int kReduceThreads = 256;
+
+// The sum of `value` over the block, in double; every thread gets it.
+__device__ double block_sum(double value) {
+  __shared__ double partial[kReduceThreads];
+  __syncthreads();  // the previous call's readers are done with `partial`
+  partial[threadIdx.x] = value;
+  __syncthreads();
+  for (int half = kReduceThreads / 2; half > 0; half /= 2) {
+    if (threadIdx.x < half) partial[threadIdx.x] += partial[threadIdx.x + half];
+    __syncthreads();
+  }
+  return partial[0];
+}
+
+// Element j of channel ch over the n*hw values of a channel: (b * c + ch) * hw + i.
+__device__ __forceinline__ int64_t at_of(int64_t j, int64_t ch, int64_t c, int64_t hw) {
+  return (j / hw * c + ch) * hw + j % hw;
+}
+
+// Saves mean and 1/sqrt(biased var + eps) and updates the running statistics
+// (the running variance from the unbiased variance), as the CPU.
+__global__ void batchnorm_stats_kernel(const float* x, float* save_mean, float* save_invstd, float* running_mean,
+                                       float* running_var, int64_t n, int64_t c, int64_t hw, float eps,
+                                       float momentum) {
+  const int64_t ch = blockIdx.x, count = n * hw;
+  double sum = 0.0;
+  for (int64_t j = threadIdx.x; j < count; j += blockDim.x) sum += x[at_of(j, ch, c, hw)];
+  const double mean = block_sum(sum) / count;
+  double squares = 0.0;
+  for (int64_t j = threadIdx.x; j < count; j += blockDim.x) {
+    const double d = x[at_of(j, ch, c, hw)] - mean;
+    squares += d * d;
+  }
+  squares = block_sum(squares);
+  if (threadIdx.x != 0) return;
+  const double var_biased = squares / count;
+  save_mean[ch] = static_cast<float>(mean);
+  save_invstd[ch] = static_cast<float>(1.0 / sqrt(var_biased + eps));
+  const double var_unbiased = count > 1 ? squares / (count - 1) : var_biased;
+  running_mean[ch] = static_cast<float>((1.0 - momentum) * running_mean[ch] + momentum * mean);
+  running_var[ch] = static_cast<float>((1.0 - momentum) * running_var[ch] + momentum * var_unbiased);
+}
+
+// y = x * scale + shift with the CPU's float scale and shift from the saved
+// statistics (batchnorm_split.cpp), so the recomputed y is the CPU's to the bit.
+__global__ void batchnorm_apply_kernel(const float* x, const float* gamma, const float* beta, const float* save_mean,
+                                       const float* save_invstd, float* y, int64_t n, int64_t c, int64_t hw) {
+  const int64_t ch = blockIdx.y, count = n * hw;
+  const double mean = save_mean[ch], invstd = save_invstd[ch];
+  const float scale = static_cast<float>(gamma[ch] * invstd);
+  const float shift = static_cast<float>(beta[ch] - mean * gamma[ch] * invstd);
+  for (int64_t j = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; j < count;
+       j += static_cast<int64_t>(blockDim.x) * gridDim.x) {
+    const int64_t at = at_of(j, ch, c, hw);
+    y[at] = __fadd_rn(__fmul_rn(x[at], scale), shift);
+  }
+}
+
+// Per channel: sum(dy * x_hat) into dgamma and sum(dy) into dbeta, written or
+// added (the CPU's batchnorm_backward_params).
+__global__ void batchnorm_param_sums_kernel(const float* x, const float* save_mean, const float* save_invstd,
+                                            const float* dy, float* dgamma, float* dbeta, int64_t n, int64_t c,
+                                            int64_t hw, bool accumulate) {
+  const int64_t ch = blockIdx.x, count = n * hw;
+  const double mean = save_mean[ch], invstd = save_invstd[ch];
+  double sum_dy = 0.0, sum_dy_xhat = 0.0;
+  for (int64_t j = threadIdx.x; j < count; j += blockDim.x) {
+    const int64_t at = at_of(j, ch, c, hw);
+    sum_dy += dy[at];
+    sum_dy_xhat += dy[at] * (x[at] - mean) * invstd;
+  }
+  sum_dy = block_sum(sum_dy);
+  sum_dy_xhat = block_sum(sum_dy_xhat);
+  if (threadIdx.x != 0) return;
+  dgamma[ch] = static_cast<float>(accumulate ? dgamma[ch] + sum_dy_xhat : sum_dy_xhat);
+  dbeta[ch] = static_cast<float>(accumulate ? dbeta[ch] + sum_dy : sum_dy);
+}
+
+// dx = gamma*invstd * (dy - mean(dy) - x_hat * mean(dy*x_hat)) (batchnorm.cpp).
+__global__ void batchnorm_dx_kernel(const float* x, const float* gamma, const float* save_mean,
+                                    const float* save_invstd, const float* dy, const float* sum_dy_xhat,
+                                    const float* sum_dy, float* dx, int64_t n, int64_t c, int64_t hw,
+                                    bool accumulate) {
+  const int64_t ch = blockIdx.y, count = n * hw;
+  const double mean = save_mean[ch], invstd = save_invstd[ch];
+  const double mean_dy = static_cast<double>(sum_dy[ch]) / count;
+  const double mean_dy_xhat = static_cast<double>(sum_dy_xhat[ch]) / count;
+  const double k = gamma[ch] * invstd;
+  for (int64_t j = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; j < count;
+       j += static_cast<int64_t>(blockDim.x) * gridDim.x) {
+    const int64_t at = at_of(j, ch, c, hw);
+    const double xhat = (x[at] - mean) * invstd;
+    const float g = static_cast<float>(k * (dy[at] - mean_dy - xhat * mean_dy_xhat));
+    dx[at] = accumulate ? __fadd_rn(dx[at], g) : g;
+  }
+}
+
+// A grid for the element-wise kernels: y = the channel, x = enough blocks to
+// give the device some hundreds of blocks in all.
+dim3 channel_grid(int64_t n, int64_t c, int64_t hw) {
+  MPLAN_RT_CHECK(c <= 65535, "batch norm over more than 65535 channels");
+  int64_t per_channel = (n * hw + kThreads - 1) / kThreads;
+  const int64_t wanted = (1024 + c - 1) / c;
+  if (per_channel > wanted) per_channel = wanted;
+  if (per_channel < 1) per_channel = 1;
+  return dim3(static_cast<unsigned>(per_channel), static_cast<unsigned>(c));
+}
+
+}  // namespace
+
+void batchnorm_forward_train(const float* x, const float* gamma, const float* beta, float* y, float* save_mean,
+                             float* save_invstd, float* running_mean, float* running_var, int64_t n, int64_t c,
+                             int64_t hw, float eps, float momentum, cudaStream_t stream) {
+  if (n * c * hw <= 0) return;
+  batchnorm_stats_kernel<<<static_cast<unsigned>(c), kReduceThreads, 0, stream>>>(
+      x, save_mean, save_invstd, running_mean, running_var, n, c, hw, eps, momentum);
+  MPLAN_CUDA_CHECK_LAUNCH();
+  batchnorm_forward_saved(x, gamma, beta, save_mean, save_invstd, y, n, c, hw, stream);
+}
+
+void batchnorm_forward_saved(const float* x, const float* gamma, const float* beta, const float* save_mean,
+                             const float* save_invstd, float* y, int64_t n, int64_t c, int64_t hw,
+                             cudaStream_t stream) {
+  if (n * c * hw <= 0) return;
+  batchnorm_apply_kernel<<<channel_grid(n, c, hw), kThreads, 0, stream>>>(x, gamma, beta, save_mean, save_invstd, y,
+                                                                          n, c, hw);
+  MPLAN_CUDA_CHECK_LAUNCH();
+}
+
+void batchnorm_backward_data(const float* x, const float* gamma, const float* save_mean, const float* save_invstd,
+                             const float* dy, float* dx, float* workspace, int64_t n, int64_t c, int64_t hw,
+                             bool accumulate, cudaStream_t stream) {
+  if (n * c * hw <= 0) return;
+  float* sum_dy_xhat = workspace;
+  float* sum_dy = workspace + c;
+  batchnorm_param_sums_kernel<<<static_cast<unsigned>(c), kReduceThreads, 0, stream>>>(
+      x, save_mean, save_invstd, dy, sum_dy_xhat, sum_dy, n, c, hw, /*accumulate=*/false);
+  MPLAN_CUDA_CHECK_LAUNCH();
+  batchnorm_dx_kernel<<<channel_grid(n, c, hw), kThreads, 0, stream>>>(x, gamma, save_mean, save_invstd, dy,
+                                                                       sum_dy_xhat, sum_dy, dx, n, c, hw, accumulate);
+  MPLAN_CUDA_CHECK_LAUNCH();
+}
+
+void batchnorm_backward_params(const float* x, const float* save_mean, const float* save_invstd, const float* dy,
+                               float* dgamma, float* dbeta, int64_t n, int64_t c, int64_t hw, cudaStream_t stream) {
+  if (n * c * hw <= 0) return;
+  batchnorm_param_sums_kernel<<<static_cast<unsigned>(c), kReduceThreads, 0, stream>>>(
+      x, save_mean, save_invstd, dy, dgamma, dbeta, n, c, hw, /*accumulate=*/true);
+  MPLAN_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace mplan::rt::cuda

@@ -1,0 +1,469 @@
+// Convolutions of the CUDA backend (runtime/ops.h) on cuDNN's legacy
+// convolution API, deprecated in cuDNN 9 but present (issue 10): the planned
+// algorithm is cuDNN's enum value for the direction, its workspace is the
+// plan's, micro-batches run one after another sharing it (mu-cuDNN §II-III),
+// and filter gradients accumulate (output scale beta = 1; mu-cuDNN §II:
+// "BackwardFilter is split by accumulating").
+//
+// Numerics: FP32 data and compute with CUDNN_FMA_MATH on every convolution
+// descriptor, which rules out TF32 tensor cores (cuDNN's default math allows
+// them for FP32 on Ampere and later; PyTorch and Paddle set CUDNN_FMA_MATH when
+// TF32 is disallowed, e.g. Paddle's phi/kernels/gpudnn/conv_cudnn_v7.h).
+//
+// Descriptors are host objects, cached per shape for the life of the process;
+// workspace sizes and the algorithm that runs are cached per (direction,
+// shape, algorithm, workspace), so a step makes no cuDNN queries after the
+// first iteration and cuDNN allocates no device memory (every algorithm gets
+// the workspace it asked for, from the plan).
+
+#include "runtime/cuda/conv.h"
+
+#include <array>
+#include <atomic>
+#include <climits>
+#include <cstdio>
+#include <map>
+#include <mutex>
+#include <iterator>
+#include <tuple>
+#include <vector>
+
+#include "runtime/check.h"
+#include "runtime/cuda/check.h"
+#include "runtime/cuda/stream.h"
+#include "runtime/ops.h"
+
+MPLAN_CUDNN_LEGACY_BEGIN
+
+namespace mplan::rt {
+namespace {
+
+using cuda::Launch;
+
+// cuDNN's enum names, lower case, without the prefix (profiler/conv_algorithms.cpp).
+constexpr const char* kForwardNames[] = {"implicit_gemm", "implicit_precomp_gemm", "gemm", "direct",
+                                         "fft", "fft_tiling", "winograd", "winograd_nonfused"};
+constexpr const char* kBackwardDataNames[] = {"algo_0", "algo_1", "fft", "fft_tiling", "winograd",
+                                              "winograd_nonfused"};
+constexpr const char* kBackwardFilterNames[] = {"algo_0", "algo_1", "fft", "algo_3", "winograd",
+                                                "winograd_nonfused", "fft_tiling"};
+static_assert(std::size(kForwardNames) == CUDNN_CONVOLUTION_FWD_ALGO_COUNT);
+static_assert(std::size(kBackwardDataNames) == CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT);
+static_assert(std::size(kBackwardFilterNames) == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT);
+static_assert(CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM == 0 && CUDNN_CONVOLUTION_BWD_DATA_ALGO_0 == 0 &&
+              CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0 == 0);
+
+// The algorithm every direction can fall back to: implicit_gemm / algo_0, no workspace.
+constexpr ConvAlgoId kNoWorkspaceAlgo = 0;
+
+const char* direction_name(ConvDirection d) {
+  switch (d) {
+    case ConvDirection::forward: return "forward";
+    case ConvDirection::backward_data: return "backward-data";
+    case ConvDirection::backward_filter: return "backward-filter";
+  }
+  return "?";
+}
+
+int algorithm_count(ConvDirection d) {
+  switch (d) {
+    case ConvDirection::forward: return CUDNN_CONVOLUTION_FWD_ALGO_COUNT;
+    case ConvDirection::backward_data: return CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT;
+    case ConvDirection::backward_filter: return CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT;
+  }
+  return 0;
+}
+
+bool known_algorithm(ConvDirection d, ConvAlgoId algo) { return algo >= 0 && algo < algorithm_count(d); }
+
+using ShapeKey = std::array<int64_t, 12>;
+ShapeKey key_of(const ConvShape& s) {
+  return {s.n, s.c, s.h, s.w, s.k, s.r, s.s, s.stride_h, s.stride_w, s.pad_h, s.pad_w, s.groups};
+}
+
+// cuDNN's legacy descriptors take int sizes, and its kernels index 4-d tensors
+// of fewer than 2^31 elements (PyTorch splits larger batches for the same reason).
+bool fits_cudnn(const ConvShape& s) {
+  if (!s.valid()) return false;
+  for (int64_t v : key_of(s))
+    if (v > INT_MAX) return false;
+  return s.x_elements() <= INT_MAX && s.y_elements() <= INT_MAX && s.w_elements() <= INT_MAX;
+}
+
+struct ConvDescriptors {
+  cudnnTensorDescriptor_t x = nullptr, y = nullptr, bias = nullptr;
+  cudnnFilterDescriptor_t w = nullptr;
+  cudnnConvolutionDescriptor_t conv = nullptr;
+};
+
+ConvDescriptors create_descriptors(const ConvShape& s) {
+  ConvDescriptors d;
+  auto i = [](int64_t v) { return static_cast<int>(v); };
+  MPLAN_CUDNN_CHECK(cudnnCreateTensorDescriptor(&d.x));
+  MPLAN_CUDNN_CHECK(cudnnCreateTensorDescriptor(&d.y));
+  MPLAN_CUDNN_CHECK(cudnnCreateTensorDescriptor(&d.bias));
+  MPLAN_CUDNN_CHECK(cudnnCreateFilterDescriptor(&d.w));
+  MPLAN_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&d.conv));
+  MPLAN_CUDNN_CHECK(
+      cudnnSetTensor4dDescriptor(d.x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, i(s.n), i(s.c), i(s.h), i(s.w)));
+  MPLAN_CUDNN_CHECK(
+      cudnnSetTensor4dDescriptor(d.y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, i(s.n), i(s.k), i(s.p()), i(s.q())));
+  MPLAN_CUDNN_CHECK(cudnnSetTensor4dDescriptor(d.bias, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, i(s.k), 1, 1));
+  // The filter in PyTorch's layout (k, c/groups, r, s).
+  MPLAN_CUDNN_CHECK(
+      cudnnSetFilter4dDescriptor(d.w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, i(s.k), i(s.c / s.groups), i(s.r), i(s.s)));
+  MPLAN_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(d.conv, i(s.pad_h), i(s.pad_w), i(s.stride_h), i(s.stride_w), 1, 1,
+                                                    CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+  MPLAN_CUDNN_CHECK(cudnnSetConvolutionGroupCount(d.conv, i(s.groups)));
+  MPLAN_CUDNN_CHECK(cudnnSetConvolutionMathType(d.conv, CUDNN_FMA_MATH));
+  int n = 0, k = 0, p = 0, q = 0;
+  MPLAN_CUDNN_CHECK(cudnnGetConvolution2dForwardOutputDim(d.conv, d.x, d.w, &n, &k, &p, &q));
+  MPLAN_RT_CHECK(n == s.n && k == s.k && p == s.p() && q == s.q(),
+                 "cuDNN's convolution output size differs from ConvShape's");
+  return d;
+}
+
+// What the backend has learnt about convolutions: descriptors, workspace
+// sizes and the algorithm that runs for a planned one and a workspace.
+struct ConvCache {
+  std::mutex mutex;
+  std::map<ShapeKey, ConvDescriptors> descriptors;
+  std::map<std::tuple<int, ShapeKey, ConvAlgoId>, int64_t> workspace_bytes;
+  std::map<std::tuple<int, ShapeKey, ConvAlgoId, int64_t>, ConvAlgoId> runs;
+  std::atomic<int64_t> fallbacks{0};
+};
+
+ConvCache& cache() {
+  static ConvCache* instance = new ConvCache;  // descriptors live until exit, never destroyed after CUDA's teardown
+  return *instance;
+}
+
+// Callers hold the cache's mutex.
+const ConvDescriptors& descriptors_locked(const ConvShape& s) {
+  ConvCache& c = cache();
+  auto it = c.descriptors.find(key_of(s));
+  if (it == c.descriptors.end()) it = c.descriptors.emplace(key_of(s), create_descriptors(s)).first;
+  return it->second;
+}
+
+int64_t query_workspace(cudnnHandle_t handle, ConvDirection d, const ConvDescriptors& D, ConvAlgoId algo) {
+  size_t bytes = 0;
+  cudnnStatus_t status = CUDNN_STATUS_NOT_SUPPORTED;
+  switch (d) {
+    case ConvDirection::forward:
+      status = cudnnGetConvolutionForwardWorkspaceSize(handle, D.x, D.w, D.conv, D.y,
+                                                       static_cast<cudnnConvolutionFwdAlgo_t>(algo), &bytes);
+      break;
+    case ConvDirection::backward_data:
+      status = cudnnGetConvolutionBackwardDataWorkspaceSize(handle, D.w, D.y, D.conv, D.x,
+                                                            static_cast<cudnnConvolutionBwdDataAlgo_t>(algo), &bytes);
+      break;
+    case ConvDirection::backward_filter:
+      status = cudnnGetConvolutionBackwardFilterWorkspaceSize(
+          handle, D.x, D.y, D.conv, D.w, static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo), &bytes);
+      break;
+  }
+  // Any refusal (NOT_SUPPORTED and its kinds, BAD_PARAM for this shape) means: not this algorithm.
+  return status == CUDNN_STATUS_SUCCESS ? static_cast<int64_t>(bytes) : -1;
+}
+
+int64_t workspace_locked(cudnnHandle_t handle, ConvDirection d, const ConvShape& s, ConvAlgoId algo) {
+  if (!known_algorithm(d, algo)) return -1;
+  ConvCache& c = cache();
+  const auto key = std::make_tuple(static_cast<int>(d), key_of(s), algo);
+  auto it = c.workspace_bytes.find(key);
+  if (it == c.workspace_bytes.end())
+    it = c.workspace_bytes.emplace(key, query_workspace(handle, d, descriptors_locked(s), algo)).first;
+  return it->second;
+}
+
+// cuDNN's heuristic ranking of the direction's algorithms (fastest expected first).
+std::vector<ConvAlgoId> heuristic_order(cudnnHandle_t handle, ConvDirection d, const ConvDescriptors& D) {
+  std::vector<ConvAlgoId> order;
+  int returned = 0;
+  switch (d) {
+    case ConvDirection::forward: {
+      cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+      if (cudnnGetConvolutionForwardAlgorithm_v7(handle, D.x, D.w, D.conv, D.y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
+                                                 &returned, perf) == CUDNN_STATUS_SUCCESS)
+        for (int i = 0; i < returned; ++i)
+          if (perf[i].status == CUDNN_STATUS_SUCCESS) order.push_back(perf[i].algo);
+      break;
+    }
+    case ConvDirection::backward_data: {
+      cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+      if (cudnnGetConvolutionBackwardDataAlgorithm_v7(handle, D.w, D.y, D.conv, D.x,
+                                                      CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &returned,
+                                                      perf) == CUDNN_STATUS_SUCCESS)
+        for (int i = 0; i < returned; ++i)
+          if (perf[i].status == CUDNN_STATUS_SUCCESS) order.push_back(perf[i].algo);
+      break;
+    }
+    case ConvDirection::backward_filter: {
+      cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+      if (cudnnGetConvolutionBackwardFilterAlgorithm_v7(handle, D.x, D.y, D.conv, D.w,
+                                                        CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &returned,
+                                                        perf) == CUDNN_STATUS_SUCCESS)
+        for (int i = 0; i < returned; ++i)
+          if (perf[i].status == CUDNN_STATUS_SUCCESS) order.push_back(perf[i].algo);
+      break;
+    }
+  }
+  return order;
+}
+
+void say_fallback(ConvDirection d, const ConvShape& s, ConvAlgoId planned, ConvAlgoId run, int64_t workspace_bytes,
+                  const char* why) {
+  std::fprintf(stderr,
+               "mplan runtime: %s convolution (n=%lld c=%lld %lldx%lld k=%lld %lldx%lld): algorithm %s %s within "
+               "%lld bytes of workspace; running %s instead\n",
+               direction_name(d), static_cast<long long>(s.n), static_cast<long long>(s.c),
+               static_cast<long long>(s.h), static_cast<long long>(s.w), static_cast<long long>(s.k),
+               static_cast<long long>(s.r), static_cast<long long>(s.s),
+               known_algorithm(d, planned) ? conv_algorithm_name(d, planned) : "(unknown id)", why,
+               static_cast<long long>(workspace_bytes), conv_algorithm_name(d, run));
+}
+
+// The algorithm that runs: the planned one when cuDNN supports it here and
+// its workspace fits; else the first of cuDNN's heuristic ranking whose
+// workspace fits, else implicit_gemm / algo_0 (no workspace). Said once per
+// shape, algorithm and workspace.
+ConvAlgoId runnable(cudnnHandle_t handle, ConvDirection d, const ConvShape& s, ConvAlgoId planned,
+                    int64_t workspace_bytes) {
+  ConvCache& c = cache();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  const auto key = std::make_tuple(static_cast<int>(d), key_of(s), planned, workspace_bytes);
+  if (auto it = c.runs.find(key); it != c.runs.end()) return it->second;
+  const int64_t need = workspace_locked(handle, d, s, planned);
+  ConvAlgoId run = planned;
+  if (need < 0 || need > workspace_bytes) {
+    run = kNoWorkspaceAlgo;
+    for (ConvAlgoId algo : heuristic_order(handle, d, descriptors_locked(s))) {
+      const int64_t bytes = workspace_locked(handle, d, s, algo);
+      if (bytes >= 0 && bytes <= workspace_bytes) {
+        run = algo;
+        break;
+      }
+    }
+    const int64_t fallback_need = workspace_locked(handle, d, s, run);
+    MPLAN_RT_CHECK(fallback_need >= 0 && fallback_need <= workspace_bytes,
+                   "no cuDNN convolution algorithm runs this shape within the planned workspace");
+    say_fallback(d, s, planned, run, workspace_bytes,
+                 need < 0 ? "is not supported by cuDNN for this shape" : "does not fit");
+  }
+  c.runs.emplace(key, run);
+  return run;
+}
+
+// cuDNN refused `algo` at run time although it gave a workspace size: from
+// now on this shape runs `kNoWorkspaceAlgo` for that plan.
+void refused_at_run_time(ConvDirection d, const ConvShape& s, ConvAlgoId algo, int64_t workspace_bytes) {
+  ConvCache& c = cache();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  c.runs[std::make_tuple(static_cast<int>(d), key_of(s), algo, workspace_bytes)] = kNoWorkspaceAlgo;
+  say_fallback(d, s, algo, kNoWorkspaceAlgo, workspace_bytes, "was refused by cuDNN at run time");
+}
+
+const ConvDescriptors& descriptors(const ConvShape& s) {
+  std::lock_guard<std::mutex> lock(cache().mutex);
+  return descriptors_locked(s);
+}
+
+// CUDNN_STATUS_NOT_SUPPORTED and its kinds (3000-3999 in cuDNN 9).
+bool not_supported(cudnnStatus_t status) {
+  return status >= CUDNN_STATUS_NOT_SUPPORTED && status < CUDNN_STATUS_INTERNAL_ERROR;
+}
+
+// MPLAN_CUDNN_CHECK for a status already in hand.
+#define MPLAN_CUDNN_CHECK_STATUS(status, call)                                                    \
+  do {                                                                                            \
+    if ((status) != CUDNN_STATUS_SUCCESS)                                                         \
+      ::mplan::rt::cuda::library_failed("cuDNN", call, __FILE__, __LINE__, cudnnGetErrorString(status)); \
+  } while (0)
+
+ConvShape checked(const ConvShape& s, const char* what) {
+  MPLAN_RT_CHECK(s.valid(), what);
+  MPLAN_RT_CHECK(fits_cudnn(s), "convolution tensors over 2^31 elements: cuDNN's legacy API cannot run them");
+  return s;
+}
+
+// ---- one convolution of one (micro-)batch ------------------------------------------------
+
+const float kOne = 1.0f, kZero = 0.0f;
+
+void forward_one(Launch& L, const ConvShape& s, ConvAlgoId planned, const float* x, const float* w, const float* bias,
+                 float* y, void* workspace, int64_t workspace_bytes) {
+  const cudnnHandle_t h = L.cudnn();
+  const ConvDescriptors& D = descriptors(checked(s, "invalid forward convolution shape"));
+  ConvAlgoId algo = runnable(h, ConvDirection::forward, s, planned, workspace_bytes);
+  auto run = [&](ConvAlgoId a) {
+    return cudnnConvolutionForward(h, &kOne, D.x, x, D.w, w, D.conv, static_cast<cudnnConvolutionFwdAlgo_t>(a),
+                                   workspace, static_cast<size_t>(workspace_bytes), &kZero, D.y, y);
+  };
+  cudnnStatus_t status = run(algo);
+  if (not_supported(status) && algo != kNoWorkspaceAlgo) {
+    refused_at_run_time(ConvDirection::forward, s, algo, workspace_bytes);
+    status = run(algo = kNoWorkspaceAlgo);
+  }
+  MPLAN_CUDNN_CHECK_STATUS(status, "cudnnConvolutionForward");
+  if (algo != planned) ++cache().fallbacks;
+  if (bias != nullptr) MPLAN_CUDNN_CHECK(cudnnAddTensor(h, &kOne, D.bias, bias, &kOne, D.y, y));
+}
+
+void backward_data_one(Launch& L, const ConvShape& s, ConvAlgoId planned, const float* w, const float* dy, float* dx,
+                       void* workspace, int64_t workspace_bytes, bool accumulate) {
+  const cudnnHandle_t h = L.cudnn();
+  const ConvDescriptors& D = descriptors(checked(s, "invalid backward-data convolution shape"));
+  ConvAlgoId algo = runnable(h, ConvDirection::backward_data, s, planned, workspace_bytes);
+  const float* beta = accumulate ? &kOne : &kZero;
+  auto run = [&](ConvAlgoId a) {
+    return cudnnConvolutionBackwardData(h, &kOne, D.w, w, D.y, dy, D.conv,
+                                        static_cast<cudnnConvolutionBwdDataAlgo_t>(a), workspace,
+                                        static_cast<size_t>(workspace_bytes), beta, D.x, dx);
+  };
+  cudnnStatus_t status = run(algo);
+  if (not_supported(status) && algo != kNoWorkspaceAlgo) {
+    refused_at_run_time(ConvDirection::backward_data, s, algo, workspace_bytes);
+    status = run(algo = kNoWorkspaceAlgo);
+  }
+  MPLAN_CUDNN_CHECK_STATUS(status, "cudnnConvolutionBackwardData");
+  if (algo != planned) ++cache().fallbacks;
+}
+
+// dw += the filter gradient of this batch: beta = 1 always (ops.h).
+void backward_filter_one(Launch& L, const ConvShape& s, ConvAlgoId planned, const float* x, const float* dy, float* dw,
+                         void* workspace, int64_t workspace_bytes) {
+  const cudnnHandle_t h = L.cudnn();
+  const ConvDescriptors& D = descriptors(checked(s, "invalid backward-filter convolution shape"));
+  ConvAlgoId algo = runnable(h, ConvDirection::backward_filter, s, planned, workspace_bytes);
+  auto run = [&](ConvAlgoId a) {
+    return cudnnConvolutionBackwardFilter(h, &kOne, D.x, x, D.y, dy, D.conv,
+                                          static_cast<cudnnConvolutionBwdFilterAlgo_t>(a), workspace,
+                                          static_cast<size_t>(workspace_bytes), &kOne, D.w, dw);
+  };
+  cudnnStatus_t status = run(algo);
+  if (not_supported(status) && algo != kNoWorkspaceAlgo) {
+    refused_at_run_time(ConvDirection::backward_filter, s, algo, workspace_bytes);
+    status = run(algo = kNoWorkspaceAlgo);
+  }
+  MPLAN_CUDNN_CHECK_STATUS(status, "cudnnConvolutionBackwardFilter");
+  if (algo != planned) ++cache().fallbacks;
+}
+
+// ---- micro-batches (mu-cuDNN §II: loop tiling of the batch loop) --------------------------
+
+ConvShape slice_of(const ConvShape& shape, int64_t n) {
+  ConvShape slice = shape;
+  slice.n = n;
+  return slice;
+}
+
+void check_micro(const ConvShape& shape, MicroBatches micro) {
+  MPLAN_RT_CHECK(micro.items != nullptr && micro.count >= 1, "micro-batched convolution without micro-batches");
+  int64_t total = 0;
+  for (int32_t i = 0; i < micro.count; ++i) {
+    MPLAN_RT_CHECK(micro.items[i].n >= 1, "micro-batch of no images");
+    total += micro.items[i].n;
+  }
+  MPLAN_RT_CHECK(total == shape.n, "micro-batches do not add up to the batch");
+}
+
+}  // namespace
+
+namespace cuda {
+int64_t conv_fallback_count() { return cache().fallbacks.load(); }
+}  // namespace cuda
+
+// ---- runtime/ops.h ------------------------------------------------------------------------
+
+int conv_algorithm_count(ConvDirection direction) { return algorithm_count(direction); }
+
+const char* conv_algorithm_name(ConvDirection direction, ConvAlgoId algo) {
+  if (!known_algorithm(direction, algo)) return "unknown";
+  switch (direction) {
+    case ConvDirection::forward: return kForwardNames[algo];
+    case ConvDirection::backward_data: return kBackwardDataNames[algo];
+    case ConvDirection::backward_filter: return kBackwardFilterNames[algo];
+  }
+  return "unknown";
+}
+
+int64_t conv_workspace_bytes(const Context& ctx, ConvDirection direction, const ConvShape& shape, ConvAlgoId algo) {
+  if (!known_algorithm(direction, algo) || !fits_cudnn(shape)) return -1;
+  Launch L(ctx);
+  const cudnnHandle_t h = L.cudnn();
+  std::lock_guard<std::mutex> lock(cache().mutex);
+  return workspace_locked(h, direction, shape, algo);
+}
+
+void conv_forward(const Context& ctx, const ConvShape& shape, ConvAlgoId algo, const float* x, const float* w,
+                  const float* bias, float* y, void* workspace, int64_t workspace_bytes) {
+  Launch L(ctx);
+  forward_one(L, shape, algo, x, w, bias, y, workspace, workspace_bytes);
+}
+
+void conv_backward_data(const Context& ctx, const ConvShape& shape, ConvAlgoId algo, const float* w, const float* dy,
+                        float* dx, void* workspace, int64_t workspace_bytes, bool accumulate) {
+  Launch L(ctx);
+  backward_data_one(L, shape, algo, w, dy, dx, workspace, workspace_bytes, accumulate);
+}
+
+void conv_backward_filter(const Context& ctx, const ConvShape& shape, ConvAlgoId algo, const float* x,
+                          const float* dy, float* dw, void* workspace, int64_t workspace_bytes) {
+  Launch L(ctx);
+  backward_filter_one(L, shape, algo, x, dy, dw, workspace, workspace_bytes);
+}
+
+void conv_backward_bias(const Context& ctx, const ConvShape& shape, const float* dy, float* dbias) {
+  Launch L(ctx);
+  const cudnnHandle_t h = L.cudnn();
+  const ConvDescriptors& D = descriptors(checked(shape, "invalid convolution shape"));
+  MPLAN_CUDNN_CHECK(cudnnConvolutionBackwardBias(h, &kOne, D.y, dy, &kOne, D.bias, dbias));
+}
+
+void conv_forward_micro(const Context& ctx, const ConvShape& shape, MicroBatches micro, const float* x,
+                        const float* w, const float* bias, float* y, void* workspace, int64_t workspace_bytes) {
+  check_micro(shape, micro);
+  Launch L(ctx);
+  const int64_t x_image = shape.c * shape.h * shape.w, y_image = shape.k * shape.p() * shape.q();
+  int64_t first = 0;
+  for (int32_t i = 0; i < micro.count; ++i) {
+    const ConvMicroBatch& m = micro.items[i];
+    forward_one(L, slice_of(shape, m.n), m.algo, x + first * x_image, w, bias, y + first * y_image, workspace,
+                workspace_bytes);
+    first += m.n;
+  }
+}
+
+void conv_backward_data_micro(const Context& ctx, const ConvShape& shape, MicroBatches micro, const float* w,
+                              const float* dy, float* dx, void* workspace, int64_t workspace_bytes, bool accumulate) {
+  check_micro(shape, micro);
+  Launch L(ctx);
+  const int64_t x_image = shape.c * shape.h * shape.w, y_image = shape.k * shape.p() * shape.q();
+  int64_t first = 0;
+  for (int32_t i = 0; i < micro.count; ++i) {
+    const ConvMicroBatch& m = micro.items[i];
+    backward_data_one(L, slice_of(shape, m.n), m.algo, w, dy + first * y_image, dx + first * x_image, workspace,
+                      workspace_bytes, accumulate);
+    first += m.n;
+  }
+}
+
+void conv_backward_filter_micro(const Context& ctx, const ConvShape& shape, MicroBatches micro, const float* x,
+                                const float* dy, float* dw, void* workspace, int64_t workspace_bytes) {
+  check_micro(shape, micro);
+  Launch L(ctx);
+  const int64_t x_image = shape.c * shape.h * shape.w, y_image = shape.k * shape.p() * shape.q();
+  int64_t first = 0;
+  for (int32_t i = 0; i < micro.count; ++i) {
+    const ConvMicroBatch& m = micro.items[i];
+    // Every slice adds to dw (beta = 1), so the slices sum to the whole batch's gradient.
+    backward_filter_one(L, slice_of(shape, m.n), m.algo, x + first * x_image, dy + first * y_image, dw, workspace,
+                        workspace_bytes);
+    first += m.n;
+  }
+}
+
+}  // namespace mplan::rt
+
+MPLAN_CUDNN_LEGACY_END

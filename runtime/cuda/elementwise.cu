@@ -1,0 +1,278 @@
+// Element-wise and small reduction kernels of the CUDA backend (kernels.h):
+// each mirrors the CPU kernel named beside it, operation for operation.
+// Multiply-adds the CPU does as two roundings are written with __fmul_rn /
+// __fadd_rn, which nvcc never contracts into an FMA (and the backend builds
+// with --fmad=false), so where the CPU build does not contract either these
+// kernels give the CPU's bits, not merely its values.
+
+#include <cmath>
+
+#include "runtime/cuda/check.h"
+#include "runtime/cuda/grid.cuh"
+#include "runtime/cuda/kernels.h"
+#include "runtime/cuda/stream.h"
+#include "runtime/dropout_hash.h"
+
+namespace mplan::rt::cuda {
+namespace {
+
+__global__ void fill_words_kernel(uint32_t* dst, uint32_t pattern, int64_t words) {
+  MPLAN_FOR_EACH(i, words) dst[i] = pattern;
+}
+
+// Byte by byte where dst is not 4-aligned: byte b of word i is the pattern's
+// little-endian byte b % 4 (as the CPU's memcpy of the word writes it).
+__global__ void fill_bytes_kernel(unsigned char* dst, uint32_t pattern, int64_t word_bytes, int64_t bytes) {
+  MPLAN_FOR_EACH(b, bytes) {
+    dst[b] = b < word_bytes ? static_cast<unsigned char>((pattern >> (8 * (b % 4))) & 0xffu)
+                            : static_cast<unsigned char>(pattern & 0xffu);
+  }
+}
+
+__global__ void add_kernel(const float* src, float* dst, int64_t count) {
+  MPLAN_FOR_EACH(i, count) dst[i] = __fadd_rn(dst[i], src[i]);
+}
+
+__global__ void relu_backward_kernel(const float* y, const float* dy, float* dx, int64_t count, bool accumulate) {
+  MPLAN_FOR_EACH(i, count) {
+    const float g = y[i] > 0.0f ? dy[i] : 0.0f;
+    dx[i] = accumulate ? __fadd_rn(dx[i], g) : g;
+  }
+}
+
+__global__ void broadcast_rows_kernel(const float* bias, float* y, int64_t n, int64_t out) {
+  MPLAN_FOR_EACH(i, n * out) y[i] = bias[i % out];
+}
+
+// One thread per column, summing down the rows in double (linear.cpp's loop).
+__global__ void sum_rows_into_kernel(const float* dy, float* dbias, int64_t n, int64_t out) {
+  MPLAN_FOR_EACH(o, out) {
+    double sum = 0.0;
+    for (int64_t b = 0; b < n; ++b) sum += dy[b * out + o];
+    dbias[o] = static_cast<float>(dbias[o] + sum);
+  }
+}
+
+__global__ void global_avg_pool_forward_kernel(const float* x, float* y, int64_t planes, int64_t hw) {
+  MPLAN_FOR_EACH(plane, planes) {
+    double sum = 0.0;
+    for (int64_t i = 0; i < hw; ++i) sum += x[plane * hw + i];
+    y[plane] = static_cast<float>(sum / hw);
+  }
+}
+
+__global__ void global_avg_pool_backward_kernel(const float* dy, float* dx, int64_t planes, int64_t hw,
+                                                bool accumulate) {
+  MPLAN_FOR_EACH(i, planes * hw) {
+    const float g = dy[i / hw] / static_cast<float>(hw);
+    dx[i] = accumulate ? __fadd_rn(dx[i], g) : g;
+  }
+}
+
+__global__ void dropout_forward_kernel(const float* x, float* y, uint8_t* mask, int64_t n, int64_t sample_elements,
+                                       int64_t first_sample, float p, float scale, uint64_t seed, uint64_t step) {
+  MPLAN_FOR_EACH(at, n * sample_elements) {
+    const int64_t b = at / sample_elements, e = at % sample_elements;
+    const uint64_t sample = static_cast<uint64_t>(first_sample + b);
+    const bool keep = dropout_hash_uniform(seed, step, sample, static_cast<uint64_t>(e)) >= p;
+    mask[at] = keep ? 1 : 0;
+    y[at] = keep ? __fmul_rn(x[at], scale) : 0.0f;
+  }
+}
+
+__global__ void dropout_backward_kernel(const uint8_t* mask, const float* dy, float* dx, int64_t count, float scale,
+                                        bool accumulate) {
+  MPLAN_FOR_EACH(i, count) {
+    const float g = mask[i] ? __fmul_rn(dy[i], scale) : 0.0f;
+    dx[i] = accumulate ? __fadd_rn(dx[i], g) : g;
+  }
+}
+
+__global__ void concat_forward_kernel(const float* x, float* y, int64_t n, int64_t total_channels,
+                                      int64_t channel_offset, int64_t channels, int64_t hw) {
+  const int64_t image = channels * hw;
+  MPLAN_FOR_EACH(i, n * image) {
+    const int64_t b = i / image, r = i % image;
+    y[(b * total_channels + channel_offset) * hw + r] = x[i];
+  }
+}
+
+__global__ void concat_backward_kernel(const float* dy, float* dx, int64_t n, int64_t total_channels,
+                                       int64_t channel_offset, int64_t channels, int64_t hw, bool accumulate) {
+  const int64_t image = channels * hw;
+  MPLAN_FOR_EACH(i, n * image) {
+    const int64_t b = i / image, r = i % image;
+    const float g = dy[(b * total_channels + channel_offset) * hw + r];
+    dx[i] = accumulate ? __fadd_rn(dx[i], g) : g;
+  }
+}
+
+// One block: each thread takes samples b, b + blockDim.x, ...; per sample the
+// max, the sum of exp (each in float, summed in double: double exp is slow on
+// most GPUs) and log(sum) - (z[label] - max) as the CPU; the samples' terms
+// are summed by a tree, so the loss is the CPU's to rounding, not to the bit.
+constexpr int kLossThreads = 256;
+__global__ void softmax_xent_loss_kernel(const float* logits, const int32_t* labels, float* loss, int64_t n,
+                                         int64_t classes) {
+  __shared__ double partial[kLossThreads];
+  double local = 0.0;
+  for (int64_t b = threadIdx.x; b < n; b += blockDim.x) {
+    const float* z = logits + b * classes;
+    float top = z[0];
+    for (int64_t j = 1; j < classes; ++j) top = z[j] > top ? z[j] : top;
+    double sum = 0.0;
+    for (int64_t j = 0; j < classes; ++j) sum += static_cast<double>(expf(z[j] - top));
+    const int32_t label = labels[b];
+    if (label < 0 || label >= classes) {
+      local += nan("");  // the CPU aborts; here the loss turns NaN and the program stops on it
+    } else {
+      local += log(sum) - (static_cast<double>(z[label]) - top);
+    }
+  }
+  partial[threadIdx.x] = local;
+  __syncthreads();
+  for (int half = kLossThreads / 2; half > 0; half /= 2) {
+    if (threadIdx.x < half) partial[threadIdx.x] += partial[threadIdx.x + half];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) *loss = static_cast<float>(partial[0]);
+}
+
+__global__ void softmax_xent_grad_kernel(const float* probs, const int32_t* labels, float* dlogits, int64_t n,
+                                         int64_t classes, float scale, bool accumulate) {
+  MPLAN_FOR_EACH(at, n * classes) {
+    const int64_t b = at / classes, j = at % classes;
+    const float g = __fmul_rn(__fsub_rn(probs[at], j == labels[b] ? 1.0f : 0.0f), scale);
+    dlogits[at] = accumulate ? __fadd_rn(dlogits[at], g) : g;
+  }
+}
+
+__global__ void sgd_step_kernel(float* w, float* g, float* momentum_buf, int64_t count, float lr, float momentum,
+                                float weight_decay, bool first_step) {
+  MPLAN_FOR_EACH(i, count) {
+    float d = g[i];
+    if (weight_decay != 0.0f) d = __fadd_rn(d, __fmul_rn(weight_decay, w[i]));
+    if (momentum != 0.0f) {
+      const float buf = first_step ? d : __fadd_rn(__fmul_rn(momentum, momentum_buf[i]), d);
+      momentum_buf[i] = buf;
+      d = buf;
+    }
+    w[i] = __fsub_rn(w[i], __fmul_rn(lr, d));
+    g[i] = 0.0f;  // the next iteration's sub-batches accumulate into a clean gradient
+  }
+}
+
+}  // namespace
+
+void fill_u32(void* dst, uint32_t pattern, size_t bytes, cudaStream_t stream) {
+  if (bytes == 0) return;
+  const size_t words = bytes / 4;
+  if (reinterpret_cast<uintptr_t>(dst) % 4 == 0) {
+    if (words > 0) {
+      fill_words_kernel<<<blocks_for(static_cast<int64_t>(words)), kThreads, 0, stream>>>(
+          static_cast<uint32_t*>(dst), pattern, static_cast<int64_t>(words));
+      MPLAN_CUDA_CHECK_LAUNCH();
+    }
+    if (bytes > 4 * words)
+      MPLAN_CUDA_CHECK(cudaMemsetAsync(static_cast<unsigned char*>(dst) + 4 * words, static_cast<int>(pattern & 0xffu),
+                                       bytes - 4 * words, stream));
+    return;
+  }
+  fill_bytes_kernel<<<blocks_for(static_cast<int64_t>(bytes)), kThreads, 0, stream>>>(
+      static_cast<unsigned char*>(dst), pattern, static_cast<int64_t>(4 * words), static_cast<int64_t>(bytes));
+  MPLAN_CUDA_CHECK_LAUNCH();
+}
+
+void add(const float* src, float* dst, int64_t count, cudaStream_t stream) {
+  if (count <= 0) return;
+  add_kernel<<<blocks_for(count), kThreads, 0, stream>>>(src, dst, count);
+  MPLAN_CUDA_CHECK_LAUNCH();
+}
+
+void relu_backward(const float* y, const float* dy, float* dx, int64_t count, bool accumulate, cudaStream_t stream) {
+  if (count <= 0) return;
+  relu_backward_kernel<<<blocks_for(count), kThreads, 0, stream>>>(y, dy, dx, count, accumulate);
+  MPLAN_CUDA_CHECK_LAUNCH();
+}
+
+void broadcast_rows(const float* bias, float* y, int64_t n, int64_t out, cudaStream_t stream) {
+  if (n * out <= 0) return;
+  broadcast_rows_kernel<<<blocks_for(n * out), kThreads, 0, stream>>>(bias, y, n, out);
+  MPLAN_CUDA_CHECK_LAUNCH();
+}
+
+void sum_rows_into(const float* dy, float* dbias, int64_t n, int64_t out, cudaStream_t stream) {
+  if (out <= 0) return;
+  sum_rows_into_kernel<<<blocks_for(out), kThreads, 0, stream>>>(dy, dbias, n, out);
+  MPLAN_CUDA_CHECK_LAUNCH();
+}
+
+void global_avg_pool_forward(const float* x, float* y, int64_t planes, int64_t hw, cudaStream_t stream) {
+  if (planes <= 0) return;
+  global_avg_pool_forward_kernel<<<blocks_for(planes), kThreads, 0, stream>>>(x, y, planes, hw);
+  MPLAN_CUDA_CHECK_LAUNCH();
+}
+
+void global_avg_pool_backward(const float* dy, float* dx, int64_t planes, int64_t hw, bool accumulate,
+                              cudaStream_t stream) {
+  if (planes * hw <= 0) return;
+  global_avg_pool_backward_kernel<<<blocks_for(planes * hw), kThreads, 0, stream>>>(dy, dx, planes, hw, accumulate);
+  MPLAN_CUDA_CHECK_LAUNCH();
+}
+
+void dropout_forward(const float* x, float* y, uint8_t* mask, int64_t n, int64_t sample_elements,
+                     int64_t first_sample, float p, uint64_t seed, uint64_t step, cudaStream_t stream) {
+  if (n * sample_elements <= 0) return;
+  const float scale = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;  // as runtime/cpu/dropout.cpp
+  dropout_forward_kernel<<<blocks_for(n * sample_elements), kThreads, 0, stream>>>(
+      x, y, mask, n, sample_elements, first_sample, p, scale, seed, step);
+  MPLAN_CUDA_CHECK_LAUNCH();
+}
+
+void dropout_backward(const uint8_t* mask, const float* dy, float* dx, int64_t count, float p, bool accumulate,
+                      cudaStream_t stream) {
+  if (count <= 0) return;
+  const float scale = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
+  dropout_backward_kernel<<<blocks_for(count), kThreads, 0, stream>>>(mask, dy, dx, count, scale, accumulate);
+  MPLAN_CUDA_CHECK_LAUNCH();
+}
+
+void concat_forward(const float* x, float* y, int64_t n, int64_t total_channels, int64_t channel_offset,
+                    int64_t channels, int64_t hw, cudaStream_t stream) {
+  if (n * channels * hw <= 0) return;
+  concat_forward_kernel<<<blocks_for(n * channels * hw), kThreads, 0, stream>>>(x, y, n, total_channels,
+                                                                               channel_offset, channels, hw);
+  MPLAN_CUDA_CHECK_LAUNCH();
+}
+
+void concat_backward(const float* dy, float* dx, int64_t n, int64_t total_channels, int64_t channel_offset,
+                     int64_t channels, int64_t hw, bool accumulate, cudaStream_t stream) {
+  if (n * channels * hw <= 0) return;
+  concat_backward_kernel<<<blocks_for(n * channels * hw), kThreads, 0, stream>>>(
+      dy, dx, n, total_channels, channel_offset, channels, hw, accumulate);
+  MPLAN_CUDA_CHECK_LAUNCH();
+}
+
+void softmax_xent_loss(const float* logits, const int32_t* labels, float* loss, int64_t n, int64_t classes,
+                       cudaStream_t stream) {
+  softmax_xent_loss_kernel<<<1, kLossThreads, 0, stream>>>(logits, labels, loss, n, classes);
+  MPLAN_CUDA_CHECK_LAUNCH();
+}
+
+void softmax_xent_grad(const float* probs, const int32_t* labels, float* dlogits, int64_t n, int64_t classes,
+                       float scale, bool accumulate, cudaStream_t stream) {
+  if (n * classes <= 0) return;
+  softmax_xent_grad_kernel<<<blocks_for(n * classes), kThreads, 0, stream>>>(probs, labels, dlogits, n, classes,
+                                                                            scale, accumulate);
+  MPLAN_CUDA_CHECK_LAUNCH();
+}
+
+void sgd_step(float* w, float* g, float* momentum_buf, int64_t count, float lr, float momentum, float weight_decay,
+              bool first_step, cudaStream_t stream) {
+  if (count <= 0) return;
+  sgd_step_kernel<<<blocks_for(count), kThreads, 0, stream>>>(w, g, momentum_buf, count, lr, momentum, weight_decay,
+                                                             first_step);
+  MPLAN_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace mplan::rt::cuda

@@ -1,0 +1,92 @@
+#pragma once
+// The CUDA backend's own kernels, where cuDNN and cuBLAS have none or none
+// with the CPU backend's exact semantics. Each function enqueues its kernel(s)
+// on `stream` and checks the launch. Semantics are those of the CPU kernels
+// named in each comment (runtime/cpu/*.cpp), which the GPU tests
+// (tests/gpu/) compare against.
+//
+// Host-callable declarations only, so that the .cpp files of the backend
+// (compiled by the host compiler) can call the .cu files' launchers.
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "runtime/types.h"
+
+namespace mplan::rt::cuda {
+
+// ---- element-wise (elementwise.cu) ------------------------------------------------------
+
+// bytes / 4 words of `pattern`, then the remaining bytes set to its low byte
+// (runtime/cpu/device.cpp fill_u32_async).
+void fill_u32(void* dst, uint32_t pattern, size_t bytes, cudaStream_t stream);
+// dst += src (copy_or_add with accumulate; the copy is a cudaMemcpyAsync).
+void add(const float* src, float* dst, int64_t count, cudaStream_t stream);
+// dx = dy * (y > 0), or += (runtime/cpu/elementwise.cpp relu_backward); dx may be dy.
+void relu_backward(const float* y, const float* dy, float* dx, int64_t count, bool accumulate, cudaStream_t stream);
+// y[b, o] = bias[o] for the n rows of y (n, out): linear_forward's bias, added
+// by the SGEMM's beta = 1 (runtime/cpu/linear.cpp).
+void broadcast_rows(const float* bias, float* y, int64_t n, int64_t out, cudaStream_t stream);
+// dbias[o] += sum over the n rows of dy (n, out) (linear_backward_bias).
+void sum_rows_into(const float* dy, float* dbias, int64_t n, int64_t out, cudaStream_t stream);
+void global_avg_pool_forward(const float* x, float* y, int64_t planes, int64_t hw, cudaStream_t stream);
+void global_avg_pool_backward(const float* dy, float* dx, int64_t planes, int64_t hw, bool accumulate,
+                              cudaStream_t stream);
+// The counter-based mask of runtime/dropout_hash.h, as runtime/cpu/dropout.cpp.
+void dropout_forward(const float* x, float* y, uint8_t* mask, int64_t n, int64_t sample_elements,
+                     int64_t first_sample, float p, uint64_t seed, uint64_t step, cudaStream_t stream);
+void dropout_backward(const uint8_t* mask, const float* dy, float* dx, int64_t count, float p, bool accumulate,
+                      cudaStream_t stream);
+void concat_forward(const float* x, float* y, int64_t n, int64_t total_channels, int64_t channel_offset,
+                    int64_t channels, int64_t hw, cudaStream_t stream);
+void concat_backward(const float* dy, float* dx, int64_t n, int64_t total_channels, int64_t channel_offset,
+                     int64_t channels, int64_t hw, bool accumulate, cudaStream_t stream);
+// *loss = sum over samples of logsumexp(logits) - logits[label], from the
+// logits (runtime/cpu/softmax_xent.cpp); NaN when a label is outside
+// [0, classes), so the program's finite-loss check stops the run.
+void softmax_xent_loss(const float* logits, const int32_t* labels, float* loss, int64_t n, int64_t classes,
+                       cudaStream_t stream);
+// dlogits = (probs - onehot(labels)) * scale (or += when accumulate).
+void softmax_xent_grad(const float* probs, const int32_t* labels, float* dlogits, int64_t n, int64_t classes,
+                       float scale, bool accumulate, cudaStream_t stream);
+// torch.optim.SGD's update (runtime/cpu/sgd.cpp), then g = 0.
+void sgd_step(float* w, float* g, float* momentum_buf, int64_t count, float lr, float momentum, float weight_decay,
+              bool first_step, cudaStream_t stream);
+
+// ---- pooling (pool.cu), PyTorch semantics as runtime/cpu/pool.cpp -----------------------
+
+void max_pool_forward(const PoolShape& shape, const float* x, float* y, cudaStream_t stream);
+// Each input element gathers dy from the windows whose first maximum it is.
+void max_pool_backward(const PoolShape& shape, const float* x, const float* y, const float* dy, float* dx,
+                       bool accumulate, cudaStream_t stream);
+void avg_pool_forward(const PoolShape& shape, const float* x, float* y, cudaStream_t stream);
+void avg_pool_backward(const PoolShape& shape, const float* dy, float* dx, bool accumulate, cudaStream_t stream);
+
+// ---- batch normalisation (batchnorm.cu), as runtime/cpu/batchnorm*.cpp ---------------------
+
+// The whole training forward: statistics in double, one block per channel.
+// Used where cuDNN's is not (a channel of a single value).
+void batchnorm_forward_train(const float* x, const float* gamma, const float* beta, float* y, float* save_mean,
+                             float* save_invstd, float* running_mean, float* running_var, int64_t n, int64_t c,
+                             int64_t hw, float eps, float momentum, cudaStream_t stream);
+void batchnorm_forward_saved(const float* x, const float* gamma, const float* beta, const float* save_mean,
+                             const float* save_invstd, float* y, int64_t n, int64_t c, int64_t hw,
+                             cudaStream_t stream);
+// workspace: 2*c floats (sum of dy*x_hat, then sum of dy, per channel).
+void batchnorm_backward_data(const float* x, const float* gamma, const float* save_mean, const float* save_invstd,
+                             const float* dy, float* dx, float* workspace, int64_t n, int64_t c, int64_t hw,
+                             bool accumulate, cudaStream_t stream);
+void batchnorm_backward_params(const float* x, const float* save_mean, const float* save_invstd, const float* dy,
+                               float* dgamma, float* dbeta, int64_t n, int64_t c, int64_t hw, cudaStream_t stream);
+
+// ---- local response normalisation (lrn.cu), as runtime/cpu/lrn.cpp -------------------------
+// For the windows cuDNN does not take (an even size, or parameters out of its range).
+
+void lrn_forward(const float* x, float* y, int64_t n, int64_t c, int64_t hw, int64_t size, float alpha, float beta,
+                 float k, cudaStream_t stream);
+void lrn_backward(const float* x, const float* dy, float* dx, int64_t n, int64_t c, int64_t hw, int64_t size,
+                  float alpha, float beta, float k, bool accumulate, cudaStream_t stream);
+
+}  // namespace mplan::rt::cuda

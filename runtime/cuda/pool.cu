@@ -1,0 +1,165 @@
+// Max and average pooling with PyTorch's semantics, as runtime/cpu/pool.cpp,
+// in the backend's own kernels rather than cuDNN's pooling:
+//   - ceil_mode: PyTorch's last window may hang over the right padding and its
+//     avg-pool divisor is the window clipped to the padded input
+//     (count_include_pad=True); cuDNN's pooling descriptor has one symmetric
+//     padding and divides CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING by the
+//     whole window, so it cannot express those windows.
+//   - max-pool backward: PyTorch routes each dy to the first maximum of its
+//     window (the first in row-major order). cuDNN documents
+//     CUDNN_POOLING_MAX_DETERMINISTIC only as deterministic, not which of tied
+//     maxima it picks, and ties are common after a ReLU (windows of zeros).
+// Backward gathers (one thread per input element sums what the windows over
+// it send), so it needs no atomics and adds in the CPU's window order.
+
+#include <cmath>
+
+#include "runtime/cuda/check.h"
+#include "runtime/cuda/grid.cuh"
+#include "runtime/cuda/kernels.h"
+#include "runtime/cuda/stream.h"
+
+namespace mplan::rt::cuda {
+namespace {
+
+// The geometry of a PoolShape with its output size, passed by value.
+struct PoolGeometry {
+  int64_t planes, h, w, p, q;
+  int64_t kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w;
+};
+
+PoolGeometry geometry_of(const PoolShape& s) {
+  return PoolGeometry{s.n * s.c, s.h, s.w, s.p(), s.q(), s.kernel_h, s.kernel_w, s.stride_h, s.stride_w, s.pad_h,
+                      s.pad_w};
+}
+
+// runtime/cpu/pool.cpp window_at: the window clipped to the input, and the
+// divisor: the window clipped to the padded input.
+struct Window {
+  int64_t h0, h1, w0, w1;
+  int64_t divisor;
+};
+
+__device__ Window window_at(const PoolGeometry& g, int64_t p, int64_t q) {
+  const int64_t h0 = p * g.stride_h - g.pad_h, w0 = q * g.stride_w - g.pad_w;
+  const int64_t h1 = min64(h0 + g.kernel_h, g.h + g.pad_h), w1 = min64(w0 + g.kernel_w, g.w + g.pad_w);
+  Window win;
+  win.divisor = (h1 - h0) * (w1 - w0);
+  win.h0 = max64(h0, 0);
+  win.w0 = max64(w0, 0);
+  win.h1 = min64(h1, g.h);
+  win.w1 = min64(w1, g.w);
+  return win;
+}
+
+// The outputs whose windows hold input row i: p * stride - pad <= i < p * stride - pad + kernel.
+__device__ void covering(int64_t i, int64_t kernel, int64_t stride, int64_t pad, int64_t outputs, int64_t* first,
+                         int64_t* last) {
+  const int64_t low = i + pad - kernel + 1;  // p * stride >= low
+  *first = low <= 0 ? 0 : (low + stride - 1) / stride;
+  *last = min64((i + pad) / stride, outputs - 1);
+}
+
+__global__ void max_pool_forward_kernel(PoolGeometry g, const float* x, float* y) {
+  MPLAN_FOR_EACH(at, g.planes * g.p * g.q) {
+    const int64_t plane = at / (g.p * g.q), p = (at / g.q) % g.p, q = at % g.q;
+    const float* xp = x + plane * g.h * g.w;
+    const Window win = window_at(g, p, q);
+    float best = -INFINITY;
+    for (int64_t i = win.h0; i < win.h1; ++i)
+      for (int64_t j = win.w0; j < win.w1; ++j)
+        if (xp[i * g.w + j] > best) best = xp[i * g.w + j];
+    y[at] = best;
+  }
+}
+
+// dx[i, j] = sum of dy over the windows whose first element equal to their y
+// is (i, j) (runtime/cpu/pool.cpp max_pool_backward).
+__global__ void max_pool_backward_kernel(PoolGeometry g, const float* x, const float* y, const float* dy, float* dx,
+                                         bool accumulate) {
+  MPLAN_FOR_EACH(at, g.planes * g.h * g.w) {
+    const int64_t plane = at / (g.h * g.w), i = (at / g.w) % g.h, j = at % g.w;
+    const float* xp = x + plane * g.h * g.w;
+    const float* yp = y + plane * g.p * g.q;
+    const float* dyp = dy + plane * g.p * g.q;
+    int64_t p0, p1, q0, q1;
+    covering(i, g.kernel_h, g.stride_h, g.pad_h, g.p, &p0, &p1);
+    covering(j, g.kernel_w, g.stride_w, g.pad_w, g.q, &q0, &q1);
+    float sum = 0.0f;
+    for (int64_t p = p0; p <= p1; ++p)
+      for (int64_t q = q0; q <= q1; ++q) {
+        const Window win = window_at(g, p, q);
+        const float best = yp[p * g.q + q];
+        // The window's first element equal to best, in the CPU's scan order.
+        int64_t first = -1;
+        for (int64_t a = win.h0; a < win.h1 && first < 0; ++a)
+          for (int64_t b = win.w0; b < win.w1 && first < 0; ++b)
+            if (xp[a * g.w + b] == best) first = a * g.w + b;
+        if (first == i * g.w + j) sum = __fadd_rn(sum, dyp[p * g.q + q]);
+      }
+    dx[at] = accumulate ? __fadd_rn(dx[at], sum) : sum;
+  }
+}
+
+__global__ void avg_pool_forward_kernel(PoolGeometry g, const float* x, float* y) {
+  MPLAN_FOR_EACH(at, g.planes * g.p * g.q) {
+    const int64_t plane = at / (g.p * g.q), p = (at / g.q) % g.p, q = at % g.q;
+    const float* xp = x + plane * g.h * g.w;
+    const Window win = window_at(g, p, q);
+    double sum = 0.0;
+    for (int64_t i = win.h0; i < win.h1; ++i)
+      for (int64_t j = win.w0; j < win.w1; ++j) sum += xp[i * g.w + j];
+    y[at] = static_cast<float>(sum / win.divisor);
+  }
+}
+
+__global__ void avg_pool_backward_kernel(PoolGeometry g, const float* dy, float* dx, bool accumulate) {
+  MPLAN_FOR_EACH(at, g.planes * g.h * g.w) {
+    const int64_t plane = at / (g.h * g.w), i = (at / g.w) % g.h, j = at % g.w;
+    const float* dyp = dy + plane * g.p * g.q;
+    int64_t p0, p1, q0, q1;
+    covering(i, g.kernel_h, g.stride_h, g.pad_h, g.p, &p0, &p1);
+    covering(j, g.kernel_w, g.stride_w, g.pad_w, g.q, &q0, &q1);
+    float sum = 0.0f;
+    for (int64_t p = p0; p <= p1; ++p)
+      for (int64_t q = q0; q <= q1; ++q) {
+        const Window win = window_at(g, p, q);
+        if (i < win.h0 || i >= win.h1 || j < win.w0 || j >= win.w1) continue;
+        sum = __fadd_rn(sum, dyp[p * g.q + q] / static_cast<float>(win.divisor));
+      }
+    dx[at] = accumulate ? __fadd_rn(dx[at], sum) : sum;
+  }
+}
+
+}  // namespace
+
+void max_pool_forward(const PoolShape& shape, const float* x, float* y, cudaStream_t stream) {
+  const PoolGeometry g = geometry_of(shape);
+  if (g.planes * g.p * g.q <= 0) return;
+  max_pool_forward_kernel<<<blocks_for(g.planes * g.p * g.q), kThreads, 0, stream>>>(g, x, y);
+  MPLAN_CUDA_CHECK_LAUNCH();
+}
+
+void max_pool_backward(const PoolShape& shape, const float* x, const float* y, const float* dy, float* dx,
+                       bool accumulate, cudaStream_t stream) {
+  const PoolGeometry g = geometry_of(shape);
+  if (g.planes * g.h * g.w <= 0) return;
+  max_pool_backward_kernel<<<blocks_for(g.planes * g.h * g.w), kThreads, 0, stream>>>(g, x, y, dy, dx, accumulate);
+  MPLAN_CUDA_CHECK_LAUNCH();
+}
+
+void avg_pool_forward(const PoolShape& shape, const float* x, float* y, cudaStream_t stream) {
+  const PoolGeometry g = geometry_of(shape);
+  if (g.planes * g.p * g.q <= 0) return;
+  avg_pool_forward_kernel<<<blocks_for(g.planes * g.p * g.q), kThreads, 0, stream>>>(g, x, y);
+  MPLAN_CUDA_CHECK_LAUNCH();
+}
+
+void avg_pool_backward(const PoolShape& shape, const float* dy, float* dx, bool accumulate, cudaStream_t stream) {
+  const PoolGeometry g = geometry_of(shape);
+  if (g.planes * g.h * g.w <= 0) return;
+  avg_pool_backward_kernel<<<blocks_for(g.planes * g.h * g.w), kThreads, 0, stream>>>(g, dy, dx, accumulate);
+  MPLAN_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace mplan::rt::cuda

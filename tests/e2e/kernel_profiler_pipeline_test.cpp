@@ -1,0 +1,70 @@
+// Profiling where only the runtime is (DESIGN.md, Profiler): the job file of
+// `mplan profile --jobs`, timed by the standalone kernel profiler (its CPU
+// build here; the CUDA build runs the same file on a GPU node), merged into
+// profile.json, which then plans a program that verifies.
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "frontend/parse.h"
+#include "planner/verify.h"
+#include "profiler/kernel_jobs.h"
+#include "tests/e2e/e2e_util.h"
+
+namespace mplan::e2e {
+namespace {
+
+TEST(KernelProfilerPipeline, JobsTimedAndMergedPlanAVerifiedProgram) {
+#ifndef MPLAN_KERNEL_PROFILER_PATH
+  GTEST_SKIP() << "the kernel profiler is not part of this build";
+#else
+  Result<Model> model = load_model(source_dir() + "/examples/models/cifar_small.yaml");
+  ASSERT_TRUE(model.ok());
+  const Tdfg tdfg = build_tdfg(*model);
+  const std::vector<int64_t> sub_batches = {8, 32};
+  rt::JobFile jobs = make_jobs(tdfg, sub_batches, /*repeats=*/1, /*warmup=*/0);
+  jobs.copy_sizes = {int64_t{64} << 10, int64_t{1} << 20, int64_t{4} << 20};
+  const std::string dir = work_dir("kernel-profiler-pipeline");
+  { std::ofstream(dir + "/jobs.json") << rt::jobs_to_json(jobs); }
+  RunResult run = run_command(std::string(MPLAN_KERNEL_PROFILER_PATH) + " " + dir + "/jobs.json -o " + dir +
+                              "/times.json --quiet");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  std::ifstream in(dir + "/times.json");
+  std::stringstream text;
+  text << in.rdbuf();
+  rt::ResultFile results;
+  std::string error;
+  ASSERT_TRUE(rt::parse_results(text.str(), &results, &error)) << error;
+  EXPECT_EQ(results.backend.backend, "cpu");
+  EXPECT_EQ(results.results.size(), jobs.jobs.size());
+  // Every conv job lists the CPU runtime's algorithms, each with its workspace.
+  int conv_jobs = 0;
+  for (const rt::JobResult& r : results.results) {
+    EXPECT_EQ(r.error, "") << r.key;
+    if (r.key.rfind("conv ", 0) != 0) continue;
+    ++conv_jobs;
+    EXPECT_GE(r.options.size(), 2u) << r.key;
+  }
+  EXPECT_GT(conv_jobs, 0);
+  Result<Profile> profile = merge_results(tdfg, results, sub_batches, dir + "/times.json");
+  ASSERT_TRUE(profile.ok()) << profile.error().to_string();
+  auto cost = RecordedCostModel::create(*profile, tdfg, {}, "profile.json");
+  ASSERT_TRUE(cost.ok()) << cost.error().to_string();
+  EXPECT_NE((*cost)->describe().find("measured (cpu"), std::string::npos) << (*cost)->describe();
+  PlanOptions options;
+  options.budget_bytes = int64_t{64} << 20;
+  Result<Plan> plan = make_plan(tdfg, **cost, options);
+  ASSERT_TRUE(plan.ok()) << plan.error().to_string();
+  EXPECT_TRUE(verify_plan(*plan, tdfg).empty());
+  // A result file that lacks a task is refused, naming it.
+  results.results.pop_back();
+  Result<Profile> partial = merge_results(tdfg, results, sub_batches, "times.json");
+  ASSERT_FALSE(partial.ok());
+  EXPECT_NE(partial.error().message.find("no result"), std::string::npos) << partial.error().message;
+#endif
+}
+
+}  // namespace
+}  // namespace mplan::e2e
