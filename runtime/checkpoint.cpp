@@ -136,16 +136,21 @@ std::string normalize_checkpoint_path(const std::string& path) {
   return result;
 }
 
+bool checkpoint_target_ok(const std::string& path, std::string* error) {
+  const fs::path dir = normalize_checkpoint_path(path);
+  std::error_code ec;
+  if (fs::exists(fs::symlink_status(dir, ec)) && !is_checkpoint_folder(dir))
+    return fail(error, dir.string() + " exists and is not a checkpoint folder written by train (it has no " + kMarker +
+                           "): choose another path, or remove it yourself");
+  return true;
+}
+
 bool checkpoint_save(const std::string& path, const CheckpointMeta& meta, const std::vector<CheckpointTensor>& tensors,
                      std::string* error) {
   const fs::path dir = normalize_checkpoint_path(path);
   std::error_code ec;
-  const fs::file_status status = fs::symlink_status(dir, ec);
-  if (fs::exists(status)) {
-    if (!is_checkpoint_folder(dir))
-      return fail(error, dir.string() + " exists and is not a checkpoint folder written by train (it has no " +
-                             kMarker + "): choose another path, or remove it yourself");
-  } else {
+  if (!checkpoint_target_ok(path, error)) return false;
+  if (!fs::exists(fs::symlink_status(dir, ec))) {
     fs::create_directories(dir, ec);
     if (ec) return fail(error, dir.string() + ": cannot create the folder: " + ec.message());
     if (!write_text_file((dir / kMarker).string(), kMarkerText, error)) return false;

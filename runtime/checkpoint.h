@@ -40,6 +40,10 @@ struct CheckpointTensor {
 // A path as given, without trailing separators ("out/w/" -> "out/w").
 std::string normalize_checkpoint_path(const std::string& path);
 
+// Whether `dir` may be saved into: missing, or a checkpoint folder. A program
+// asks before it trains, so a bad --save costs nothing.
+bool checkpoint_target_ok(const std::string& dir, std::string* error);
+
 // Saves into `dir` (created if missing). false with *error when `dir` exists
 // and is not a checkpoint folder, or when writing fails (the previous
 // checkpoint is then untouched).

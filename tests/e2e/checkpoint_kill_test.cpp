@@ -1,0 +1,71 @@
+// A training program killed at every point of a checkpoint save (issue:
+// "SIGKILL of train at every rename/write of a checkpoint, each followed by a
+// check that the previous good state is intact and that resuming gives
+// bit-identical weights"). strace's fault injection kills the program at the
+// Nth rename, symlink and fsync of a save; the folder must then load (the
+// old step or the new one, never neither), and resuming from it to step 4 must
+// give exactly the weights of an uninterrupted run.
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "runtime/checkpoint.h"
+#include "tests/e2e/e2e_util.h"
+
+namespace mplan::e2e {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string quoted(const std::string& s) { return "'" + s + "'"; }
+
+TEST(CheckpointKill, EveryKillPointLeavesALoadableCheckpointAndResumesBitIdentical) {
+  if (run_command("strace -V").exit_code != 0) GTEST_SKIP() << "strace is not installed (scripts/install-deps.sh)";
+  Compiled compiled = compile_model("examples/models/every_op_nobn.yaml", Budget::unlimited, "checkpoint-kill");
+  ASSERT_EQ(compiled.error, "");
+  ASSERT_EQ(build_program(compiled.dir), "");
+  const std::string work = work_dir("checkpoint-kill-runs");
+  const std::string start = work + "/start", reference = work + "/reference";
+  // The checkpoint every kill starts from (step 2), and the uninterrupted run to step 4.
+  ASSERT_EQ(run_program(compiled.dir, "--steps 2 --seed 3 --save " + start).exit_code, 0);
+  ASSERT_EQ(run_command("cp -a " + quoted(start) + " " + quoted(reference)).exit_code, 0);
+  RunResult full = run_program(compiled.dir, "--load " + reference + " --steps 2 --seed 3 --save " + reference);
+  ASSERT_EQ(full.exit_code, 0) << full.output;
+  const auto expected = read_weights(reference);
+  ASSERT_FALSE(expected.empty());
+
+  std::vector<std::string> files;
+  for (const auto& [name, values] : expected) files.push_back(name);
+  int kill_points = 0;
+  for (const char* call : {"rename", "symlink", "fsync"}) {
+    for (int n = 1; n < 200; ++n) {
+      const std::string dir = work + "/killed";
+      fs::remove_all(dir);
+      ASSERT_EQ(run_command("cp -a " + quoted(start) + " " + quoted(dir)).exit_code, 0);
+      // Step 3, saved into the same folder, killed at the n-th `call` of the run.
+      RunResult killed = run_command(std::string("strace -f -o /dev/null -e trace=") + call + " -e inject=" + call +
+                                     ":signal=KILL:when=" + std::to_string(n) + " " +
+                                     quoted(compiled.dir + "/build/train") + " --load " + dir +
+                                     " --steps 1 --seed 3 --save " + dir);
+      if (killed.exit_code == 0) break;  // the run has fewer such calls: every point was tried
+      ASSERT_EQ(killed.exit_code, 137) << call << " #" << n << ": " << killed.output;
+      ++kill_points;
+      rt::LoadedCheckpoint loaded;
+      std::string error;
+      ASSERT_TRUE(rt::checkpoint_load(dir, files, &loaded, &error)) << call << " #" << n << ": " << error;
+      ASSERT_TRUE(loaded.meta.step == 2 || loaded.meta.step == 3) << call << " #" << n << ": " << loaded.meta.step;
+      RunResult resumed = run_program(compiled.dir, "--load " + dir + " --steps " + std::to_string(4 - loaded.meta.step) +
+                                                        " --seed 3 --save " + dir);
+      ASSERT_EQ(resumed.exit_code, 0) << call << " #" << n << ": " << resumed.output;
+      std::string worst;
+      EXPECT_EQ(max_relative_difference(read_weights(dir), expected, &worst), 0.0)
+          << "killed at " << call << " #" << n << " (resumed from step " << loaded.meta.step << "): " << worst;
+    }
+  }
+  std::printf("kill points tried: %d (every rename, symlink and fsync of a save)\n", kill_points);
+  EXPECT_GT(kill_points, 20);
+}
+
+}  // namespace
+}  // namespace mplan::e2e
