@@ -7,6 +7,7 @@ packages=(
   build-essential cmake ninja-build pkg-config
   libyaml-cpp-dev libboost-graph-dev libglpk-dev glpk-utils libfmt-dev
   libgtest-dev nlohmann-json3-dev libcli11-dev libopenblas-dev
+  strace
 )
 # PyTorch is the reference the end-to-end tests compare against (Debian's python3).
 if [[ "${MPLAN_WITH_TORCH:-1}" == 1 ]]; then
