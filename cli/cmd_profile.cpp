@@ -55,7 +55,7 @@ void run_write_jobs(const ProfileOptions& options) {
   const rt::JobFile jobs = make_jobs(tdfg, sub_batches, options.repeats, /*warmup=*/2);
   write_file_atomically(options.jobs, rt::jobs_to_json(jobs));
   fmt::print("wrote {}: {} jobs ({} distinct tasks of {} at sub-batches {}), {} copy sizes\n"
-             "next: on the GPU node, mplan_kernel_profiler_cuda {} -o times.json; then here,\n"
+             "next: on the GPU node, mplan_kernel_profiler {} -o times.json (its CUDA build); then here,\n"
              "      mplan profile {} --merge times.json --sub-batches {} -o profile.json\n",
              options.jobs, jobs.jobs.size(), model.name, tdfg.tasks.size(), options.sub_batches,
              jobs.copy_sizes.size(), options.jobs, options.model_path, options.sub_batches);

@@ -48,6 +48,7 @@ struct Field {
 // rounds that differ only in which events they wait for share one body, with
 // the events as table fields that are -1 where a round has none.
 struct StepCode {
+  std::string label;  // "alloc_X_next": names a guard that starts with this step
   std::string comment;
   std::vector<std::string> waits;    // before the step (event fields)
   std::vector<std::string> lines;    // the step itself
@@ -365,6 +366,7 @@ class ProgramEmitter {
       const Step& step = plan_.steps[i];
       const int32_t relative_index = i - segment.first_step;
       StepCode step_text;
+      step_text.label = sanitise_identifier(short_description(step)) + relative(step.round, base);
       step_text.comment = fmt::format("  // {}\n", comment_text(description(step), 150));
       if (step.kind == StepKind::compute && calls_.count(step.index))
         step_text.comment += "  //     " + comment_text(tensor_shapes(step, calls_.at(step.index)), 150) + "\n";
@@ -489,7 +491,7 @@ class ProgramEmitter {
         guard_of[i] = guard_of[i - 1];
         continue;
       }
-      std::string base = "has_" + sanitise_identifier(body[i].code.comment.substr(5, 40)), name = base;
+      std::string base = "has_" + body[i].code.label, name = base;
       for (int k = 2; names.count(name); ++k) name = base + "_" + std::to_string(k);
       names.insert(name);
       guard_of[i] = static_cast<int>(guards.size());
@@ -529,13 +531,13 @@ class ProgramEmitter {
                           seg.segment.end_step - 1);
       size_t width = 5;
       for (size_t i = 0; i < values.size(); ++i) {
-        const std::string item = values[i] + (i + 1 < values.size() ? ", " : "");
-        if (width + item.size() > 116) {
-          text += "\n     ";
-          width = 5;
+        if (i > 0) {
+          const bool wrap = width + 2 + values[i].size() > 116;
+          text += wrap ? ",\n     " : ", ";
+          width = wrap ? 5 : width + 2;
         }
-        text += item;
-        width += item.size();
+        text += values[i];
+        width += values[i].size();
       }
       text += "},\n";
     }
