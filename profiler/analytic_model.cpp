@@ -12,13 +12,20 @@ namespace mplan {
 namespace {
 
 constexpr double kFloatBytes = 4;
-constexpr double kLinearGemmEfficiency = 0.75;  // cuBLAS SGEMM on a full GPU
 
 double elements(const Shape& shape, int64_t b) { return static_cast<double>(shape.elements()) * b; }
 
 // A streaming kernel: bytes read and written, nothing worth counting computed.
 KernelWork streaming(double bytes, int kernels = 1, double flops = 0) {
   return KernelWork{flops, bytes, bytes / kFloatBytes, 1.0, kernels};
+}
+
+// A cuBLAS GEMM (its efficiency is the architecture's linear_gemm; tensor
+// cores in tf32/fp16/bf16 math).
+KernelWork gemm(double flops, double bytes, double parallel_items) {
+  KernelWork w{flops, bytes, parallel_items, 1.0, 1};
+  w.kind = KernelClass::linear_gemm;
+  return w;
 }
 
 // The work of a non-conv task: memory-bound ops by bytes moved (DESIGN.md),
@@ -45,13 +52,13 @@ std::vector<KernelWork> layer_work(const TaskShape& s, int64_t b) {
       const double w = in * out * kFloatBytes;
       const double flops = 2.0 * b * in * out;
       if (kind == TaskKind::FP) {  // Y = X W^T (+ bias)
-        std::vector<KernelWork> work{{flops, x + w + y, b * out, kLinearGemmEfficiency, 1}};
+        std::vector<KernelWork> work{gemm(flops, x + w + y, b * out)};
         if (s.bias) work.push_back(streaming(2 * y));
         return work;
       }
-      if (kind == TaskKind::BP1) return {{flops, y + w + x, b * in, kLinearGemmEfficiency, 1}};  // dX = dY W
+      if (kind == TaskKind::BP1) return {gemm(flops, y + w + x, b * in)};  // dX = dY W
       // BP2: dW += dY^T X, a GEMM with a b-long reduction; plus the bias gradient.
-      std::vector<KernelWork> work{{flops, x + y + 2 * w, in * out, kLinearGemmEfficiency, 1}};
+      std::vector<KernelWork> work{gemm(flops, x + y + 2 * w, in * out)};
       if (s.bias) work.push_back(streaming(y));
       return work;
     }
@@ -99,24 +106,29 @@ std::vector<KernelWork> layer_work(const TaskShape& s, int64_t b) {
   return {};
 }
 
-double time_ms(const Device& device, const std::vector<KernelWork>& phases) {
+double time_ms(const Device& device, const std::vector<KernelWork>& phases, MathMode math) {
   double total = 0;
-  for (const KernelWork& phase : phases) total += kernel_time_ms(device, phase);
+  for (const KernelWork& phase : phases) total += kernel_time_ms(device, phase, math);
   return total;
 }
 
 }  // namespace
 
 std::vector<TaskOption> analytic_options(const Device& device, const TaskShape& shape, int64_t sub_batch) {
+  return analytic_options(device, shape, sub_batch, device.default_math);
+}
+
+std::vector<TaskOption> analytic_options(const Device& device, const TaskShape& shape, int64_t sub_batch,
+                                         MathMode math) {
   MPLAN_CHECK(sub_batch >= 1, "analytic_options: the sub-batch must be at least 1");
   if (shape.kind == TaskKind::update || shape.op != Op::conv)
-    return {TaskOption{"default", time_ms(device, layer_work(shape, sub_batch)), 0}};
+    return {TaskOption{"default", time_ms(device, layer_work(shape, sub_batch), math), 0}};
   const ConvDirection direction = conv_direction(shape.kind);
   const ConvShape conv = conv_shape(shape);
   std::vector<TaskOption> options;
   for (const std::string& algorithm : conv_algorithm_names(direction)) {
     if (!conv_supported(direction, algorithm, conv)) continue;
-    options.push_back(TaskOption{algorithm, time_ms(device, conv_work(direction, algorithm, conv, sub_batch)),
+    options.push_back(TaskOption{algorithm, time_ms(device, conv_work(direction, algorithm, conv, sub_batch), math),
                                  conv_workspace_bytes(direction, algorithm, conv, sub_batch)});
   }
   MPLAN_CHECK(!options.empty(), "analytic_options: no conv algorithm supports the shape");
@@ -143,14 +155,38 @@ std::vector<TaskOption> AnalyticCostModel::options(const Tdfg& tdfg, TaskId t, i
     auto it = cache_.find(cache_key);
     if (it != cache_.end()) return it->second;
   }
-  std::vector<TaskOption> result = analytic_options(device_, shape, b);
+  std::vector<TaskOption> result = analytic_options(device_, shape, b, math_);
   std::lock_guard<std::mutex> lock(mutex_);
   cache_.emplace(cache_key, result);
   return result;
 }
 
+Status check_math_mode(const Device& device, MathMode math) {
+  if (device.has_math(math)) return Ok{};
+  std::string modes;
+  for (MathMode m : device.math_modes) modes += (modes.empty() ? "" : ", ") + std::string(math_mode_name(m));
+  return Error{{}, fmt::format("math mode {} is not one of {}'s ({})", math_mode_name(math), device.name, modes)};
+}
+
+AnalyticCostModel::AnalyticCostModel(Device device, std::optional<MathMode> math)
+    : device_(std::move(device)), math_(math.value_or(device_.default_math)) {
+  const Status ok = check_math_mode(device_, math_);
+  MPLAN_CHECK(ok.ok(), ok.ok() ? "" : ok.error().message);
+}
+
 std::string AnalyticCostModel::describe() const {
   return fmt::format("analytic ({}, {})", device_.name, device_.source_file.empty() ? "built in" : device_.source_file);
+}
+
+CostModelInfo AnalyticCostModel::info() const {
+  CostModelInfo info;
+  info.kind = "analytic";
+  info.math_mode = math_mode_name(math_);
+  info.expected_error = device_.arch.held_out_error.empty()
+                            ? fmt::format("not calibrated: no held-out measurements for architecture {}",
+                                          device_.arch.name)
+                            : fmt::format("architecture {}: {}", device_.arch.name, device_.arch.held_out_error);
+  return info;
 }
 
 }  // namespace mplan
