@@ -168,6 +168,19 @@ Status check_math_mode(const Device& device, MathMode math) {
   return Error{{}, fmt::format("math mode {} is not one of {}'s ({})", math_mode_name(math), device.name, modes)};
 }
 
+Result<MathMode> resolve_math_mode(const Device& device, const std::string& model_math) {
+  if (model_math.empty() || model_math == "default") return device.default_math;
+  const std::optional<MathMode> mode = parse_math_mode(model_math);
+  if (!mode) return Error{{}, fmt::format("math '{}' is not a math mode (expected default, fp32 or tf32)", model_math)};
+  if (!device.has_math(*mode)) {
+    std::string modes;
+    for (MathMode m : device.math_modes) modes += (modes.empty() ? "" : ", ") + std::string(math_mode_name(m));
+    return Error{{}, fmt::format("the model asks for math {}, which {} does not have (its math modes: {})",
+                                 model_math, device.name, modes)};
+  }
+  return *mode;
+}
+
 AnalyticCostModel::AnalyticCostModel(Device device, std::optional<MathMode> math)
     : device_(std::move(device)), math_(math.value_or(device_.default_math)) {
   const Status ok = check_math_mode(device_, math_);
@@ -175,7 +188,8 @@ AnalyticCostModel::AnalyticCostModel(Device device, std::optional<MathMode> math
 }
 
 std::string AnalyticCostModel::describe() const {
-  return fmt::format("analytic ({}, {})", device_.name, device_.source_file.empty() ? "built in" : device_.source_file);
+  return fmt::format("analytic ({}, {}, math {})", device_.name,
+                     device_.source_file.empty() ? "built in" : device_.source_file, math_mode_name(math_));
 }
 
 CostModelInfo AnalyticCostModel::info() const {

@@ -29,6 +29,11 @@ std::vector<TaskOption> analytic_options(const Device& device, const TaskShape& 
 // Whether the device has the math mode; the error lists the modes it has.
 Status check_math_mode(const Device& device, MathMode math);
 
+// The math mode a model asks for (Model::math: "default" is the device's
+// default) on a device; an error says what the model asked and what the
+// device has.
+Result<MathMode> resolve_math_mode(const Device& device, const std::string& model_math);
+
 // Time of one pinned copy of `bytes`: a fixed cost plus bytes over the
 // measured bandwidth of the direction.
 double analytic_copy_ms(const Device& device, int64_t bytes, bool host_to_device);

@@ -29,6 +29,10 @@ struct CostModelInfo {
   std::string expected_error;    // analytic: the calibration's held-out error; "" for measurements
 };
 
+// One line for people: "analytic prediction, math tf32; expected error: ..."
+// or "measured, math fp32", so that nobody mistakes a prediction for a measurement.
+std::string describe_cost_model(const CostModelInfo& info);
+
 class CostModel {
  public:
   virtual ~CostModel() = default;
