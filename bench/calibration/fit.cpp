@@ -114,15 +114,18 @@ ArchEfficiency arch_table(const Params& p, const std::string& name, const ArchEf
   // Ampere's FP32 kernels have no measurement of their own: Volta's values.
   const ArchParams& fp32 = p.arch.at(own == "ampere" ? "volta" : own);
   const ArchParams& tensor = p.arch.at(own);
+  // Maxwell's data predate cuDNN's Winograd kernels: Pascal's factor (same SM design).
+  const double w_winograd = own == "maxwell" ? p.arch.at("pascal").w_winograd : fp32.w_winograd;
   for (int f = 0; f < kConvFamilies; ++f) {
     const ConvFamily family = static_cast<ConvFamily>(f);
     const bool transform = is_transform(family);
+    const bool winograd = family == ConvFamily::winograd || family == ConvFamily::winograd_nonfused;
+    const double w = !transform ? 1.0 : winograd ? w_winograd : fp32.w_fft;
     const double dir[3] = {1.0, transform ? p.transform_backward_data : p.gemm_backward_data,
                            transform ? p.transform_backward_filter : p.gemm_backward_filter};
-    for (int d = 0; d < 3; ++d)
-      table.conv[f][d] = std::min(1.0, fp32.s * p.family[f] * dir[d] * (transform ? fp32.w : 1.0));
+    for (int d = 0; d < 3; ++d) table.conv[f][d] = std::min(1.0, fp32.s * p.family[f] * dir[d] * w);
   }
-  table.fft_transform = std::min(1.0, fp32.s * fp32.w * p.transform);
+  table.fft_transform = std::min(1.0, fp32.s * p.transform);
   table.linear_gemm = std::min(1.0, fp32.s * p.linear);
   table.half_items_per_sm = fp32.half;
   table.conv_call_overhead_us = fp32.overhead_us;
@@ -153,8 +156,14 @@ Params fit(const std::vector<Case>& cases, Devices devices) {
   Params p;
   // Which architectures have fit data, and in which math modes.
   std::map<std::string, std::set<MathMode>> data;
-  for (const Case& c : cases)
-    if (!c.holdout) data[params_arch(devices.at(c.device).architecture)].insert(c.math);
+  std::set<std::string> winograd_data;  // architectures with fit data from cuDNN 5 or later
+  for (const Case& c : cases) {
+    if (c.holdout) continue;
+    const std::string arch = params_arch(devices.at(c.device).architecture);
+    data[arch].insert(c.math);
+    if (c.math == MathMode::fp32 && library_has(c.library, ConvDirection::forward, "winograd"))
+      winograd_data.insert(arch);
+  }
   std::vector<Free> free;
   auto add = [&](std::string name, double* v, double lo, double hi) { free.push_back({std::move(name), v, lo, hi, *v}); };
   // The GEMM families' ratios stay at their starting values: the data time
@@ -174,7 +183,8 @@ Params fit(const std::vector<Case>& cases, Devices devices) {
     const std::set<MathMode>& modes = data[name];
     if (modes.count(MathMode::fp32)) {
       add(name + ".s", &a.s, 0.1, 0.9);
-      add(name + ".w", &a.w, 0.2, 5.0);
+      add(name + ".w_fft", &a.w_fft, 0.2, 5.0);
+      if (winograd_data.count(name)) add(name + ".w_winograd", &a.w_winograd, 0.2, 5.0);
       add(name + ".half_items_per_sm", &a.half, 256, 262144);
       add(name + ".overhead_us", &a.overhead_us, 0.5, 200);
       add(name + ".memory", &a.memory, 0.6, 0.95);

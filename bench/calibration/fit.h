@@ -19,13 +19,16 @@
 //   factor of that release's kernels (not in the product: NVIDIA tuned each
 //   architecture's kernels by a different amount from release to release);
 //   per architecture: the scale s (implicit_precomp_gemm forward efficiency),
-//   a factor w on the transform families, the utilisation curve's
+//   a factor on the FFT families and one on the Winograd families (only
+//   where the data has cuDNN 5 or later: Maxwell's data predate Winograd, so
+//   Maxwell takes Pascal's, the same SM design), the utilisation curve's
 //   half-saturation items per SM, the fixed cost of each cuDNN kernel, the
 //   streaming memory efficiency (bounded to 0.6-0.95, what STREAM-like copies
 //   reach), and the tensor-core efficiency of each math mode that has data.
 //   s is bounded by 0.9: no FP32 cuDNN kernel runs faster.
 // An architecture without data of its own takes its parent's values
-// (ampere's FP32 ones from volta, hopper's from ampere), and says so.
+// (ampere's FP32 ones from volta, hopper's from ampere, Maxwell's Winograd
+// factor from Pascal), and says so.
 
 #include <map>
 #include <string>
@@ -38,7 +41,7 @@
 namespace mplan::calibration {
 
 struct ArchParams {
-  double s = 0.65, w = 1.0, half = 8192, overhead_us = 5, memory = 0.8, tf32 = 0.5, fp16 = 0.5;
+  double s = 0.65, w_fft = 1.0, w_winograd = 1.0, half = 8192, overhead_us = 5, memory = 0.8, tf32 = 0.5, fp16 = 0.5;
 };
 
 struct Params {
