@@ -1,288 +1,294 @@
 // Calibration of the analytic cost model against published measurements
-// (bench/data/calibration, copied from ../shared/calibration with every row's
-// source): convnet-benchmarks' per-network and per-layer cuDNN times on a
-// Titan X (Maxwell), and a cudnnFind listing of every algorithm of one small
-// layer on a V100. Prints predicted/measured per case and the median error.
-// docs/cost-model.md records the result.
+// (bench/data/calibration: every row with its source; README.md there lists
+// them), split once and for all into a fit part and a held-out part (the
+// `split` column). Reports the error of the committed architecture tables
+// (examples/devices/architectures/*.yaml) on both parts: single convolution
+// tasks per GPU, direction and algorithm family (median and p90 of
+// |predicted/measured - 1|, bias = median predicted/measured), whole
+// networks per GPU, and whether the fastest forward algorithm agrees with
+// the measured fastest. docs/cost-model.md records a run.
 //
-//   build/bench/calibration_bench [--all-algorithms]
+//   build/bench/calibration_bench               # evaluate the committed tables
+//   build/bench/calibration_bench --fit         # refit on the fit split, evaluate the fit
+//   build/bench/calibration_bench --fit --write # ... and rewrite the tables
+//   build/bench/calibration_bench --cases       # also print every case
 //
-// The networks are rebuilt from convnet_benchmarks_model_layers.csv (conv and
-// linear followed by ReLU, max-pools, flatten before the classifier, the loss
-// last), run as one sub-batch of the benchmark's batch, each task with its
-// fastest algorithm (Torch ran with cudnn.benchmark on). The benchmark timed
-// no softmax and no dropout, and nn.View is free: the loss and the flatten
-// tasks are left out of the sums. Each case picks among the algorithms the
-// measured cuDNN release had (R2: the GEMM family only; R3/R4 added FFT; R5
-// Winograd); --all-algorithms lets every case use today's full set.
+// The fit is bench/calibration/fit.h: least squares in log space over a few
+// parameters per architecture. Old cuDNN releases (R1-R3) get a speed factor
+// of their own, refitted on the fit split in every run (it is no part of the
+// product's tables). Baidu DeepBench and Justin Johnson's cnn-benchmarks are
+// deliberately not in the set: they are the independent check.
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <map>
-#include <sstream>
+#include <set>
 #include <string>
 #include <vector>
 
-#include "frontend/parse.h"
-#include "profiler/analytic_model.h"
-#include "profiler/conv_algorithms.h"
-#include "profiler/device.h"
-#include "profiler/signature.h"
-#include "tdfg/tdfg.h"
+#include "bench/calibration/cases.h"
+#include "bench/calibration/fit.h"
 
 namespace {
 
 using namespace mplan;
+using namespace mplan::calibration;
 
-const std::string kDataDir = std::string(MPLAN_SOURCE_DIR) + "/bench/data/calibration/";
+const std::string kSourceDir = MPLAN_SOURCE_DIR;
+const std::string kDataDir = kSourceDir + "/bench/data/calibration";
 
-// A CSV file as rows of named fields (quoted fields may hold commas).
-using Row = std::map<std::string, std::string>;
-std::vector<Row> read_csv(const std::string& name) {
-  std::ifstream in(kDataDir + name);
-  MPLAN_CHECK(static_cast<bool>(in), "cannot read " + kDataDir + name);
-  auto split = [](const std::string& line) {
-    std::vector<std::string> fields(1);
-    bool quoted = false;
-    for (char c : line) {
-      if (c == '"') quoted = !quoted;
-      else if (c == ',' && !quoted) fields.emplace_back();
-      else fields.back() += c;
-    }
-    return fields;
-  };
-  std::string line;
-  std::getline(in, line);
-  const std::vector<std::string> header = split(line);
-  std::vector<Row> rows;
-  while (std::getline(in, line)) {
-    if (line.empty()) continue;
-    const std::vector<std::string> fields = split(line);
-    Row row;
-    for (size_t i = 0; i < header.size() && i < fields.size(); ++i) row[header[i]] = fields[i];
-    rows.push_back(std::move(row));
-  }
-  return rows;
-}
-
-double number(const Row& row, const std::string& key) {
-  auto it = row.find(key);
-  return it == row.end() || it->second.empty() ? NAN : std::stod(it->second);
-}
-
-struct Case {
-  std::string name;
-  double predicted_ms, measured_ms;
+struct Outcome {
+  const Case* c;
+  double predicted_ms;
+  std::string chosen;  // the predicted fastest algorithm (single convolutions)
+  double ratio() const { return predicted_ms / c->measured_ms; }
 };
 
-bool all_algorithms = false;
-
-// Whether a cuDNN release ("cuDNN R2", "cuDNN R4 (log)") had an algorithm:
-// R2 had only the GEMM family (forward implicit/precomputed/explicit GEMM,
-// backward algo_0/algo_1); FFT came in R3, FFT tiling and backward-filter
-// algo_3 in R4, Winograd in R5 (cuDNN release notes).
-bool release_has(const std::string& library, const std::string& algorithm) {
-  if (all_algorithms) return true;
-  const bool gemm_family = algorithm == "implicit_gemm" || algorithm == "implicit_precomp_gemm" ||
-                           algorithm == "gemm" || algorithm == "algo_0" || algorithm == "algo_1";
-  if (library.rfind("cuDNN R2", 0) == 0 || library.rfind("cuDNN R1", 0) == 0) return gemm_family;
-  if (library.rfind("cuDNN R3", 0) == 0) return gemm_family || algorithm == "fft";
-  if (library.rfind("cuDNN R4", 0) == 0)
-    return gemm_family || algorithm == "fft" || algorithm == "fft_tiling" || algorithm == "algo_3";
-  return true;
-}
-
-// The fastest option the release had.
-TaskOption fastest(const std::vector<TaskOption>& options, const std::string& library) {
-  for (const TaskOption& o : options)
-    if (o.algorithm == "default" || release_has(library, o.algorithm)) return o;
-  return options.front();
-}
-
-// The model YAML of one convnet-benchmarks network.
-std::string network_yaml(const std::string& name, const std::vector<Row>& layers) {
-  const Row& first = layers.front();
-  std::string yaml = fmt::format("name: {}\ninput: [3, {}, {}]\nbatch: {}\nclasses: 1000\nlayers:\n", name,
-                                 first.at("H_in"), first.at("W_in"), first.at("batch"));
-  bool flattened = false;
-  size_t linears = 0, linear_count = 0;
-  for (const Row& row : layers) linear_count += row.at("layer_type") == "linear";
-  for (const Row& row : layers) {
-    const std::string& type = row.at("layer_type");
-    if (type == "conv") {
-      yaml += fmt::format("  - {{op: conv, out: {}, kernel: {}, stride: {}, pad: {}}}\n  - {{op: relu}}\n",
-                          row.at("K_out"), row.at("R"), row.at("stride"), row.at("pad"));
-    } else if (type == "maxpool") {
-      yaml += fmt::format("  - {{op: pool, mode: max, kernel: {}, stride: {}}}\n", row.at("R"), row.at("stride"));
-    } else if (type == "linear") {
-      if (!flattened) yaml += "  - {op: flatten}\n";
-      flattened = true;
-      yaml += fmt::format("  - {{op: linear, out: {}}}\n", row.at("fc_out"));
-      if (++linears < linear_count) yaml += "  - {op: relu}\n";
-    }
-  }
-  yaml += "  - {op: softmax_xent}\n";
-  return yaml;
-}
-
-struct PassTimes {
-  double forward = 0, bwd_data = 0, bwd_filter = 0;
+struct Stats {
+  size_t n = 0;
+  double median_error = NAN, p90_error = NAN, bias = NAN, max_error = NAN;
 };
 
-PassTimes predict_network(const Model& model, const AnalyticCostModel& cost, const std::string& library) {
-  const Tdfg tdfg = build_tdfg(model);
-  PassTimes times;
-  for (TaskId t = 0; t < static_cast<TaskId>(tdfg.tasks.size()); ++t) {
-    const Task& task = tdfg.tasks[t];
-    if (task.kind == TaskKind::update || task.op == Op::softmax_xent || task.op == Op::flatten) continue;
-    const double ms = fastest(cost.options(tdfg, t, model.batch), library).time_ms;
-    if (task.kind == TaskKind::FP) times.forward += ms;
-    if (task.kind == TaskKind::BP1) times.bwd_data += ms;
-    if (task.kind == TaskKind::BP2) times.bwd_filter += ms;
+double quantile(std::vector<double> v, double q) {
+  if (v.empty()) return NAN;
+  std::sort(v.begin(), v.end());
+  if (q == 0.5) return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+  const size_t rank = static_cast<size_t>(std::ceil(q * static_cast<double>(v.size())));  // nearest rank
+  return v[std::min(v.size(), std::max<size_t>(rank, 1)) - 1];
+}
+
+Stats stats(const std::vector<const Outcome*>& outcomes) {
+  Stats s;
+  std::vector<double> errors, ratios;
+  for (const Outcome* o : outcomes) {
+    errors.push_back(std::abs(o->ratio() - 1));
+    ratios.push_back(o->ratio());
   }
-  return times;
+  s.n = outcomes.size();
+  if (s.n == 0) return s;
+  s.median_error = quantile(errors, 0.5);
+  s.p90_error = quantile(errors, 0.9);
+  s.bias = quantile(ratios, 0.5);
+  s.max_error = *std::max_element(errors.begin(), errors.end());
+  return s;
 }
 
-void network_cases(const Device& titanx, std::vector<Case>& cases) {
-  const std::vector<Row> layer_rows = read_csv("convnet_benchmarks_model_layers.csv");
-  std::map<std::string, std::vector<Row>> by_model;
-  for (const Row& row : layer_rows) by_model[row.at("model")].push_back(row);
-  const AnalyticCostModel cost(titanx);
-  for (const Row& row : read_csv("convnet_benchmarks_imagenet.csv")) {
-    if (row.at("gpu") != "GeForce GTX TITAN X (Maxwell)" || row.at("precision") != "fp32" ||
-        row.at("library") != "cuDNN R4 (log)")
-      continue;
-    const std::string& name = row.at("model");
-    if (!by_model.count(name)) {
-      fmt::print("  (skipped {}: no layer table in convnet_benchmarks_model_layers.csv)\n", name);
-      continue;
-    }
-    Result<Model> model = parse_model(network_yaml(name, by_model[name]), name + ".yaml");
-    MPLAN_CHECK(model.ok(), model.ok() ? "" : model.error().to_string());
-    const PassTimes p = predict_network(*model, cost, row.at("library"));
-    const std::string label = fmt::format("{} b={}", name, model->batch);
-    cases.push_back({label + " forward", p.forward, number(row, "forward_ms")});
-    cases.push_back({label + " backward-data", p.bwd_data, number(row, "bwd_data_ms")});
-    cases.push_back({label + " backward-filter", p.bwd_filter, number(row, "bwd_filter_ms")});
-    cases.push_back({label + " total", p.forward + p.bwd_data + p.bwd_filter, number(row, "total_ms")});
-  }
+std::string pct(double v) { return std::isnan(v) ? "-" : fmt::format("{:.1f}%", 100 * v); }
+std::string num(double v) { return std::isnan(v) ? "-" : fmt::format("{:.2f}", v); }
+
+std::string family_of(const Outcome& o) {
+  ConvFamily family{};
+  const ConvTask& task = o.c->convs.front().first;
+  const std::string& algorithm = o.c->algorithm == "fastest" ? o.chosen : o.c->algorithm;
+  return conv_family_of(task.direction, algorithm, family) ? conv_family_name(family) : algorithm;
 }
 
-double conv_time(const Device& device, ConvDirection direction, const ConvShape& shape, int64_t b,
-                 const std::string& library) {
-  std::vector<TaskOption> options;
-  for (const std::string& algorithm : conv_algorithm_names(direction)) {
-    if (!conv_supported(direction, algorithm, shape)) continue;
-    double ms = 0;
-    for (const KernelWork& w : conv_work(direction, algorithm, shape, b)) ms += kernel_time_ms(device, w);
-    options.push_back({algorithm, ms, 0});
-  }
-  std::sort(options.begin(), options.end(), [](auto& a, auto& b2) { return a.time_ms < b2.time_ms; });
-  return fastest(options, library).time_ms;
-}
-
-void layer_cases(const Device& titanx, std::vector<Case>& cases) {
-  for (const Row& row : read_csv("convnet_benchmarks_layerwise.csv")) {
-    if (row.at("gpu") != "GeForce GTX TITAN X (Maxwell)") continue;
-    const ConvShape shape =
-        make_conv_shape(std::stoll(row.at("C")), std::stoll(row.at("H")), std::stoll(row.at("W")),
-                        std::stoll(row.at("K")), std::stoll(row.at("R")), std::stoll(row.at("S")),
-                        std::stoll(row.at("stride")), std::stoll(row.at("pad")), 1, true);
-    const int64_t b = std::stoll(row.at("N"));
-    const std::string& phase = row.at("phase");
-    double predicted = 0;
-    const std::string& library = row.at("library");
-    if (phase == "forward") predicted = conv_time(titanx, ConvDirection::forward, shape, b, library);
-    else if (phase.rfind("backward", 0) == 0)
-      predicted = conv_time(titanx, ConvDirection::backward_data, shape, b, library) +
-                  conv_time(titanx, ConvDirection::backward_filter, shape, b, library);
-    else continue;
-    cases.push_back({fmt::format("layer {} ({}) {} [{}]", row.at("layer"), row.at("library"), phase,
-                                 "TitanX"), predicted, number(row, "time_ms")});
-  }
-}
-
-// The cudnnFind listing: time (launch-bound) and workspace of every algorithm.
-void algorithm_listing(const Device& v100, std::vector<Case>& time_cases, std::vector<Case>& workspace_cases) {
-  for (const Row& row : read_csv("cudnn_per_algo_mnistcudnn.csv")) {
-    if (row.at("precision") != "fp32" || row.at("direction") != "forward") continue;
-    const ConvShape shape =
-        make_conv_shape(std::stoll(row.at("C")), std::stoll(row.at("H")), std::stoll(row.at("W")),
-                        std::stoll(row.at("K")), std::stoll(row.at("R")), std::stoll(row.at("S")),
-                        std::stoll(row.at("stride")), std::stoll(row.at("pad")), 1, false);
-    std::string algorithm = row.at("algo_name");
-    std::transform(algorithm.begin(), algorithm.end(), algorithm.begin(), ::tolower);
-    const int64_t b = std::stoll(row.at("N"));
-    const std::string label = fmt::format("mnistCUDNN conv1 {} [{}]", algorithm, row.at("software"));
-    if (!conv_supported(ConvDirection::forward, algorithm, shape)) {
-      fmt::print("  {}: the model refuses it: {}\n", label,
-                 *conv_unsupported_reason(ConvDirection::forward, algorithm, shape));
-      continue;
-    }
-    double ms = 0;
-    for (const KernelWork& w : conv_work(ConvDirection::forward, algorithm, shape, b)) ms += kernel_time_ms(v100, w);
-    time_cases.push_back({label, ms, number(row, "time_ms")});
-    workspace_cases.push_back({label, static_cast<double>(conv_workspace_bytes(ConvDirection::forward, algorithm,
-                                                                               shape, b)),
-                               number(row, "workspace_bytes")});
-  }
-}
-
-double median(std::vector<double> values) {
-  if (values.empty()) return NAN;
-  std::sort(values.begin(), values.end());
-  const size_t n = values.size();
-  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
-}
-
-// Prints the cases and returns the median of |predicted/measured - 1|.
-double report(const std::string& title, const std::vector<Case>& cases, const char* unit) {
-  fmt::print("\n{}\n", title);
-  fmt::print("  {:<58} {:>12} {:>12} {:>8}\n", "case", fmt::format("predicted{}", unit),
-             fmt::format("measured{}", unit), "ratio");
-  std::vector<double> errors;
+std::vector<Outcome> evaluate(const std::vector<Case>& cases, const Devices& devices, const ReleaseFactors& release) {
+  std::vector<Outcome> outcomes;
   for (const Case& c : cases) {
-    const double ratio = c.predicted_ms / c.measured_ms;
-    if (c.measured_ms > 0) errors.push_back(std::abs(ratio - 1));
-    fmt::print("  {:<58} {:>12.4g} {:>12.4g} {:>8.2f}\n", c.name, c.predicted_ms, c.measured_ms, ratio);
+    Outcome o{&c, 0, ""};
+    o.predicted_ms = predict_ms(c, devices.at(c.device), release, &o.chosen);
+    outcomes.push_back(o);
   }
-  const double m = median(errors);
-  fmt::print("  median |predicted/measured - 1| over {} cases: {:.1f}%\n", errors.size(), 100 * m);
-  return m;
+  return outcomes;
+}
+
+// Per-architecture summary of the held-out error, for the tables' held_out_error.
+std::map<std::string, std::string> held_out_text(const std::vector<Outcome>& outcomes, const Devices& devices) {
+  std::map<std::string, std::vector<const Outcome*>> conv, net;
+  std::map<std::string, std::set<std::string>> gpus;
+  for (const Outcome& o : outcomes) {
+    if (!o.c->holdout) continue;
+    const std::string arch = devices.at(o.c->device).architecture;
+    (o.c->network ? net : conv)[arch].push_back(&o);
+    gpus[arch].insert(o.c->device);
+  }
+  std::map<std::string, std::string> text;
+  for (const char* arch : {"kepler", "maxwell", "pascal", "volta", "ampere", "hopper"}) {
+    std::string t;
+    if (!conv[arch].empty()) {
+      const Stats s = stats(conv[arch]);
+      t += fmt::format("conv tasks median {} p90 {} bias {} (n={})", pct(s.median_error), pct(s.p90_error),
+                       num(s.bias), s.n);
+    }
+    if (!net[arch].empty()) {
+      const Stats s = stats(net[arch]);
+      t += fmt::format("{}networks median {} max {} (n={})", t.empty() ? "" : "; ", pct(s.median_error),
+                       pct(s.max_error), s.n);
+    }
+    if (t.empty()) {
+      text[arch] = "no held-out measurement: error unknown";
+    } else {
+      std::string list;
+      for (const std::string& g : gpus[arch]) list += (list.empty() ? "" : ", ") + g;
+      text[arch] = t + " on " + list;
+    }
+  }
+  return text;
+}
+
+std::map<std::string, std::string> fitted_on_text(const std::vector<Case>& cases, const Devices& devices) {
+  std::map<std::string, std::map<std::string, int>> counts;  // arch -> "device kind" -> n
+  for (const Case& c : cases)
+    if (!c.holdout)
+      ++counts[params_arch(devices.at(c.device).architecture)][c.device + (c.network ? " networks" : " conv tasks")];
+  std::map<std::string, std::string> text;
+  for (const char* arch : {"kepler", "maxwell", "pascal", "volta", "ampere", "hopper"}) {
+    std::string t;
+    for (const auto& [what, n] : counts[params_arch(arch)]) t += fmt::format("{}{} {}", t.empty() ? "" : ", ", n, what);
+    if (std::string(arch) == "hopper") t = "none (Ampere's table); Ampere: " + t;
+    text[arch] = t.empty() ? "none" : t;
+  }
+  return text;
+}
+
+void print_cases(const std::vector<Outcome>& outcomes) {
+  fmt::print("\n## Every case\n\n| split | GPU | library | case | predicted ms | measured ms | ratio | predicted algorithm |\n"
+             "|---|---|---|---|---|---|---|---|\n");
+  for (const Outcome& o : outcomes)
+    fmt::print("| {} | {} | {} | {} | {:.4g} | {:.4g} | {:.2f} | {} |\n", o.c->holdout ? "holdout" : "fit",
+               o.c->device, o.c->library, o.c->label, o.predicted_ms, o.c->measured_ms, o.ratio(),
+               o.c->network ? "" : o.chosen);
+}
+
+void report(const std::vector<Outcome>& outcomes, bool holdout) {
+  const char* part = holdout ? "held-out" : "fit";
+  std::vector<const Outcome*> conv, net;
+  for (const Outcome& o : outcomes)
+    if (o.c->holdout == holdout) (o.c->network ? net : conv).push_back(&o);
+
+  // Convolution tasks by GPU, direction and family.
+  fmt::print("\n## Convolution tasks, {} split, by GPU, direction and algorithm family\n\n", part);
+  fmt::print("Family: of the measured algorithm, or of the model's fastest where the source timed the\n"
+             "library's fastest (`fastest` rows). Error: |predicted/measured - 1|; bias: median predicted/measured.\n\n");
+  fmt::print("| GPU | direction | family | cases | median error | p90 error | bias |\n|---|---|---|---|---|---|---|\n");
+  std::map<std::string, std::vector<const Outcome*>> by_key, by_gpu;
+  for (const Outcome* o : conv) {
+    const std::string direction = conv_direction_name(o->c->convs.front().first.direction);
+    by_key[o->c->device + "|" + direction + "|" + family_of(*o)].push_back(o);
+    by_gpu[o->c->device].push_back(o);
+  }
+  for (const auto& [key, list] : by_key) {
+    const Stats s = stats(list);
+    const size_t a = key.find('|'), b = key.rfind('|');
+    fmt::print("| {} | {} | {} | {} | {} | {} | {} |\n", key.substr(0, a), key.substr(a + 1, b - a - 1),
+               key.substr(b + 1), s.n, pct(s.median_error), pct(s.p90_error), num(s.bias));
+  }
+  fmt::print("\n| GPU | conv cases | median error | p90 error | bias |\n|---|---|---|---|---|\n");
+  for (const auto& [gpu, list] : by_gpu) {
+    const Stats s = stats(list);
+    fmt::print("| {} | {} | {} | {} | {} |\n", gpu, s.n, pct(s.median_error), pct(s.p90_error), num(s.bias));
+  }
+  const Stats all = stats(conv);
+  fmt::print("| **all** | {} | **{}** | **{}** | {} |\n", all.n, pct(all.median_error), pct(all.p90_error),
+             num(all.bias));
+
+  // Networks.
+  fmt::print("\n## Whole networks, {} split\n\n| GPU | library | network and pass | predicted ms | measured ms | ratio |\n"
+             "|---|---|---|---|---|---|\n", part);
+  std::map<std::string, std::vector<const Outcome*>> net_by_gpu;
+  for (const Outcome* o : net) {
+    fmt::print("| {} | {} | {} | {:.1f} | {:.1f} | {:.2f} |\n", o->c->device, o->c->library, o->c->label,
+               o->predicted_ms, o->c->measured_ms, o->ratio());
+    net_by_gpu[o->c->device].push_back(o);
+  }
+  fmt::print("\n| GPU | network cases | median error | max error | bias |\n|---|---|---|---|---|\n");
+  for (const auto& [gpu, list] : net_by_gpu) {
+    const Stats s = stats(list);
+    fmt::print("| {} | {} | {} | {} | {} |\n", gpu, s.n, pct(s.median_error), pct(s.max_error), num(s.bias));
+  }
+  const Stats nets = stats(net);
+  fmt::print("| **all** | {} | **{}** | **{}** | {} |\n", nets.n, pct(nets.median_error), pct(nets.max_error),
+             num(nets.bias));
+
+  // Targets (issue 13), on this split.
+  bool bias_ok = true;
+  for (const auto& [gpu, list] : by_gpu) {
+    const Stats s = stats(list);
+    bias_ok = bias_ok && s.bias >= 0.85 && s.bias <= 1.15;
+  }
+  fmt::print("\ntargets ({}): conv median {} (<= 20%: {}), conv p90 {} (<= 50%: {}), every GPU's conv bias in "
+             "0.85-1.15: {}, every network within 20%: {}\n",
+             part, pct(all.median_error), all.median_error <= 0.2 ? "yes" : "NO", pct(all.p90_error),
+             all.p90_error <= 0.5 ? "yes" : "NO", bias_ok ? "yes" : "NO", nets.max_error <= 0.2 ? "yes" : "NO");
+}
+
+// Fastest forward algorithm: predicted against measured, over every layer
+// with per-algorithm measurements (cases that name their algorithm).
+void algorithm_agreement(const std::vector<Outcome>& outcomes) {
+  std::map<std::string, std::vector<const Outcome*>> groups;  // device|library|layer|direction
+  for (const Outcome& o : outcomes)
+    if (!o.c->network && o.c->algorithm != "fastest")
+      groups[o.c->device + "|" + o.c->library + "|" + o.c->label.substr(0, o.c->label.rfind(' '))].push_back(&o);
+  fmt::print("\n## Fastest forward algorithm, predicted against measured\n\n"
+             "| GPU | library | layer | measured fastest | predicted fastest (among the measured) | agree |\n"
+             "|---|---|---|---|---|---|\n");
+  int agree = 0, total = 0;
+  for (const auto& [key, list] : groups) {
+    if (list.front()->c->convs.front().first.direction != ConvDirection::forward || list.size() < 2) continue;
+    const Outcome* measured = *std::min_element(list.begin(), list.end(), [](auto* a, auto* b) {
+      return a->c->measured_ms < b->c->measured_ms;
+    });
+    const Outcome* predicted = *std::min_element(list.begin(), list.end(), [](auto* a, auto* b) {
+      return a->predicted_ms < b->predicted_ms;
+    });
+    const bool same = measured == predicted;
+    agree += same;
+    ++total;
+    fmt::print("| {} | {} | {} | {} | {} | {} |\n", measured->c->device, measured->c->library,
+               measured->c->label.substr(0, measured->c->label.find(' ')), measured->c->algorithm,
+               predicted->c->algorithm, same ? "yes" : "no");
+  }
+  fmt::print("\nagreement: {} of {} layers ({})\n", agree, total, total ? pct(static_cast<double>(agree) / total) : "-");
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i)
-    if (std::string(argv[i]) == "--all-algorithms") all_algorithms = true;
-  auto titanx = load_device("titanx");
-  auto v100 = load_device("v100");
-  MPLAN_CHECK(titanx.ok() && v100.ok(), "calibration_bench: cannot load examples/devices/titanx.yaml or v100.yaml");
-  fmt::print("Calibration of the analytic cost model ({})\n",
-             all_algorithms ? "every case may use all of today's cuDNN algorithms"
-                            : "each case limited to the algorithms of the measured cuDNN release");
-
-  std::vector<Case> networks, layers, listing_time, listing_workspace;
-  network_cases(*titanx, networks);
-  layer_cases(*titanx, layers);
-  algorithm_listing(*v100, listing_time, listing_workspace);
-
-  const double network_error =
-      report("Networks, Titan X (Maxwell), cuDNN R4 fp32 (convnet-benchmarks output.log), ms", networks, " ms");
-  const double layer_error = report("Single layers, Titan X (Maxwell), cuDNN R2 (convnet-benchmarks README), ms",
-                                    layers, " ms");
-  std::vector<Case> all = networks;
-  all.insert(all.end(), layers.begin(), layers.end());
-  const double time_error = report("All Titan X time cases", all, " ms");
-  report("cudnnFind listing, V100, mnistCUDNN conv1 (launch-bound: fixed costs), ms", listing_time, " ms");
-  const double workspace_error = report("cudnnFind listing, V100, workspace bytes", listing_workspace, " B");
-
-  fmt::print("\nsummary: median error networks {:.1f}%, layers {:.1f}%, all Titan X time cases {:.1f}%, "
-             "workspace {:.1f}%\n",
-             100 * network_error, 100 * layer_error, 100 * time_error, 100 * workspace_error);
+  bool do_fit = false, write = false, list_cases = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--fit") do_fit = true;
+    else if (arg == "--write") write = true;
+    else if (arg == "--cases") list_cases = true;
+    else {
+      fmt::print(stderr, "calibration_bench: unknown argument '{}' (expected --fit, --write, --cases)\n", arg);
+      return 2;
+    }
+  }
+  if (write && !do_fit) {
+    fmt::print(stderr, "calibration_bench: --write needs --fit\n");
+    return 2;
+  }
+  const std::vector<Case> cases = load_cases(kDataDir, kSourceDir);
+  Devices devices = load_case_devices(cases);
+  ReleaseFactors release;
+  fmt::print("# Calibration of the analytic cost model\n\n{} cases ({} held out) on {} GPUs, data in "
+             "bench/data/calibration\n",
+             cases.size(), std::count_if(cases.begin(), cases.end(), [](const Case& c) { return c.holdout; }),
+             devices.size());
+  if (do_fit) {
+    const Params p = fit(cases, devices);
+    apply(p, devices);
+    release = p.release;
+    if (write) {
+      const std::vector<Outcome> outcomes = evaluate(cases, devices, release);
+      write_arch_files(p, devices, fitted_on_text(cases, devices), held_out_text(outcomes, devices));
+    }
+  } else {
+    release = fit_release_factors(cases, devices);
+  }
+  fmt::print("\nOld cuDNN releases' kernel speed factors (time multipliers, fitted on the fit split):");
+  for (const auto& [key, factor] : release) fmt::print(" {} {:.2f};", key, factor);
+  fmt::print("\n");
+  const std::vector<Outcome> outcomes = evaluate(cases, devices, release);
+  report(outcomes, true);
+  report(outcomes, false);
+  algorithm_agreement(outcomes);
+  fmt::print("\n## Held-out error per architecture (the tables' held_out_error)\n\n");
+  for (const auto& [arch, text] : held_out_text(outcomes, devices)) fmt::print("- {}: {}\n", arch, text);
+  if (list_cases) print_cases(outcomes);
   return 0;
 }

@@ -130,7 +130,9 @@ void run_bounds(const BoundsOptions& options) {
   if (!options.device.empty()) {
     Result<Device> device = load_device(options.device);
     if (!device.ok()) fail(fmt::format("--device '{}': {}", options.device, device.error().to_string()));
-    const AnalyticCostModel cost(device.value());
+    const Result<MathMode> math = resolve_math_mode(device.value(), model.math);
+    if (!math.ok()) fail(options.model_path + ": " + math.error().message);
+    const AnalyticCostModel cost(device.value(), *math);
     ideal = IdealFigures{cost.describe(), ideal_run(tdfg, cost, batch)};
   }
   if (options.json)

@@ -76,7 +76,9 @@ void run_compare(const CompareOptions& options) {
   if (options.batch < 0) fail("--batch: must be positive");
   const std::vector<PolicyKind> kinds = parse_policy_list(options.policies);
   const Tdfg tdfg = build_tdfg(model);
-  const AnalyticCostModel cost(*device);
+  const Result<MathMode> math = resolve_math_mode(*device, model.math);
+  if (!math) fail(options.model_path + ": " + math.error().message);
+  const AnalyticCostModel cost(*device, *math);
   const int64_t batch = options.batch > 0 ? options.batch : model.batch;
 
   PolicyOptions po;

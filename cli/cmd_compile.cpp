@@ -146,6 +146,8 @@ std::string summary_text(const Plan& plan, const std::string& device_line, size_
   std::string out;
   out += fmt::format("model: {} ({})\n", plan.model_name, plan.model_digest);
   out += device_line;
+  out += fmt::format("cost model: {}\n",
+                     describe_cost_model({plan.cost_model_kind, plan.math_mode, plan.cost_model_error}));
   out += fmt::format("budget: {} = resident {} + arena {}; peak arena {}\n", format_bytes(plan.budget_bytes),
                      format_bytes(plan.resident_region_bytes), format_bytes(plan.arena_bytes),
                      format_bytes(s.peak_arena_bytes));
@@ -203,7 +205,9 @@ void run_compile(const CompileOptions& o) {
       device = std::move(loaded).value();
       device_line = fmt::format("device: {}\n", device.name);
     }
-    cost = std::make_unique<AnalyticCostModel>(device);
+    const Result<MathMode> math = resolve_math_mode(device, model.math);
+    if (!math.ok()) fail(fmt::format("{}: {}", o.model_path, math.error().message));
+    cost = std::make_unique<AnalyticCostModel>(device, *math);
   }
 
   PolicyOptions options;
@@ -226,6 +230,10 @@ void run_compile(const CompileOptions& o) {
     fail(fmt::format("--policy {}: no plan within --budget {}: {}", o.policy, o.budget_text, outcome.note));
   }
   Plan plan = std::move(outcome.plan);
+  const CostModelInfo cost_info = cost->info();
+  plan.cost_model_kind = cost_info.kind;
+  plan.math_mode = cost_info.math_mode;
+  plan.cost_model_error = cost_info.expected_error;
   const WorkspaceReport& workspace_report = outcome.workspace_report;
   const std::string policy_line =
       fmt::format("policy: {}{}\n", o.policy, outcome.note.empty() ? "" : " (" + outcome.note + ")");

@@ -19,6 +19,7 @@
 #include "frontend/parse.h"
 #include "planner/plan_json.h"
 #include "planner/trace.h"
+#include "profiler/cost_model.h"
 #include "tdfg/tdfg.h"
 
 namespace mplan::cli {
@@ -61,6 +62,8 @@ std::string header_text(const Plan& plan, const std::string& path) {
   out += fmt::format("plan          {} (format {})\n", path, plan.format_version);
   out += fmt::format("model         {} (digest {})\n", plan.model_name, plan.model_digest);
   out += fmt::format("device        {}\n", plan.device);
+  out += fmt::format("cost model    {}\n",
+                     describe_cost_model({plan.cost_model_kind, plan.math_mode, plan.cost_model_error}));
   out += fmt::format("batch         {} as {} round{} of sub-batch {}: [{}]\n", plan.batch, plan.sub_batches.size(),
                      plan.sub_batches.size() == 1 ? "" : "s", plan.sub_batch, fmt::join(rounds, ", "));
   out += fmt::format("budget        {} = resident {} + arena {}\n", format_bytes_exact(plan.budget_bytes),

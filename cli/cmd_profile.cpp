@@ -112,7 +112,9 @@ void run_profile(const ProfileOptions& options) {
   if (!device) fail("--device: " + device.error().to_string());
   const std::vector<int64_t> sub_batches = unwrap(parse_sub_batches(options.sub_batches, model.batch));
   const Tdfg tdfg = build_tdfg(model);
-  const AnalyticCostModel cost_model(*device);
+  const Result<MathMode> math = resolve_math_mode(*device, model.math);
+  if (!math) fail(options.model_path + ": " + math.error().message);
+  const AnalyticCostModel cost_model(*device, *math);
   const Profile profile = make_profile(tdfg, cost_model, sub_batches, device->name);
   write_file_atomically(options.output, profile_to_json(profile));
   size_t tasks = 0;

@@ -92,6 +92,9 @@ class ProgramEmitter {
     program.warnings = warnings_;
     const std::string mismatch = cost_model_mismatch(plan_.device, options_.target);
     if (!mismatch.empty()) program.warnings.insert(program.warnings.begin(), mismatch);
+    if (options_.target == Target::cpu && !plan_.math_mode.empty() && plan_.math_mode != "fp32")
+      program.warnings.push_back(fmt::format("the plan was priced in {} math; the CPU backend computes in fp32",
+                                             plan_.math_mode));
     ProgramHeader header{model_, tdfg_, plan_, options_, program.warnings};
     std::string text = emit_header(header) + "#include \"runtime/runtime.h\"\n\nnamespace {\n\nusing namespace mplan::rt;\n" +
                        emit_model_constants(header, resident_names_) + "\n// ---- shapes of the kernel calls " +

@@ -83,6 +83,9 @@ struct Model {
   int64_t batch = 1;            // the user's mini-batch B
   int64_t classes = 0;
   std::string dtype = "float32";
+  // The arithmetic of convolutions and GEMMs (docs/model-format.md): "default"
+  // (the GPU's default: tf32 on Ampere and later, fp32 before), "fp32" or "tf32".
+  std::string math = "default";
   Optimizer optimizer;
   std::vector<Layer> layers;    // topological order; the loss is last
 

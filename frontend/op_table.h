@@ -85,7 +85,7 @@ struct SavedBytes {
 // ---- profiler -----------------------------------------------------------------------
 
 // How a kernel uses the device, for the analytic model's efficiency.
-enum class KernelClass { streaming, gemm };
+enum class WorkClass { streaming, gemm };
 
 // The work of one kernel of a task at sub-batch b (DESIGN.md, analytic model):
 // arithmetic, memory traffic, independent output items, launches.
@@ -93,7 +93,7 @@ struct WorkEstimate {
   double flops = 0;
   double bytes = 0;
   double parallel_items = 1;
-  KernelClass kernel_class = KernelClass::streaming;
+  WorkClass work_class = WorkClass::streaming;
   int kernels = 1;
 };
 

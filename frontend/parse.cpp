@@ -96,7 +96,7 @@ Model read_model(const YAML::Node& document, const std::string& file) {
   if (!document.IsMap())
     fail_at(document, file, fmt::format("expected {}, got {}", expected, describe_node(document)));
   MapReader top(document, file, "", kNoParams);
-  top.check_keys({"name", "input", "batch", "classes", "dtype", "optimizer", "blocks", "layers"},
+  top.check_keys({"name", "input", "batch", "classes", "dtype", "math", "optimizer", "blocks", "layers"},
                  "model");
   Model model;
   model.source_file = file;
@@ -108,6 +108,13 @@ Model read_model(const YAML::Node& document, const std::string& file) {
   if (model.dtype != "float32")
     top.fail(top.get("dtype"),
              fmt::format("dtype '{}' is not supported (expected float32)", model.dtype));
+  model.math = top.optional_string("math", "default");
+  if (model.math == "fp16" || model.math == "bf16")
+    top.fail(top.get("math"), fmt::format("math '{}' needs 16-bit tensors (dtype float16 or bfloat16), which mplan "
+                                          "does not plan yet (expected default, fp32 or tf32)",
+                                          model.math));
+  if (model.math != "default" && model.math != "fp32" && model.math != "tf32")
+    top.fail(top.get("math"), fmt::format("math '{}' is not a math mode (expected default, fp32 or tf32)", model.math));
   model.optimizer = read_optimizer(top);
   if (!top.has("layers")) top.fail(document, "missing 'layers' (the list of layers)");
 

@@ -179,6 +179,14 @@ struct Plan {
   std::string model_name;
   std::string model_digest;     // plan_model_digest(model): 16 hex digits
   std::string device;           // CostModel::describe()
+  // Which cost model planned (CostModel::info()), so that nobody mistakes a
+  // prediction for a measurement: "analytic" (with the calibration's expected
+  // error), "measured", or "unknown" (not filled). The math mode is the one
+  // convolutions and GEMMs were costed in; the generated program must run them
+  // in it (docs/plan-format.md, "cost_model").
+  std::string cost_model_kind = "unknown";
+  std::string math_mode = "fp32";
+  std::string cost_model_error;
   int64_t budget_bytes = 0;
   int64_t resident_bytes = 0;          // sum of resident blocks' bytes (SW)
   int64_t resident_region_bytes = 0;   // with each block aligned; arena starts here

@@ -123,6 +123,9 @@ std::string plan_to_json(const Plan& plan) {
   header["model_name"] = plan.model_name;
   header["model_digest"] = plan.model_digest;
   header["device"] = plan.device;
+  header["cost_model"] = Json{{"kind", plan.cost_model_kind},
+                              {"math_mode", plan.math_mode},
+                              {"expected_error", plan.cost_model_error}};
   header["budget_bytes"] = plan.budget_bytes;
   header["resident_bytes"] = plan.resident_bytes;
   header["resident_region_bytes"] = plan.resident_region_bytes;
@@ -287,6 +290,13 @@ class Reader {
     plan.model_name = text_field(root, "", "model_name");
     plan.model_digest = text_field(root, "", "model_digest");
     plan.device = text_field(root, "", "device");
+    if (root.contains("cost_model")) {  // optional: plans written before it say nothing
+      const Json& cost = field(root, "", "cost_model");
+      object(cost, "cost_model");
+      plan.cost_model_kind = text_field(cost, "cost_model", "kind");
+      plan.math_mode = text_field(cost, "cost_model", "math_mode");
+      plan.cost_model_error = text_field(cost, "cost_model", "expected_error");
+    }
     plan.budget_bytes = int_field(root, "", "budget_bytes", 0);
     plan.resident_bytes = int_field(root, "", "resident_bytes", 0);
     plan.resident_region_bytes = int_field(root, "", "resident_region_bytes", 0);
@@ -542,7 +552,8 @@ bool same_all(const std::vector<T>& a, const std::vector<T>& b) {
 
 bool plans_equal(const Plan& a, const Plan& b) {
   return a.format_version == b.format_version && a.model_name == b.model_name &&
-         a.model_digest == b.model_digest && a.device == b.device && a.budget_bytes == b.budget_bytes &&
+         a.model_digest == b.model_digest && a.device == b.device && a.cost_model_kind == b.cost_model_kind &&
+         a.math_mode == b.math_mode && a.cost_model_error == b.cost_model_error && a.budget_bytes == b.budget_bytes &&
          a.resident_bytes == b.resident_bytes && a.resident_region_bytes == b.resident_region_bytes &&
          a.arena_bytes == b.arena_bytes && a.host_bytes == b.host_bytes && a.batch == b.batch &&
          a.sub_batch == b.sub_batch && a.sub_batches == b.sub_batches && a.copy_engines == b.copy_engines &&

@@ -12,26 +12,22 @@ namespace mplan {
 namespace {
 
 constexpr double kFloatBytes = 4;
-constexpr double kLinearGemmEfficiency = 0.75;  // cuBLAS SGEMM on a full GPU
 
 // A streaming kernel: bytes read and written, nothing worth counting computed.
 KernelWork streaming(double bytes, int kernels = 1, double flops = 0) {
   return KernelWork{flops, bytes, bytes / kFloatBytes, 1.0, kernels};
 }
 
-// The efficiency the analytic model gives each kind of kernel the op table
-// names: streaming kernels are priced by bytes (kMemoryEfficiency applies in
-// kernel_time_ms), GEMMs at cuBLAS SGEMM's share of peak.
-double efficiency(KernelClass kernel_class) {
-  switch (kernel_class) {
-    case KernelClass::gemm: return kLinearGemmEfficiency;
-    case KernelClass::streaming: return 1.0;
-  }
-  return 1.0;
+// A cuBLAS GEMM (its efficiency is the architecture's linear_gemm; tensor
+// cores in tf32/fp16/bf16 math).
+KernelWork gemm(double flops, double bytes, double parallel_items) {
+  KernelWork w{flops, bytes, parallel_items, 1.0, 1};
+  w.kind = KernelClass::linear_gemm;
+  return w;
 }
 
 // The work of a non-conv task: the op table's estimate (memory-bound ops by
-// bytes moved, linear layers as GEMMs; DESIGN.md), and the update's.
+// bytes moved, linear layers as cuBLAS GEMMs; DESIGN.md), and the update's.
 std::vector<KernelWork> layer_work(const TaskShape& s, int64_t b) {
   if (s.kind == TaskKind::update) {
     // SGD with momentum and weight decay, one kernel per weighted layer: read
@@ -44,8 +40,14 @@ std::vector<KernelWork> layer_work(const TaskShape& s, int64_t b) {
   const OpSpec& spec = op_spec(s.op);
   MPLAN_CHECK(spec.work != nullptr, fmt::format("layer_work: no model for {} {}", spec.name, task_kind_name(s.kind)));
   std::vector<KernelWork> phases;
-  for (const WorkEstimate& w : spec.work(OpTask{s.layer, s.inputs, s.output, s.kind}, b))
-    phases.push_back(KernelWork{w.flops, w.bytes, w.parallel_items, efficiency(w.kernel_class), w.kernels});
+  const Layer layer = task_layer(s);
+  for (const WorkEstimate& w : spec.work(OpTask{layer, s.inputs, s.output, s.kind}, b)) {
+    KernelWork work =
+        w.work_class == WorkClass::gemm ? gemm(w.flops, w.bytes, w.parallel_items) : streaming(w.bytes, 1, w.flops);
+    work.parallel_items = w.parallel_items;
+    work.kernels = w.kernels;
+    phases.push_back(work);
+  }
   return phases;
 }
 
@@ -53,27 +55,33 @@ std::vector<KernelWork> layer_work(const TaskShape& s, int64_t b) {
 int64_t scratch_bytes(const TaskShape& s, int64_t b) {
   if (s.kind == TaskKind::update) return 0;
   const OpSpec& spec = op_spec(s.op);
-  return spec.scratch_bytes ? spec.scratch_bytes(OpTask{s.layer, s.inputs, s.output, s.kind}, b) : 0;
+  const Layer layer = task_layer(s);
+  return spec.scratch_bytes ? spec.scratch_bytes(OpTask{layer, s.inputs, s.output, s.kind}, b) : 0;
 }
 
-double time_ms(const Device& device, const std::vector<KernelWork>& phases) {
+double time_ms(const Device& device, const std::vector<KernelWork>& phases, MathMode math) {
   double total = 0;
-  for (const KernelWork& phase : phases) total += kernel_time_ms(device, phase);
+  for (const KernelWork& phase : phases) total += kernel_time_ms(device, phase, math);
   return total;
 }
 
 }  // namespace
 
 std::vector<TaskOption> analytic_options(const Device& device, const TaskShape& shape, int64_t sub_batch) {
+  return analytic_options(device, shape, sub_batch, device.default_math);
+}
+
+std::vector<TaskOption> analytic_options(const Device& device, const TaskShape& shape, int64_t sub_batch,
+                                         MathMode math) {
   MPLAN_CHECK(sub_batch >= 1, "analytic_options: the sub-batch must be at least 1");
   if (shape.kind == TaskKind::update || !op_spec(shape.op).has_algorithms)
-    return {TaskOption{"default", time_ms(device, layer_work(shape, sub_batch)), scratch_bytes(shape, sub_batch)}};
+    return {TaskOption{"default", time_ms(device, layer_work(shape, sub_batch), math), scratch_bytes(shape, sub_batch)}};
   const ConvDirection direction = conv_direction(shape.kind);
   const ConvShape conv = conv_shape(shape);
   std::vector<TaskOption> options;
   for (const std::string& algorithm : conv_algorithm_names(direction)) {
     if (!conv_supported(direction, algorithm, conv)) continue;
-    options.push_back(TaskOption{algorithm, time_ms(device, conv_work(direction, algorithm, conv, sub_batch)),
+    options.push_back(TaskOption{algorithm, time_ms(device, conv_work(direction, algorithm, conv, sub_batch), math),
                                  conv_workspace_bytes(direction, algorithm, conv, sub_batch)});
   }
   MPLAN_CHECK(!options.empty(), "analytic_options: no conv algorithm supports the shape");
@@ -100,14 +108,52 @@ std::vector<TaskOption> AnalyticCostModel::options(const Tdfg& tdfg, TaskId t, i
     auto it = cache_.find(cache_key);
     if (it != cache_.end()) return it->second;
   }
-  std::vector<TaskOption> result = analytic_options(device_, shape, b);
+  std::vector<TaskOption> result = analytic_options(device_, shape, b, math_);
   std::lock_guard<std::mutex> lock(mutex_);
   cache_.emplace(cache_key, result);
   return result;
 }
 
+Status check_math_mode(const Device& device, MathMode math) {
+  if (device.has_math(math)) return Ok{};
+  std::string modes;
+  for (MathMode m : device.math_modes) modes += (modes.empty() ? "" : ", ") + std::string(math_mode_name(m));
+  return Error{{}, fmt::format("math mode {} is not one of {}'s ({})", math_mode_name(math), device.name, modes)};
+}
+
+Result<MathMode> resolve_math_mode(const Device& device, const std::string& model_math) {
+  if (model_math.empty() || model_math == "default") return device.default_math;
+  const std::optional<MathMode> mode = parse_math_mode(model_math);
+  if (!mode) return Error{{}, fmt::format("math '{}' is not a math mode (expected default, fp32 or tf32)", model_math)};
+  if (!device.has_math(*mode)) {
+    std::string modes;
+    for (MathMode m : device.math_modes) modes += (modes.empty() ? "" : ", ") + std::string(math_mode_name(m));
+    return Error{{}, fmt::format("the model asks for math {}, which {} does not have (its math modes: {})",
+                                 model_math, device.name, modes)};
+  }
+  return *mode;
+}
+
+AnalyticCostModel::AnalyticCostModel(Device device, std::optional<MathMode> math)
+    : device_(std::move(device)), math_(math.value_or(device_.default_math)) {
+  const Status ok = check_math_mode(device_, math_);
+  MPLAN_CHECK(ok.ok(), ok.ok() ? "" : ok.error().message);
+}
+
 std::string AnalyticCostModel::describe() const {
-  return fmt::format("analytic ({}, {})", device_.name, device_.source_file.empty() ? "built in" : device_.source_file);
+  return fmt::format("analytic ({}, {}, math {})", device_.name,
+                     device_.source_file.empty() ? "built in" : device_.source_file, math_mode_name(math_));
+}
+
+CostModelInfo AnalyticCostModel::info() const {
+  CostModelInfo info;
+  info.kind = "analytic";
+  info.math_mode = math_mode_name(math_);
+  info.expected_error = device_.arch.held_out_error.empty()
+                            ? fmt::format("not calibrated: no held-out measurements for architecture {}",
+                                          device_.arch.name)
+                            : fmt::format("architecture {}: {}", device_.arch.name, device_.arch.held_out_error);
+  return info;
 }
 
 }  // namespace mplan

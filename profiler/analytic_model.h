@@ -6,11 +6,13 @@
 
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
 #include "profiler/cost_model.h"
 #include "profiler/device.h"
+#include "profiler/math_mode.h"
 #include "profiler/signature.h"
 
 namespace mplan {
@@ -18,7 +20,19 @@ namespace mplan {
 // Every option of a task of this shape at sub-batch b, fastest first (ties:
 // less workspace first). Conv tasks: one per algorithm cuDNN supports for the
 // shape; other tasks: one, "default". The update ignores b (once per iteration).
+// Convolutions and GEMMs run in `math` (the device's default math mode when
+// not given; profiler/math_mode.h).
 std::vector<TaskOption> analytic_options(const Device& device, const TaskShape& shape, int64_t sub_batch);
+std::vector<TaskOption> analytic_options(const Device& device, const TaskShape& shape, int64_t sub_batch,
+                                         MathMode math);
+
+// Whether the device has the math mode; the error lists the modes it has.
+Status check_math_mode(const Device& device, MathMode math);
+
+// The math mode a model asks for (Model::math: "default" is the device's
+// default) on a device; an error says what the model asked and what the
+// device has.
+Result<MathMode> resolve_math_mode(const Device& device, const std::string& model_math);
 
 // Time of one pinned copy of `bytes`: a fixed cost plus bytes over the
 // measured bandwidth of the direction.
@@ -26,7 +40,9 @@ double analytic_copy_ms(const Device& device, int64_t bytes, bool host_to_device
 
 class AnalyticCostModel final : public CostModel {
  public:
-  explicit AnalyticCostModel(Device device) : device_(std::move(device)) {}
+  // `math`: the mode convolutions and GEMMs run in; the device's default when
+  // not given. The device must have it (check_math_mode).
+  explicit AnalyticCostModel(Device device, std::optional<MathMode> math = std::nullopt);
 
   std::vector<TaskOption> options(const Tdfg& tdfg, TaskId t, int64_t sub_batch) const override;
   double host_to_device_ms(int64_t bytes) const override { return analytic_copy_ms(device_, bytes, true); }
@@ -34,11 +50,14 @@ class AnalyticCostModel final : public CostModel {
   int copy_engines() const override { return device_.copy_engines; }
   int64_t device_memory_bytes() const override { return device_.memory_bytes; }
   std::string describe() const override;
+  CostModelInfo info() const override;
 
   const Device& device() const { return device_; }
+  MathMode math_mode() const { return math_; }
 
  private:
   Device device_;
+  MathMode math_;
   TaskKeyCache keys_;
   // (task key, sub-batch) -> options; the planner asks for the same ones many times.
   mutable std::mutex mutex_;

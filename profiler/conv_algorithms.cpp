@@ -1,8 +1,9 @@
 // cuDNN's convolution algorithms: support rules, workspace and work
 // (conv_algorithms.h). The workspace formulas follow what each algorithm
 // keeps in memory; the time is kernel_time_ms over the phases returned by
-// conv_work. Efficiencies are fractions of peak FP32 a cuDNN kernel of that
-// kind reaches on a full GPU (docs/cost-model.md says how they were set).
+// conv_work. How fast each phase's arithmetic runs is the device's
+// architecture table's business (profiler/arch_efficiency.h): the work here is
+// the same on every GPU.
 
 #include "profiler/conv_algorithms.h"
 
@@ -18,14 +19,13 @@ constexpr double kFloatBytes = 4;
 constexpr double kComplexBytes = 8;  // complex64
 constexpr int64_t kFftTile = 32;     // cuDNN FFT_TILING works on 32x32 tiles
 
-// Fractions of peak for a full GPU; see docs/cost-model.md.
-constexpr double kImplicitGemmEfficiency = 0.45;
-constexpr double kPrecompGemmEfficiency = 0.65;
-constexpr double kGemmEfficiency = 0.75;
-constexpr double kFusedWinogradEfficiency = 0.55;
-constexpr double kBatchedGemmEfficiency = 0.65;  // winograd_nonfused's 36 GEMMs, fft's CGEMM
-constexpr double kFftEfficiency = 0.25;          // cuFFT transforms (memory bound in practice)
-constexpr double kAtomicEfficiency = 0.4;        // backward algo_0: atomics, non-deterministic
+// The reduction length one CTA of a weight-gradient kernel sums before its
+// partial result is added to dW: cuDNN's backward-filter kernels split the
+// b*P*Q reduction over as many CTAs as it takes (split-K), so a layer with
+// few weights (1x1, 3-channel first layers) still fills the GPU. (The first
+// model capped the split at 64, which predicted such layers 3-8x too slow on
+// P100 and V100: issue 13.)
+constexpr double kFilterReductionChunk = 1024;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -110,10 +110,12 @@ Operands operands_of(ConvDirection d, const Sizes& z) {
 }
 
 // Parallel work of a backward-filter GEMM: the filter elements times the
-// split of the b*P*Q reduction over CTAs (cuDNN splits it, up to a limit).
+// split of the b*P*Q reduction over CTAs (kFilterReductionChunk each).
+double filter_splits(const ConvShape& s, int64_t b) {
+  return std::ceil(static_cast<double>(b) * s.P * s.Q / kFilterReductionChunk);
+}
 double filter_parallelism(const ConvShape& s, int64_t b) {
-  const double split = std::min<double>(64, ceil_div(b * s.P * s.Q, 4096));
-  return static_cast<double>(s.K) * (s.C / s.groups) * s.R * s.S * split;
+  return static_cast<double>(s.K) * (s.C / s.groups) * s.R * s.S * filter_splits(s, b);
 }
 
 double direct_outputs(ConvDirection d, const ConvShape& s, int64_t b, const Sizes& z) {
@@ -130,15 +132,6 @@ ConvShape make_conv_shape(int64_t C, int64_t H, int64_t W, int64_t K, int64_t R,
   s.P = (H + 2 * pad - R) / stride + 1;
   s.Q = (W + 2 * pad - S) / stride + 1;
   return s;
-}
-
-const char* conv_direction_name(ConvDirection direction) {
-  switch (direction) {
-    case ConvDirection::forward: return "forward";
-    case ConvDirection::backward_data: return "backward_data";
-    case ConvDirection::backward_filter: return "backward_filter";
-  }
-  return "?";
 }
 
 const std::vector<std::string>& conv_algorithm_names(ConvDirection direction) {
@@ -253,6 +246,8 @@ int64_t conv_workspace_bytes(ConvDirection d, std::string_view algorithm, const 
 
 std::vector<KernelWork> conv_work(ConvDirection d, std::string_view algorithm, const ConvShape& s, int64_t b) {
   MPLAN_CHECK(conv_supported(d, algorithm, s), fmt::format("work of an unsupported algorithm {}", algorithm));
+  ConvFamily family{};
+  MPLAN_CHECK(conv_family_of(d, algorithm, family), fmt::format("no family for {}", algorithm));
   const Sizes z = sizes_of(s, b);
   const Operands io = operands_of(d, z);
   const double direct = conv_direct_flops(s, b);
@@ -260,20 +255,42 @@ std::vector<KernelWork> conv_work(ConvDirection d, std::string_view algorithm, c
   const double outputs = direct_outputs(d, s, b, z);
   const double workspace = static_cast<double>(conv_workspace_bytes(d, algorithm, s, b));
   std::vector<KernelWork> phases;
+  // The family's arithmetic kernel, a transform kernel, a memory-bound kernel.
+  auto arithmetic = [&](double flops, double bytes, double items) {
+    KernelWork w{flops, bytes, items, 1, 1};
+    w.call_overhead = true;
+    w.kind = KernelClass::conv;
+    w.family = family;
+    w.direction = d;
+    return w;
+  };
+  auto transform = [&](double flops, double bytes, double items) {
+    KernelWork w{flops, bytes, items, 1, 1};
+    w.call_overhead = true;
+    w.kind = KernelClass::transform;
+    return w;
+  };
+  // Every kernel of a cuDNN call pays the architecture's per-kernel overhead.
+  auto streaming = [&](double flops, double bytes, double items) {
+    KernelWork w{flops, bytes, items, 1, 1};
+    w.call_overhead = true;
+    return w;
+  };
 
-  if (is(algorithm, "implicit_gemm") || is(algorithm, "implicit_precomp_gemm") || is(algorithm, "algo_0") ||
-      is(algorithm, "algo_1")) {
-    double efficiency = kImplicitGemmEfficiency;
-    if (is(algorithm, "implicit_precomp_gemm") || is(algorithm, "algo_1")) efficiency = kPrecompGemmEfficiency;
-    if (is(algorithm, "algo_0")) efficiency = kAtomicEfficiency;
-    phases.push_back({direct, operand_bytes + workspace, outputs, efficiency, 1});
-  } else if (is(algorithm, "gemm") || is(algorithm, "algo_3")) {
+  if (family == ConvFamily::implicit_gemm || family == ConvFamily::implicit_precomp_gemm) {
+    // The direct method's arithmetic over implicitly unfolded operands in one
+    // kernel; the precomputed variants first write their offset tables (the
+    // workspace) in a small kernel of their own. Backward-filter reduces over
+    // b*P*Q split across CTAs (filter_parallelism).
+    if (workspace > 0) phases.push_back(streaming(0, workspace, workspace / kFloatBytes));
+    phases.push_back(arithmetic(direct, operand_bytes + workspace, outputs));
+  } else if (family == ConvFamily::gemm) {
     // im2col (memory bound: read the image, write the buffer), then one GEMM.
     const double image_bytes = z.x * kFloatBytes;  // forward and backward-filter both unfold X
-    phases.push_back({0, image_bytes + workspace, workspace / kFloatBytes, 1, 1});
-    phases.push_back({direct, operand_bytes - image_bytes + workspace, outputs, kGemmEfficiency, 1});
-  } else if (is(algorithm, "fft") || is(algorithm, "fft_tiling")) {
-    const bool tiled = is(algorithm, "fft_tiling");
+    phases.push_back(streaming(0, image_bytes + workspace, workspace / kFloatBytes));
+    phases.push_back(arithmetic(direct, operand_bytes - image_bytes + workspace, outputs));
+  } else if (family == ConvFamily::fft || family == ConvFamily::fft_tiling) {
+    const bool tiled = family == ConvFamily::fft_tiling;
     const int64_t n_h = tiled ? kFftTile : fft_friendly_size(s.H + 2 * s.pad_h);
     const int64_t n_w = tiled ? kFftTile : fft_friendly_size(s.W + 2 * s.pad_w);
     const double spectrum = static_cast<double>(n_h) * (n_w / 2 + 1);
@@ -281,32 +298,32 @@ std::vector<KernelWork> conv_work(ConvDirection d, std::string_view algorithm, c
     const double plane_flops = fft_plane_flops(n_h, n_w);
     // Forward transforms of the two operands, the pointwise complex GEMM over
     // channels at every frequency, the inverse transform of the result.
-    const double operand_in = d == ConvDirection::backward_filter ? z.x : (d == ConvDirection::forward ? z.x : z.y);
+    const double operand_in = d == ConvDirection::backward_data ? z.y : z.x;
     const double operand_filter = d == ConvDirection::backward_filter ? z.y : z.w;
     const double result = io.written_elements;
-    phases.push_back({p.in * plane_flops, operand_in * kFloatBytes + p.in * spectrum * kComplexBytes,
-                      p.in * spectrum, kFftEfficiency, 1});
-    phases.push_back({p.filter * plane_flops, operand_filter * kFloatBytes + p.filter * spectrum * kComplexBytes,
-                      p.filter * spectrum, kFftEfficiency, 1});
+    phases.push_back(transform(p.in * plane_flops, operand_in * kFloatBytes + p.in * spectrum * kComplexBytes,
+                               p.in * spectrum));
+    phases.push_back(transform(p.filter * plane_flops,
+                               operand_filter * kFloatBytes + p.filter * spectrum * kComplexBytes,
+                               p.filter * spectrum));
     // Complex multiply-add (8 flops) over the reduction: channels (and the batch for backward-filter).
     const double reduction = d == ConvDirection::forward          ? z.cg
                              : d == ConvDirection::backward_data ? z.kg
                                                                   : z.b * (tiled ? fft_tiles(d, s) : 1);
-    phases.push_back({8.0 * p.out * reduction * spectrum, workspace, p.out * spectrum, kBatchedGemmEfficiency, 1});
-    phases.push_back({p.out * plane_flops, p.out * spectrum * kComplexBytes + result * kFloatBytes,
-                      p.out * spectrum, kFftEfficiency, 1});
-  } else if (is(algorithm, "winograd")) {
+    phases.push_back(arithmetic(8.0 * p.out * reduction * spectrum, workspace, p.out * spectrum));
+    phases.push_back(transform(p.out * plane_flops, p.out * spectrum * kComplexBytes + result * kFloatBytes,
+                               p.out * spectrum));
+  } else if (family == ConvFamily::winograd) {
     // F(2x2,3x3) fused (Lavin & Gray): 16 multiplies per 2x2 output tile and
     // channel instead of 36; transforms in registers. Filter transform first.
     const double tiles = static_cast<double>(winograd_tiles(d, s, 2));
     const double in_planes = d == ConvDirection::forward ? z.b * s.C : z.b * s.K;
     const double out_planes = d == ConvDirection::forward ? z.b * s.K : z.b * s.C;
     const double reduction = d == ConvDirection::forward ? z.cg : z.kg;
-    phases.push_back({z.w * 16.0, z.w * kFloatBytes + workspace, z.w, kFftEfficiency, 1});
+    phases.push_back(transform(z.w * 16.0, z.w * kFloatBytes + workspace, z.w));
     const double flops = 2.0 * out_planes * reduction * tiles * 16 + in_planes * tiles * 32 + out_planes * tiles * 24;
-    phases.push_back({flops, operand_bytes - z.w * kFloatBytes + workspace, io.outputs,
-                      kFusedWinogradEfficiency, 1});
-  } else if (is(algorithm, "winograd_nonfused")) {
+    phases.push_back(arithmetic(flops, operand_bytes - z.w * kFloatBytes + workspace, io.outputs));
+  } else if (family == ConvFamily::winograd_nonfused) {
     // Transform input and filter to a x a tiles, a x a batched GEMMs, inverse transform.
     const WinogradTile t = nonfused_tile(s);
     const double tiles = static_cast<double>(winograd_tiles(d, s, t.m));
@@ -317,21 +334,20 @@ std::vector<KernelWork> conv_work(ConvDirection d, std::string_view algorithm, c
     const double reduction = d == ConvDirection::forward          ? z.cg
                              : d == ConvDirection::backward_data ? z.kg
                                                                   : z.b * tiles;
-    phases.push_back({p.in * t.a * t.a * 4.0, operand_in * kFloatBytes + p.in * tile_bytes, p.in * t.a * t.a,
-                      kFftEfficiency, 1});
-    phases.push_back({p.filter * t.a * t.a * 4.0, operand_filter * kFloatBytes + p.filter * tile_bytes,
-                      p.filter * t.a * t.a, kFftEfficiency, 1});
-    phases.push_back({2.0 * p.out * reduction * t.a * t.a, workspace, p.out * t.a * t.a, kBatchedGemmEfficiency, 1});
-    phases.push_back({p.out * t.a * t.a * 4.0, p.out * tile_bytes + io.written_elements * kFloatBytes,
-                      io.outputs, kFftEfficiency, 1});
+    phases.push_back(transform(p.in * t.a * t.a * 4.0, operand_in * kFloatBytes + p.in * tile_bytes, p.in * t.a * t.a));
+    phases.push_back(transform(p.filter * t.a * t.a * 4.0, operand_filter * kFloatBytes + p.filter * tile_bytes,
+                               p.filter * t.a * t.a));
+    phases.push_back(arithmetic(2.0 * p.out * reduction * t.a * t.a, workspace, p.out * t.a * t.a));
+    phases.push_back(transform(p.out * t.a * t.a * 4.0, p.out * tile_bytes + io.written_elements * kFloatBytes,
+                               io.outputs));
   } else {
     MPLAN_CHECK(false, fmt::format("no work model for {}", algorithm));
   }
 
   // Bias: added to Y after the forward convolution, its gradient (a reduction
-  // of dY over b, P, Q) computed with the filter gradient.
-  if (s.bias && d == ConvDirection::forward) phases.push_back({z.y, 2 * z.y * kFloatBytes, z.y, 1, 1});
-  if (s.bias && d == ConvDirection::backward_filter) phases.push_back({z.y, z.y * kFloatBytes, z.y, 1, 1});
+  // of dY over b, P, Q) computed with the filter gradient (plain kernels).
+  if (s.bias && d == ConvDirection::forward) phases.push_back(KernelWork{z.y, 2 * z.y * kFloatBytes, z.y, 1, 1});
+  if (s.bias && d == ConvDirection::backward_filter) phases.push_back(KernelWork{z.y, z.y * kFloatBytes, z.y, 1, 1});
   return phases;
 }
 

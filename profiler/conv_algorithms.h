@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "profiler/arch_efficiency.h"
 #include "profiler/kernel_work.h"
 
 namespace mplan {
@@ -34,9 +35,8 @@ struct ConvShape {
 ConvShape make_conv_shape(int64_t C, int64_t H, int64_t W, int64_t K, int64_t R, int64_t S,
                           int64_t stride, int64_t pad, int64_t groups = 1, bool bias = false);
 
-// cuDNN's three convolution operations; TDFG FP, BP1 and BP2 of a conv layer.
-enum class ConvDirection { forward, backward_data, backward_filter };
-const char* conv_direction_name(ConvDirection direction);  // "forward", ...
+// cuDNN's three convolution operations (ConvDirection, profiler/arch_efficiency.h)
+// are TDFG FP, BP1 and BP2 of a conv layer.
 
 // Every algorithm cuDNN names for a direction, in cuDNN's enum order.
 const std::vector<std::string>& conv_algorithm_names(ConvDirection direction);
@@ -66,8 +66,12 @@ int64_t conv_workspace_bytes(ConvDirection direction, std::string_view algorithm
                              int64_t sub_batch);
 
 // The kernels an algorithm runs at sub-batch b (a phase each): arithmetic,
-// memory traffic, parallel work, efficiency. The bias add (forward) and bias
-// gradient (backward-filter) are included when the layer has a bias.
+// memory traffic, parallel work, and which efficiency of the device's
+// architecture table the arithmetic runs at (KernelClass, family, direction).
+// Every kernel of the algorithm pays the architecture's cuDNN kernel overhead
+// (KernelWork::call_overhead). The bias add
+// (forward) and bias gradient (backward-filter) are included when the layer
+// has a bias.
 std::vector<KernelWork> conv_work(ConvDirection direction, std::string_view algorithm, const ConvShape& shape,
                                   int64_t sub_batch);
 

@@ -1,8 +1,18 @@
 #include "profiler/cost_model.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 namespace mplan {
+
+std::string describe_cost_model(const CostModelInfo& info) {
+  if (info.kind == "analytic")
+    return fmt::format("analytic prediction (not a measurement), math {}; expected error: {} (docs/cost-model.md)",
+                       info.math_mode, info.expected_error.empty() ? "unknown" : info.expected_error);
+  if (info.kind == "measured") return fmt::format("measured, math {}", info.math_mode);
+  return fmt::format("{}, math {}", info.kind, info.math_mode);
+}
 
 TaskOption fastest_option(const CostModel& model, const Tdfg& tdfg, TaskId t, int64_t sub_batch) {
   std::vector<TaskOption> options = model.options(tdfg, t, sub_batch);

@@ -21,6 +21,18 @@ struct TaskOption {
   int64_t workspace_bytes = 0;
 };
 
+// What kind of cost model answered, so that a plan says whether its times are
+// predictions or measurements (docs/plan-format.md, "cost_model").
+struct CostModelInfo {
+  std::string kind = "unknown";  // "analytic", "recorded" (a profile.json), "measured" (timed now)
+  std::string math_mode = "fp32";  // the math mode convolutions and GEMMs were costed in
+  std::string expected_error;    // analytic: the calibration's held-out error; "" for measurements
+};
+
+// One line for people: "analytic prediction, math tf32; expected error: ..."
+// or "measured, math fp32", so that nobody mistakes a prediction for a measurement.
+std::string describe_cost_model(const CostModelInfo& info);
+
 class CostModel {
  public:
   virtual ~CostModel() = default;
@@ -42,6 +54,9 @@ class CostModel {
 
   // Human-readable: "analytic (K40, examples/devices/k40.yaml)".
   virtual std::string describe() const = 0;
+
+  // Which kind of model this is, its math mode and its expected error.
+  virtual CostModelInfo info() const { return CostModelInfo{}; }
 };
 
 // The fastest option of a task (options(...).front()).

@@ -42,6 +42,7 @@ class CpuMeasuredCostModel final : public CostModel {
   int copy_engines() const override { return options_.copy_engines; }
   int64_t device_memory_bytes() const override { return options_.device_memory_bytes; }
   std::string describe() const override;
+  CostModelInfo info() const override { return CostModelInfo{"measured", "fp32", ""}; }
 
   // Measurements made so far (for tests: identical layers are timed once).
   int measurements() const;

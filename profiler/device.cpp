@@ -45,7 +45,24 @@ constexpr Key kKeys[] = {
     {"copy_engines", true},
     {"launch_latency_us", true},
     {"copy_latency_us", true},
+    {"architecture", true},
+    {"math_modes", false},
+    {"default_math_mode", false},
+    {"peak_tf32_tflops", false},
+    {"peak_fp16_tflops", false},
+    {"peak_bf16_tflops", false},
 };
+
+// The tensor-core peak key of a math mode.
+const char* peak_key(MathMode mode) {
+  switch (mode) {
+    case MathMode::fp32: return "peak_fp32_tflops";
+    case MathMode::tf32: return "peak_tf32_tflops";
+    case MathMode::fp16: return "peak_fp16_tflops";
+    case MathMode::bf16: return "peak_bf16_tflops";
+  }
+  return "?";
+}
 
 Result<double> positive_number(const YAML::Node& node, const char* key, const std::string& file) {
   double value = 0;
@@ -78,7 +95,9 @@ Result<Device> parse_device(const std::string& yaml_text, const std::string& fil
       return error_at(file, entry.first.Mark(),
                       fmt::format("unknown key '{}' (expected one of: name, description, peak_fp32_tflops, "
                                   "memory_bandwidth_gb_per_s, memory, sm_count, host_to_device_gb_per_s, "
-                                  "device_to_host_gb_per_s, copy_engines, launch_latency_us, copy_latency_us)",
+                                  "device_to_host_gb_per_s, copy_engines, launch_latency_us, copy_latency_us, "
+                                  "architecture, math_modes, default_math_mode, peak_tf32_tflops, "
+                                  "peak_fp16_tflops, peak_bf16_tflops)",
                                   key));
   }
   for (const Key& key : kKeys)
@@ -135,7 +154,74 @@ Result<Device> parse_device(const std::string& yaml_text, const std::string& fil
   if (!memory) return error_at(file, root["memory"].Mark(), "'memory': " + memory.error().message);
   if (*memory <= 0) return error_at(file, root["memory"].Mark(), "'memory': expected a positive size");
   device.memory_bytes = *memory;
+
+  // The architecture's efficiency table.
+  device.architecture = root["architecture"].Scalar();
+  Result<ArchEfficiency> arch = load_arch_efficiency(device.architecture);
+  if (!arch) return error_at(file, root["architecture"].Mark(), "'architecture': " + arch.error().message);
+  device.arch = std::move(arch).value();
+
+  // Math modes and their tensor-core peaks.
+  if (const YAML::Node modes = root["math_modes"]) {
+    if (!modes.IsSequence())
+      return error_at(file, modes.Mark(), "'math_modes': expected a list such as [fp32, tf32, fp16, bf16]");
+    device.math_modes.clear();
+    for (const YAML::Node& m : modes) {
+      const std::optional<MathMode> mode = parse_math_mode(m.Scalar());
+      if (!mode)
+        return error_at(file, m.Mark(),
+                        fmt::format("'math_modes': unknown mode '{}' (expected fp32, tf32, fp16, bf16)", m.Scalar()));
+      if (std::find(device.math_modes.begin(), device.math_modes.end(), *mode) != device.math_modes.end())
+        return error_at(file, m.Mark(), fmt::format("'math_modes': '{}' is listed twice", m.Scalar()));
+      device.math_modes.push_back(*mode);
+    }
+    if (!device.has_math(MathMode::fp32))
+      return error_at(file, modes.Mark(), "'math_modes': every GPU has fp32; list it");
+  }
+  for (MathMode mode : {MathMode::tf32, MathMode::fp16, MathMode::bf16}) {
+    const char* key = peak_key(mode);
+    const bool listed = device.has_math(mode);
+    if (listed && !root[key])
+      return error_at(file, root["math_modes"].Mark(),
+                      fmt::format("'math_modes' lists {} but '{}' is missing", math_mode_name(mode), key));
+    if (!listed && root[key])
+      return error_at(file, root[key].Mark(),
+                      fmt::format("'{}' is given but 'math_modes' does not list {}", key, math_mode_name(mode)));
+    if (!listed) continue;
+    auto peak = number(key);
+    if (!peak) return peak.error();
+    (mode == MathMode::tf32 ? device.peak_tf32_flops
+     : mode == MathMode::fp16 ? device.peak_fp16_flops
+                              : device.peak_bf16_flops) = *peak * 1e12;
+    if (device.arch.tensor_efficiency(mode) <= 0)
+      return error_at(file, root["architecture"].Mark(),
+                      fmt::format("architecture '{}' has no tensor-core efficiency for {} ({}), which the device lists",
+                                  device.architecture, math_mode_name(mode), device.arch.source_file));
+  }
+  device.default_math = device.has_math(MathMode::tf32) ? MathMode::tf32 : MathMode::fp32;
+  if (const YAML::Node node = root["default_math_mode"]) {
+    const std::optional<MathMode> mode = parse_math_mode(node.Scalar());
+    if (!mode || !device.has_math(*mode))
+      return error_at(file, node.Mark(),
+                      fmt::format("'default_math_mode': expected one of the device's math modes, got '{}'",
+                                  node.Scalar()));
+    device.default_math = *mode;
+  }
   return device;
+}
+
+bool Device::has_math(MathMode mode) const {
+  return std::find(math_modes.begin(), math_modes.end(), mode) != math_modes.end();
+}
+
+double Device::peak_flops(MathMode mode) const {
+  switch (mode) {
+    case MathMode::fp32: return peak_fp32_flops;
+    case MathMode::tf32: return peak_tf32_flops;
+    case MathMode::fp16: return peak_fp16_flops;
+    case MathMode::bf16: return peak_bf16_flops;
+  }
+  return 0;
 }
 
 std::string devices_dir() { return std::string(MPLAN_SOURCE_DIR) + "/examples/devices"; }

@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "frontend/error.h"
+#include "profiler/arch_efficiency.h"
+#include "profiler/math_mode.h"
 
 namespace mplan {
 
@@ -24,6 +26,21 @@ struct Device {
   int copy_engines = 1;          // 1: copies in both directions share one engine
   double launch_latency_ms = 0;  // fixed cost of one kernel on a busy stream
   double copy_latency_ms = 0;    // fixed cost of one cudaMemcpyAsync
+  // The architecture's efficiency table (examples/devices/architectures/<name>.yaml).
+  // A Device built in code gets the built-in (Maxwell) table.
+  std::string architecture = "maxwell";
+  ArchEfficiency arch;
+  // Math modes the GPU has (fp32 always; tf32, fp16, bf16 on tensor cores) and
+  // their dense tensor-core peaks in FLOP/s (0 where the mode is absent).
+  std::vector<MathMode> math_modes = {MathMode::fp32};
+  double peak_tf32_flops = 0, peak_fp16_flops = 0, peak_bf16_flops = 0;
+  // The mode convolutions run in when the model does not say: tf32 where the
+  // GPU has it (cuDNN's CUDNN_DEFAULT_MATH on FP32 data, PyTorch's default for
+  // convolutions), fp32 otherwise.
+  MathMode default_math = MathMode::fp32;
+
+  bool has_math(MathMode mode) const;
+  double peak_flops(MathMode mode) const;  // fp32: peak_fp32_flops
 };
 
 // Parses a device file's text; `file` names it in error messages, which give

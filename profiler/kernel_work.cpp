@@ -5,30 +5,58 @@
 namespace mplan {
 
 namespace {
-// Output elements that fill half of one SM: two resident 128x64 CTA tiles of
-// a cuDNN/cuBLAS GEMM kernel per SM; the half-saturation point of the curve.
-constexpr double kHalfItemsPerSm = 8192;
 // Bytes a streaming kernel must move before the latency of its first loads is
 // hidden, per SM (the fixed cost of a small memory-bound kernel).
 constexpr double kHalfBytesPerSm = 32 * 1024;
+
+bool tensor_eligible(const KernelWork& work) {
+  return work.kind == KernelClass::linear_gemm ||
+         (work.kind == KernelClass::conv && conv_family_uses_tensor_cores(work.family));
+}
 }  // namespace
 
 double utilisation(const Device& device, double parallel_items) {
-  const double half = kHalfItemsPerSm * device.sm_count;
+  const double half = device.arch.half_items_per_sm * device.sm_count;
   const double items = std::max(parallel_items, 1.0);
   return items / (items + half);
 }
 
-double kernel_time_ms(const Device& device, const KernelWork& work) {
+double work_efficiency(const Device& device, const KernelWork& work, MathMode math, double& peak_flops) {
+  const ArchEfficiency& arch = device.arch;
+  peak_flops = device.peak_fp32_flops;
+  if (math != MathMode::fp32 && device.has_math(math) && tensor_eligible(work)) {
+    peak_flops = device.peak_flops(math);
+    const double tensor = arch.tensor_efficiency(math);
+    if (work.kind == KernelClass::linear_gemm) return tensor;
+    // Backward directions lose against forward as the FP32 GEMM kernels do.
+    const double fwd = arch.conv_efficiency(ConvFamily::implicit_precomp_gemm, ConvDirection::forward);
+    const double dir = arch.conv_efficiency(ConvFamily::implicit_precomp_gemm, work.direction);
+    return tensor * (fwd > 0 ? dir / fwd : 1.0);
+  }
+  switch (work.kind) {
+    case KernelClass::fixed: return work.compute_efficiency;
+    case KernelClass::conv: return arch.conv_efficiency(work.family, work.direction);
+    case KernelClass::transform: return arch.fft_transform;
+    case KernelClass::linear_gemm: return arch.linear_gemm;
+  }
+  return work.compute_efficiency;
+}
+
+double kernel_time_ms(const Device& device, const KernelWork& work, MathMode math) {
   double compute_s = 0;
-  if (work.flops > 0)
-    compute_s = work.flops /
-                (device.peak_fp32_flops * work.compute_efficiency * utilisation(device, work.parallel_items));
+  if (work.flops > 0) {
+    double peak = 0;
+    const double efficiency = work_efficiency(device, work, math, peak);
+    compute_s = work.flops / (peak * efficiency * utilisation(device, work.parallel_items));
+  }
   double memory_s = 0;
-  if (work.bytes > 0)
-    memory_s = (work.bytes + kHalfBytesPerSm * device.sm_count) /
-               (device.memory_bandwidth_bytes_per_s * kMemoryEfficiency);
-  return work.kernels * device.launch_latency_ms + std::max(compute_s, memory_s) * 1000.0;
+  if (work.bytes > 0) {
+    const double bytes = work.bytes * math_operand_bytes(math) / 4.0;
+    memory_s = (bytes + kHalfBytesPerSm * device.sm_count) /
+               (device.memory_bandwidth_bytes_per_s * device.arch.memory_efficiency);
+  }
+  const double overhead_ms = work.call_overhead ? device.arch.conv_call_overhead_us / 1000.0 : 0.0;
+  return work.kernels * device.launch_latency_ms + overhead_ms + std::max(compute_s, memory_s) * 1000.0;
 }
 
 }  // namespace mplan

@@ -8,28 +8,49 @@
 // and the same for bytes) and the parallel work is non-decreasing in b, so the
 // time per sample, time(b)/b, never increases with b: small sub-batches are
 // slower per sample, which is what keeps the planner from sub-batch 1.
+//
+// How fast the arithmetic runs comes from the device's architecture table
+// (profiler/arch_efficiency.h) by the kind of kernel, so that the work of an
+// algorithm is the same on every GPU and only the table differs.
 
+#include "profiler/arch_efficiency.h"
 #include "profiler/device.h"
+#include "profiler/math_mode.h"
 
 namespace mplan {
 
-struct KernelWork {
-  double flops = 0;               // arithmetic, FP32 operations
-  double bytes = 0;               // device-memory traffic, read + written
-  double parallel_items = 1;      // independent output elements (how much work fills the GPU)
-  double compute_efficiency = 1;  // fraction of peak FLOP/s the kernel reaches when the GPU is full
-  int kernels = 1;                // launches
+// Which efficiency of the architecture table a phase's arithmetic runs at.
+enum class KernelClass {
+  fixed,        // compute_efficiency as given (streaming kernels: 1, their flops are negligible)
+  conv,         // a convolution family's arithmetic: arch.conv[family][direction]; tensor cores for GEMM families
+  transform,    // FFT and Winograd transforms: arch.fft_transform
+  linear_gemm,  // cuBLAS GEMM of a linear layer: arch.linear_gemm; tensor cores
 };
 
-// Fraction of memory bandwidth streaming kernels reach (STREAM-like copies
-// reach ~80% on every GPU of examples/devices).
-inline constexpr double kMemoryEfficiency = 0.8;
+struct KernelWork {
+  double flops = 0;               // arithmetic, FP32 operations
+  double bytes = 0;               // device-memory traffic, read + written (4-byte operands)
+  double parallel_items = 1;      // independent output elements (how much work fills the GPU)
+  double compute_efficiency = 1;  // KernelClass::fixed: fraction of peak FLOP/s on a full GPU
+  int kernels = 1;                // launches
+  KernelClass kind = KernelClass::fixed;
+  ConvFamily family = ConvFamily::implicit_gemm;      // KernelClass::conv
+  ConvDirection direction = ConvDirection::forward;   // KernelClass::conv
+  bool call_overhead = false;     // a cuDNN kernel: pays the architecture's conv_call_overhead_us
+};
 
-// Time of one piece of work on a device, in milliseconds.
-double kernel_time_ms(const Device& device, const KernelWork& work);
+// Time of one piece of work on a device in a math mode, in milliseconds.
+// Tensor-core modes apply to GEMM-like kernels (conv GEMM families, linear
+// layers) of a device that has the mode; everything else runs on FP32 cores.
+// 16-bit modes halve the bytes moved.
+double kernel_time_ms(const Device& device, const KernelWork& work, MathMode math = MathMode::fp32);
+
+// The fraction of peak the work's arithmetic reaches on a full GPU, and the
+// peak it is a fraction of (FLOP/s), in a math mode.
+double work_efficiency(const Device& device, const KernelWork& work, MathMode math, double& peak_flops);
 
 // The utilisation curve: items / (items + half), where `half` is the work
-// that fills half the device (a few CTA tiles per SM).
+// that fills half the device (the architecture's items per SM times SMs).
 double utilisation(const Device& device, double parallel_items);
 
 }  // namespace mplan

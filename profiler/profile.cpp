@@ -400,4 +400,15 @@ std::string RecordedCostModel::describe() const {
   return fmt::format("recorded ({}, {}; made by {})", profile_.device_name, file_, profile_.cost_model);
 }
 
+CostModelInfo RecordedCostModel::info() const {
+  CostModelInfo info;
+  const bool analytic = profile_.cost_model.rfind("analytic", 0) == 0;
+  info.kind = analytic ? "analytic" : "measured";
+  info.math_mode = "as recorded";
+  if (analytic)
+    info.expected_error = "a profile of the analytic model (" + profile_.cost_model +
+                          "): see its device's architecture table";
+  return info;
+}
+
 }  // namespace mplan

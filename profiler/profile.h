@@ -81,6 +81,8 @@ class RecordedCostModel final : public CostModel {
   int copy_engines() const override { return profile_.copy_engines; }
   int64_t device_memory_bytes() const override { return profile_.device_memory_bytes; }
   std::string describe() const override;
+  // "measured" unless the profile was written by the analytic model.
+  CostModelInfo info() const override;
 
   const Profile& profile() const { return profile_; }
 

@@ -40,6 +40,18 @@ TaskShape describe_task(const Tdfg& tdfg, TaskId t) {
   return shape;
 }
 
+Layer task_layer(const TaskShape& s) {
+  Layer layer = s.layer;
+  layer.op = s.op;
+  layer.out = s.out;
+  layer.groups = s.groups;
+  layer.bias = s.bias;
+  layer.window = s.window;
+  layer.pool_mode = s.pool_mode;
+  layer.lrn_size = s.lrn_size;
+  return layer;
+}
+
 std::string layer_signature(const TaskShape& s) {
   if (s.kind == TaskKind::update)
     return fmt::format("update parameters={} state={} tensors={}", s.parameters, s.state_elements, s.tensors);
@@ -48,7 +60,7 @@ std::string layer_signature(const TaskShape& s) {
   for (size_t i = 0; i < s.inputs.size(); ++i) text += (i ? "+" : "") + s.inputs[i].to_string();
   text += " out=" + s.output.to_string();
   // The fields that change the work: the op table's.
-  if (const OpSpec& spec = op_spec(s.op); spec.signature != nullptr) text += spec.signature(s.layer);
+  if (const OpSpec& spec = op_spec(s.op); spec.signature != nullptr) text += spec.signature(task_layer(s));
   return text;
 }
 

@@ -38,6 +38,10 @@ struct TaskShape {
   int64_t tensors = 0;
 };
 
+// The task's layer as the op table reads it: TaskShape::layer with the
+// common fields above (which a TaskShape made by hand may set alone).
+Layer task_layer(const TaskShape& shape);
+
 // The shape of task t of a TDFG (reads the TDFG's model).
 TaskShape describe_task(const Tdfg& tdfg, TaskId t);
 

@@ -8,7 +8,8 @@ namespace {
 constexpr int64_t kFloatBytes = 4;
 
 int64_t slot_bytes(const TaskShape& s, const TensorRef& ref, int64_t n, int64_t workspace_bytes) {
-  const int64_t parameters = s.kind == TaskKind::update ? s.parameters : layer_parameter_count(s.layer, s.inputs);
+  const Layer layer = task_layer(s);
+  const int64_t parameters = s.kind == TaskKind::update ? s.parameters : layer_parameter_count(layer, s.inputs);
   switch (ref.role) {
     case TensorRole::input:
     case TensorRole::input_gradient: return s.inputs.at(ref.index).elements() * n * kFloatBytes;
@@ -19,10 +20,10 @@ int64_t slot_bytes(const TaskShape& s, const TensorRef& ref, int64_t n, int64_t 
     case TensorRole::state:
       // Room for the momentum buffer and non-learnable state both.
       return (s.kind == TaskKind::update ? s.state_elements
-                                         : parameters + layer_buffer_count(s.layer, s.inputs)) * kFloatBytes;
+                                         : parameters + layer_buffer_count(layer, s.inputs)) * kFloatBytes;
     case TensorRole::saved: {
       const OpSpec& spec = op_spec(s.op);
-      const SavedBytes saved = spec.saved ? spec.saved(s.layer, s.inputs, s.output) : SavedBytes{};
+      const SavedBytes saved = spec.saved ? spec.saved(layer, s.inputs, s.output) : SavedBytes{};
       return saved.per_sample * n + saved.fixed;
     }
     case TensorRole::labels: return n * 4;
@@ -55,7 +56,8 @@ TaskInvocation invoke_task_shape(const TaskShape& shape, int64_t n, rt::ConvAlgo
     ctx.algorithm = algorithm;
     ctx.workspace_bytes = workspace_bytes;
     const OpSpec& spec = op_spec(shape.op);
-    spec.invoke(OpTask{shape.layer, shape.inputs, shape.output, shape.kind}, ctx, result.invocation);
+    const Layer layer = task_layer(shape);
+    spec.invoke(OpTask{layer, shape.inputs, shape.output, shape.kind}, ctx, result.invocation);
   }
   for (const TensorRef& ref : result.invocation.tensors)
     result.slot_bytes.push_back(slot_bytes(shape, ref, n, workspace_bytes));

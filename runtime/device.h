@@ -92,6 +92,14 @@ void copy_to_host(void* host_dst, const void* device_src, size_t bytes);
 
 // ---- the backend ----------------------------------------------------------------
 
+// The arithmetic of convolutions and GEMMs (docs/cost-model.md, "Math modes"),
+// set once before the first op: "fp32" (every backend; on CUDA
+// CUDNN_FMA_MATH and CUBLAS_DEFAULT_MATH, no tensor cores) or "tf32" (CUDA on
+// Ampere and later: CUDNN_DEFAULT_MATH and CUBLAS_TF32_TENSOR_OP_MATH, as
+// PyTorch's allow_tf32). false with *error for a mode the backend does not have.
+bool set_math_mode(const std::string& mode, std::string* error);
+const std::string& math_mode();
+
 struct BackendInfo {
   std::string backend;        // "cpu" or "cuda"
   std::string device;         // "NVIDIA H100 80GB HBM3", or the CPU's model name

@@ -389,6 +389,11 @@ int run_program(int argc, char** argv, const ProgramSpec& spec) {
     std::fprintf(stderr, "train: error: --save: %s\n", target_error.c_str());
     return 2;
   }
+  // The arithmetic the plan was priced in (runtime/device.h), before any op.
+  std::string math_error;
+  if (!set_math_mode(spec.math_mode, &math_error))
+    std::fprintf(stderr, "train: note: the plan was priced in %s math, but %s; the times will differ from the plan's\n",
+                 spec.math_mode, math_error.c_str());
   Program p(spec, flags.seed, flags.lr, flags.debug_poison, flags.copy_delay_ms);
   std::string error;
   if (!p.allocate(&error)) {
@@ -407,9 +412,10 @@ int run_program(int argc, char** argv, const ProgramSpec& spec) {
     return 2;
   }
   const BackendInfo backend = backend_info();
-  std::printf("%s: batch %" PRId64 " in %d sub-batch(es), budget %s, %s%s; %s backend (%s)\n", spec.model_name,
-              spec.batch, spec.rounds, mib(spec.budget_bytes).c_str(), data.count > 0 ? "data " : "synthetic data",
-              data.count > 0 ? flags.data.c_str() : "", backend.backend.c_str(), backend.device.c_str());
+  std::printf("%s: batch %" PRId64 " in %d sub-batch(es), budget %s, %s%s; %s backend (%s), math %s\n",
+              spec.model_name, spec.batch, spec.rounds, mib(spec.budget_bytes).c_str(),
+              data.count > 0 ? "data " : "synthetic data", data.count > 0 ? flags.data.c_str() : "",
+              backend.backend.c_str(), backend.device.c_str(), math_mode().c_str());
   double total_ms = 0;
   int64_t timed_steps = 0;
   for (int64_t i = 0; i < flags.steps; ++i, ++step) {

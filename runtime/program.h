@@ -47,6 +47,7 @@ struct ProgramSpec {
   const char* model_name;
   const char* model_digest;
   const char* target;             // "cpu" or "cuda": the backend the code was generated for
+  const char* math_mode;          // the plan's math mode ("fp32", "tf32"): what its costs assumed
   int64_t batch;                  // B: the loss is averaged over all of it
   int32_t rounds;                 // sub-batches, gradients accumulated (moDNN §III)
   const int64_t* sub_batches;     // [rounds]

@@ -38,13 +38,13 @@ std::vector<WorkEstimate> work(const OpTask& task, int64_t b) {
   const double flops = 2.0 * b * in * out;
   switch (task.kind) {
     case TaskKind::FP: {
-      std::vector<WorkEstimate> list{{flops, x + w + y, b * out, KernelClass::gemm, 1}};
+      std::vector<WorkEstimate> list{{flops, x + w + y, b * out, WorkClass::gemm, 1}};
       if (task.layer.bias) list.push_back(streaming(2 * y));
       return list;
     }
-    case TaskKind::BP1: return {{flops, y + w + x, b * in, KernelClass::gemm, 1}};
+    case TaskKind::BP1: return {{flops, y + w + x, b * in, WorkClass::gemm, 1}};
     default: {
-      std::vector<WorkEstimate> list{{flops, x + y + 2 * w, in * out, KernelClass::gemm, 1}};
+      std::vector<WorkEstimate> list{{flops, x + y + 2 * w, in * out, WorkClass::gemm, 1}};
       if (task.layer.bias) list.push_back(streaming(y));
       return list;
     }

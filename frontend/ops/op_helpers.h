@@ -46,7 +46,7 @@ inline double elements(const Shape& s, int64_t b) { return static_cast<double>(s
 inline constexpr double kFloatBytes = 4;
 // A streaming kernel: bytes read and written, little arithmetic.
 inline WorkEstimate streaming(double bytes, int kernels = 1, double flops = 0) {
-  return WorkEstimate{flops, bytes, bytes / kFloatBytes, KernelClass::streaming, kernels};
+  return WorkEstimate{flops, bytes, bytes / kFloatBytes, WorkClass::streaming, kernels};
 }
 
 // The first-writer rule of a task's input gradient k: the TDFG's first

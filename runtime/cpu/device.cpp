@@ -190,6 +190,17 @@ void stream_sleep_async(Stream* stream, int ms) {
 void copy_to_device(void* device_dst, const void* host_src, size_t bytes) { std::memcpy(device_dst, host_src, bytes); }
 void copy_to_host(void* host_dst, const void* device_src, size_t bytes) { std::memcpy(host_dst, device_src, bytes); }
 
+bool set_math_mode(const std::string& mode, std::string* error) {
+  if (mode == "fp32") return true;
+  if (error) *error = "the CPU backend computes in fp32 only, not " + mode;
+  return false;
+}
+
+const std::string& math_mode() {
+  static const std::string fp32 = "fp32";
+  return fp32;
+}
+
 BackendInfo backend_info() {
   BackendInfo info;
   info.backend = "cpu";

@@ -5,10 +5,11 @@
 // and filter gradients accumulate (output scale beta = 1; mu-cuDNN §II:
 // "BackwardFilter is split by accumulating").
 //
-// Numerics: FP32 data and compute with CUDNN_FMA_MATH on every convolution
+// Numerics: FP32 data; in fp32 math CUDNN_FMA_MATH on every convolution
 // descriptor, which rules out TF32 tensor cores (cuDNN's default math allows
 // them for FP32 on Ampere and later; PyTorch and Paddle set CUDNN_FMA_MATH when
-// TF32 is disallowed, e.g. Paddle's phi/kernels/gpudnn/conv_cudnn_v7.h).
+// TF32 is disallowed, e.g. Paddle's phi/kernels/gpudnn/conv_cudnn_v7.h); in
+// tf32 math (set_math_mode) CUDNN_DEFAULT_MATH, PyTorch's allow_tf32.
 //
 // Descriptors are host objects, cached per shape for the life of the process;
 // workspace sizes and the algorithm that runs are cached per (direction,
@@ -115,7 +116,7 @@ ConvDescriptors create_descriptors(const ConvShape& s) {
   MPLAN_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(d.conv, i(s.pad_h), i(s.pad_w), i(s.stride_h), i(s.stride_w), 1, 1,
                                                     CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
   MPLAN_CUDNN_CHECK(cudnnSetConvolutionGroupCount(d.conv, i(s.groups)));
-  MPLAN_CUDNN_CHECK(cudnnSetConvolutionMathType(d.conv, CUDNN_FMA_MATH));
+  MPLAN_CUDNN_CHECK(cudnnSetConvolutionMathType(d.conv, cuda::tf32_enabled() ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
   int n = 0, k = 0, p = 0, q = 0;
   MPLAN_CUDNN_CHECK(cudnnGetConvolution2dForwardOutputDim(d.conv, d.x, d.w, &n, &k, &p, &q));
   MPLAN_RT_CHECK(n == s.n && k == s.k && p == s.p() && q == s.q(),

@@ -78,8 +78,9 @@ cublasHandle_t Launch::cublas() {
     // After cublasSetStream, which resets the workspace to cuBLAS's own pool:
     // no workspace at all, so cuBLAS allocates no device memory during steps.
     MPLAN_CUBLAS_CHECK(cublasSetWorkspace(stream_->cublas, nullptr, 0));
-    // FP32 SGEMM without TF32 tensor cores (stream.h).
-    MPLAN_CUBLAS_CHECK(cublasSetMathMode(stream_->cublas, CUBLAS_DEFAULT_MATH));
+    // FP32 SGEMM, with TF32 tensor cores only in tf32 math (stream.h).
+    MPLAN_CUBLAS_CHECK(
+        cublasSetMathMode(stream_->cublas, tf32_enabled() ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
   }
   return stream_->cublas;
 }
@@ -236,6 +237,35 @@ void copy_to_host(void* host_dst, const void* device_src, size_t bytes) {
 }
 
 // ---- the backend ------------------------------------------------------------------------------
+
+namespace {
+std::string& current_math_mode() {
+  static std::string mode = "fp32";
+  return mode;
+}
+}  // namespace
+
+bool cuda::tf32_enabled() { return current_math_mode() == "tf32"; }
+
+bool set_math_mode(const std::string& mode, std::string* error) {
+  if (mode != "fp32" && mode != "tf32") {
+    if (error) *error = "the CUDA backend computes in fp32 or tf32, not " + mode;
+    return false;
+  }
+  if (mode == "tf32") {
+    int device = 0, major = 0;
+    MPLAN_CUDA_CHECK(cudaGetDevice(&device));
+    MPLAN_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+    if (major < 8) {
+      if (error) *error = "TF32 needs compute capability 8.0 (Ampere) or later, this GPU has " + std::to_string(major) + ".x";
+      return false;
+    }
+  }
+  current_math_mode() = mode;
+  return true;
+}
+
+const std::string& math_mode() { return current_math_mode(); }
 
 BackendInfo backend_info() {
   BackendInfo info;

@@ -4,16 +4,18 @@
 // stream's first op (copy streams never create them: cudnnCreate is slow and
 // takes device memory). An Event is a cudaEvent_t with timing enabled.
 //
-// Library settings, fixed here for every handle (issue 10: fp32, TF32 off):
-//   - cuBLAS: CUBLAS_DEFAULT_MATH, which never uses TF32 tensor cores for
-//     SGEMM (only CUBLAS_TF32_TENSOR_OP_MATH would; cublas_api.h), and no
+// Library settings for every handle, by the math mode (set_math_mode; the
+// default, and the plan's unless it was priced in TF32, is fp32, TF32 off):
+//   - cuBLAS: fp32: CUBLAS_DEFAULT_MATH, which never uses TF32 tensor cores
+//     for SGEMM; tf32: CUBLAS_TF32_TENSOR_OP_MATH (cublas_api.h); and no
 //     workspace: cublasSetWorkspace(handle, nullptr, 0) after cublasSetStream,
 //     because cublasSetStream resets the workspace to cuBLAS's own pool, which
 //     cuBLAS would cudaMalloc outside the plan's budget (cuBLAS docs,
 //     cublasSetStream / cublasSetWorkspace; PyTorch's CublasHandlePool.cpp
 //     sets its workspace the same way).
-//   - cuDNN convolutions: CUDNN_FMA_MATH on each convolution descriptor
-//     (conv.cpp), as PyTorch and Paddle do when TF32 is disallowed.
+//   - cuDNN convolutions: fp32: CUDNN_FMA_MATH on each convolution descriptor
+//     (conv.cpp), as PyTorch and Paddle do when TF32 is disallowed; tf32:
+//     CUDNN_DEFAULT_MATH, as PyTorch does with cudnn.allow_tf32.
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -24,6 +26,11 @@
 #include "runtime/device.h"
 
 namespace mplan::rt {
+
+namespace cuda {
+// Whether convolutions and GEMMs may use TF32 tensor cores (set_math_mode).
+bool tf32_enabled();
+}  // namespace cuda
 
 struct Stream {
   std::string name;

@@ -27,6 +27,9 @@ Plan odd_plan() {
   p.model_name = "odd \"name\" with\nnewline and unicode \u00e9";
   p.model_digest = "0123456789abcdef";
   p.device = "fake";
+  p.cost_model_kind = "analytic";
+  p.math_mode = "tf32";
+  p.cost_model_error = "conv tasks median 12% \"quoted\"";
   p.budget_bytes = (int64_t{1} << 40) + 3;
   p.resident_bytes = 1000;
   p.resident_region_bytes = 1024;

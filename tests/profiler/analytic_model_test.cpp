@@ -55,7 +55,7 @@ void expect_per_sample_non_increasing(const Device& device, const TaskShape& sha
 }
 
 TEST(AnalyticModel, PerSampleTimeNeverGrowsWithTheSubBatch) {
-  for (const char* name : {"k40", "p100", "h100"}) {
+  for (const char* name : {"k40", "p100", "v100", "h100"}) {  // h100: TF32, its default
     const Device device = device_or_die(name);
     for (TaskKind kind : {TaskKind::FP, TaskKind::BP1, TaskKind::BP2}) {
       expect_per_sample_non_increasing(device, conv_task(kind, 64, 56, 64, 3, 1, 1));    // ResNet 3x3
@@ -148,6 +148,104 @@ TEST(AnalyticModel, IdenticalLayersShareCachedAnswers) {
   const Tdfg wider_tdfg = build_tdfg(wider);
   EXPECT_NE(cost.options(wider_tdfg, wider_tdfg.fp_of.at(0), 4).front().time_ms,
             cost.options(tdfg, tdfg.fp_of.at(0), 4).front().time_ms);
+}
+
+double fastest_ms(const Device& device, const TaskShape& shape, int64_t b, MathMode math) {
+  return analytic_options(device, shape, b, math).front().time_ms;
+}
+
+double option_ms(const Device& device, const TaskShape& shape, int64_t b, MathMode math, const std::string& algorithm) {
+  for (const TaskOption& o : analytic_options(device, shape, b, math))
+    if (o.algorithm == algorithm) return o.time_ms;
+  ADD_FAILURE() << "no option " << algorithm;
+  return 0;
+}
+
+// Backward-filter of layers with few weights (1x1, 3-channel first layers)
+// splits its b*P*Q reduction over as many CTAs as fill the GPU: it costs about
+// what the forward pass costs, not several times more. (The first model capped
+// the split and predicted these 3-8.6x too slow on P100 and V100: issue 13.)
+TEST(AnalyticModel, BackwardFilterOfSmallWeightLayersIsNotCappedBySmCount) {
+  for (const char* name : {"p100", "v100", "k40"}) {
+    const Device device = device_or_die(name);
+    for (const TaskShape& layer : {conv_task(TaskKind::FP, 256, 56, 64, 1, 1, 0),   // 1x1, 16K weights
+                                   conv_task(TaskKind::FP, 3, 224, 64, 7, 2, 3),    // stem, 9.4K weights
+                                   conv_task(TaskKind::FP, 64, 56, 64, 1, 1, 0)}) { // 1x1, 4K weights
+      TaskShape filter = layer;
+      filter.kind = TaskKind::BP2;
+      const double forward = fastest_ms(device, layer, 64, MathMode::fp32);
+      const double backward_filter = fastest_ms(device, filter, 64, MathMode::fp32);
+      EXPECT_LT(backward_filter, 2.0 * forward) << name << " " << task_signature(filter);
+    }
+  }
+}
+
+// The efficiency of a kernel family comes from the device's architecture
+// table: the same GPU figures with another generation's table give other times.
+TEST(AnalyticModel, EfficienciesComeFromTheArchitectureTable) {
+  Device device = device_or_die("titanx");
+  const TaskShape vgg = conv_task(TaskKind::FP, 256, 56, 256, 3, 1, 1);
+  const double maxwell = option_ms(device, vgg, 32, MathMode::fp32, "implicit_precomp_gemm");
+  ArchEfficiency slower = device.arch;
+  slower.conv[static_cast<int>(ConvFamily::implicit_precomp_gemm)][0] /= 2;
+  device.arch = slower;
+  const double halved = option_ms(device, vgg, 32, MathMode::fp32, "implicit_precomp_gemm");
+  EXPECT_NEAR(halved / maxwell, 2.0, 0.1);  // compute bound: twice the time at half the efficiency
+  // The K40's Kepler table is not the Titan X's Maxwell table scaled by peak FLOP/s.
+  const Device k40 = device_or_die("k40");
+  const Device titanx = device_or_die("titanx");
+  EXPECT_EQ(k40.arch.name, "kepler");
+  EXPECT_NE(k40.arch.conv_efficiency(ConvFamily::winograd, ConvDirection::forward),
+            titanx.arch.conv_efficiency(ConvFamily::winograd, ConvDirection::forward));
+}
+
+// TF32 runs the GEMM-like conv kernels and linear layers on tensor cores;
+// FFT and Winograd stay on FP32 cores; a GPU without a mode refuses it.
+TEST(AnalyticModel, TensorCoresPriceGemmKernelsInTheirMathMode) {
+  const Device a100 = device_or_die("a100-80gb");
+  const TaskShape vgg = conv_task(TaskKind::FP, 256, 56, 256, 3, 1, 1);
+  const double fp32 = option_ms(a100, vgg, 64, MathMode::fp32, "implicit_precomp_gemm");
+  const double tf32 = option_ms(a100, vgg, 64, MathMode::tf32, "implicit_precomp_gemm");
+  EXPECT_LT(tf32 * 2, fp32);  // 156 against 19.5 TFLOP/s peak
+  EXPECT_DOUBLE_EQ(option_ms(a100, vgg, 64, MathMode::fp32, "winograd_nonfused"),
+                   option_ms(a100, vgg, 64, MathMode::tf32, "winograd_nonfused"));
+  // In TF32 the fastest algorithm of a 3x3 layer is a tensor-core GEMM, not Winograd.
+  EXPECT_EQ(analytic_options(a100, vgg, 64, MathMode::tf32).front().algorithm.find("winograd"), std::string::npos);
+  TaskShape fc;
+  fc.op = Op::linear;
+  fc.kind = TaskKind::FP;
+  fc.inputs = {Shape{{4096}}};
+  fc.output = Shape{{4096}};
+  fc.out = 4096;
+  EXPECT_LT(fastest_ms(a100, fc, 256, MathMode::tf32) * 2, fastest_ms(a100, fc, 256, MathMode::fp32));
+  // FP16 on Volta; its operands are half the bytes, so memory-bound ops are faster too.
+  const Device v100 = device_or_die("v100");
+  EXPECT_LT(fastest_ms(v100, vgg, 64, MathMode::fp16), fastest_ms(v100, vgg, 64, MathMode::fp32));
+  TaskShape relu;
+  relu.op = Op::relu;
+  relu.kind = TaskKind::FP;
+  relu.inputs = {Shape{{256, 56, 56}}};
+  relu.output = Shape{{256, 56, 56}};
+  EXPECT_LT(fastest_ms(v100, relu, 64, MathMode::fp16), 0.6 * fastest_ms(v100, relu, 64, MathMode::fp32));
+  // A mode the device lacks is refused; the default is the device's.
+  EXPECT_FALSE(check_math_mode(v100, MathMode::tf32).ok());
+  EXPECT_NE(check_math_mode(v100, MathMode::tf32).error().message.find("fp32, fp16"), std::string::npos);
+  EXPECT_TRUE(check_math_mode(a100, MathMode::bf16).ok());
+  EXPECT_EQ(AnalyticCostModel(a100).math_mode(), MathMode::tf32);
+  EXPECT_EQ(AnalyticCostModel(a100, MathMode::fp32).math_mode(), MathMode::fp32);
+  EXPECT_EQ(AnalyticCostModel(v100).math_mode(), MathMode::fp32);
+}
+
+TEST(AnalyticModel, SaysWhatKindOfModelItIsAndItsExpectedError) {
+  const AnalyticCostModel k40(device_or_die("k40"));
+  const CostModelInfo info = k40.info();
+  EXPECT_EQ(info.kind, "analytic");
+  EXPECT_EQ(info.math_mode, "fp32");
+  EXPECT_NE(info.expected_error.find("kepler"), std::string::npos) << info.expected_error;
+  EXPECT_NE(info.expected_error.find("median"), std::string::npos) << info.expected_error;
+  const AnalyticCostModel h100(device_or_die("h100"));
+  EXPECT_EQ(h100.info().math_mode, "tf32");
+  EXPECT_NE(h100.info().expected_error.find("unknown"), std::string::npos) << h100.info().expected_error;
 }
 
 TEST(AnalyticModel, TransferTimeIsLinearInBytes) {

@@ -10,7 +10,8 @@ namespace {
 
 TEST(Device, EveryShippedDeviceLoads) {
   const std::vector<std::string> names = available_devices();
-  for (const char* wanted : {"k40", "titanx", "p100", "v100", "v100-32gb", "a100-40gb", "a100-80gb", "h100"})
+  for (const char* wanted : {"k40", "titanx", "p100", "v100", "v100-32gb", "a100-40gb", "a100-80gb", "h100", "k80",
+                             "titanblack", "p100-sxm2", "gtx1080ti", "titanv"})
     EXPECT_NE(std::find(names.begin(), names.end(), wanted), names.end()) << wanted;
   for (const std::string& name : names) {
     Result<Device> device = load_device(name);
@@ -19,7 +20,12 @@ TEST(Device, EveryShippedDeviceLoads) {
     EXPECT_GT(device->peak_fp32_flops, 1e12);
     EXPECT_GT(device->memory_bandwidth_bytes_per_s, 1e11);
     EXPECT_GT(device->host_to_device_bytes_per_s, 1e9);
-    EXPECT_GE(device->memory_bytes, int64_t{12} << 30);
+    EXPECT_GE(device->memory_bytes, int64_t{6} << 30);
+    // Every shipped device names a shipped architecture table and loads it.
+    EXPECT_EQ(device->arch.name, device->architecture);
+    EXPECT_FALSE(device->arch.source_file.empty());
+    EXPECT_TRUE(device->has_math(MathMode::fp32));
+    EXPECT_TRUE(device->has_math(device->default_math));
   }
   Result<Device> k40 = load_device("k40");
   EXPECT_DOUBLE_EQ(k40->peak_fp32_flops, 4.29e12);
@@ -42,7 +48,7 @@ TEST(Device, BadFilesSayWhereAndWhat) {
   const std::string good =
       "name: x\npeak_fp32_tflops: 1\nmemory_bandwidth_gb_per_s: 100\nmemory: 4GiB\nsm_count: 4\n"
       "host_to_device_gb_per_s: 10\ndevice_to_host_gb_per_s: 10\ncopy_engines: 2\nlaunch_latency_us: 5\n"
-      "copy_latency_us: 10\n";
+      "copy_latency_us: 10\narchitecture: kepler\n";
   ASSERT_TRUE(parse_device(good, "x.yaml").ok());
   Result<Device> missing = parse_device("name: x\n", "x.yaml");
   ASSERT_FALSE(missing.ok());
@@ -58,6 +64,60 @@ TEST(Device, BadFilesSayWhereAndWhat) {
   std::string engines = good;
   engines.replace(engines.find("copy_engines: 2"), 15, "copy_engines: 3");
   EXPECT_FALSE(parse_device(engines, "x.yaml").ok());
+}
+
+TEST(Device, ArchitectureAndMathModes) {
+  Result<Device> k40 = load_device("k40");
+  ASSERT_TRUE(k40.ok());
+  EXPECT_EQ(k40->architecture, "kepler");
+  EXPECT_EQ(k40->default_math, MathMode::fp32);
+  EXPECT_FALSE(k40->has_math(MathMode::tf32));
+  Result<Device> a100 = load_device("a100-80gb");
+  ASSERT_TRUE(a100.ok());
+  EXPECT_EQ(a100->architecture, "ampere");
+  EXPECT_EQ(a100->default_math, MathMode::tf32);  // cuDNN's default math on FP32 data on Ampere
+  EXPECT_DOUBLE_EQ(a100->peak_flops(MathMode::tf32), 156e12);
+  EXPECT_DOUBLE_EQ(a100->peak_flops(MathMode::bf16), 312e12);
+  Result<Device> v100 = load_device("v100");
+  ASSERT_TRUE(v100.ok());
+  EXPECT_EQ(v100->default_math, MathMode::fp32);  // Volta has no TF32
+  EXPECT_TRUE(v100->has_math(MathMode::fp16));
+  EXPECT_FALSE(v100->has_math(MathMode::bf16));
+}
+
+TEST(Device, BadArchitecturesAndMathModesSayWhat) {
+  const std::string good =
+      "name: x\npeak_fp32_tflops: 1\nmemory_bandwidth_gb_per_s: 100\nmemory: 4GiB\nsm_count: 4\n"
+      "host_to_device_gb_per_s: 10\ndevice_to_host_gb_per_s: 10\ncopy_engines: 2\nlaunch_latency_us: 5\n"
+      "copy_latency_us: 10\n";
+  Result<Device> no_arch = parse_device(good, "x.yaml");
+  ASSERT_FALSE(no_arch.ok());
+  EXPECT_NE(no_arch.error().message.find("missing 'architecture'"), std::string::npos);
+  Result<Device> unknown = parse_device(good + "architecture: fermi\n", "x.yaml");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.error().message.find("unknown architecture 'fermi'"), std::string::npos) << unknown.error().message;
+  EXPECT_NE(unknown.error().message.find("kepler"), std::string::npos);  // lists the known ones
+  EXPECT_EQ(unknown.error().where.line, 11);
+  // A listed mode needs its peak; a peak needs its mode; the table needs the mode's efficiency.
+  Result<Device> no_peak = parse_device(good + "architecture: ampere\nmath_modes: [fp32, tf32]\n", "x.yaml");
+  ASSERT_FALSE(no_peak.ok());
+  EXPECT_NE(no_peak.error().message.find("'peak_tf32_tflops' is missing"), std::string::npos);
+  Result<Device> stray = parse_device(good + "architecture: ampere\npeak_tf32_tflops: 100\n", "x.yaml");
+  ASSERT_FALSE(stray.ok());
+  EXPECT_NE(stray.error().message.find("does not list tf32"), std::string::npos);
+  Result<Device> kepler_tf32 =
+      parse_device(good + "architecture: kepler\nmath_modes: [fp32, tf32]\npeak_tf32_tflops: 8\n", "x.yaml");
+  ASSERT_FALSE(kepler_tf32.ok());
+  EXPECT_NE(kepler_tf32.error().message.find("no tensor-core efficiency for tf32"), std::string::npos);
+  Result<Device> bad_mode = parse_device(good + "architecture: ampere\nmath_modes: [fp32, fp8]\n", "x.yaml");
+  ASSERT_FALSE(bad_mode.ok());
+  EXPECT_NE(bad_mode.error().message.find("unknown mode 'fp8'"), std::string::npos);
+  Result<Device> no_fp32 = parse_device(good + "architecture: ampere\nmath_modes: [tf32]\npeak_tf32_tflops: 9\n", "x.yaml");
+  ASSERT_FALSE(no_fp32.ok());
+  Result<Device> bad_default =
+      parse_device(good + "architecture: kepler\ndefault_math_mode: tf32\n", "x.yaml");
+  ASSERT_FALSE(bad_default.ok());
+  EXPECT_NE(bad_default.error().message.find("'default_math_mode'"), std::string::npos);
 }
 
 }  // namespace

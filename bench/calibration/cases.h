@@ -1,0 +1,91 @@
+#pragma once
+// The calibration set of bench/calibration_bench as cases the analytic model
+// can predict: single convolution tasks (bench/data/calibration/conv_layers.csv)
+// and whole networks (networks.csv), each with its GPU, cuDNN release, math
+// mode, measured time and split (fit or holdout). The work of every case is
+// computed once; predicting it again under other architecture tables (the
+// fit) only re-times the kernels.
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "frontend/model.h"
+#include "profiler/conv_algorithms.h"
+#include "profiler/device.h"
+#include "profiler/math_mode.h"
+#include "profiler/signature.h"
+
+namespace mplan::calibration {
+
+// A CSV file as rows of named fields (quoted fields may hold commas and "").
+using Row = std::map<std::string, std::string>;
+std::vector<Row> read_csv(const std::string& path);
+
+// Whether a cuDNN release ("cuDNN R2", "cuDNN 5.1", "cuDNN 7.4.2 (CUDA 10.1)")
+// had an algorithm in a direction (cuDNN release notes): R1/R2 the GEMM family,
+// R3 FFT, R4 FFT tiling and backward-filter algo_3, 5.0 Winograd, 5.1
+// non-fused Winograd, 6 backward-filter FFT tiling.
+bool library_has(const std::string& library, ConvDirection direction, const std::string& algorithm);
+// 1, 2, 3 for cuDNN R1-R3 (whose kernels the fit gives a speed factor of
+// their own, per architecture), 0 for R4 and later.
+int old_release(const std::string& library);
+
+// Speed factors of old releases: "<architecture>.R<n>" -> time multiplier of
+// that release's convolutions on that architecture (absent: 1).
+using ReleaseFactors = std::map<std::string, double>;
+std::string release_key(const std::string& architecture, int release);
+
+// One way to run a convolution task: its algorithm and its kernels.
+struct ConvOption {
+  std::string algorithm;
+  ConvFamily family{};
+  std::vector<KernelWork> phases;
+};
+
+// A convolution task: every option the case's cuDNN release had.
+struct ConvTask {
+  ConvShape shape;
+  ConvDirection direction{};
+  int64_t batch = 1;
+  std::vector<ConvOption> options;
+};
+
+// Another task of a network (pool, relu, batch norm, linear, update...).
+struct OtherTask {
+  TaskShape shape;
+  int64_t batch = 1;
+};
+
+struct Case {
+  std::string device;     // examples/devices name
+  std::string gpu;        // as the source names it
+  std::string library;    // cuDNN release
+  std::string label;      // for the report
+  std::string source;
+  MathMode math = MathMode::fp32;
+  double measured_ms = 0;
+  bool holdout = false;
+  bool network = false;
+  int release = 0;        // old_release(library)
+  // A single convolution: `algorithm` is "fastest" (the library's fastest
+  // option was timed) or the algorithm measured.
+  std::string algorithm = "fastest";
+  // The tasks summed (networks: each unique task with its multiplicity).
+  std::vector<std::pair<ConvTask, double>> convs;
+  std::vector<std::pair<OtherTask, double>> others;
+  double extra_copy_bytes = 0;  // weights to the GPU and gradients back each step (TensorFlow parameter server)
+};
+
+// Reads conv_layers.csv and networks.csv of `data_dir` (models resolved from
+// `source_dir`); aborts with the file and row on malformed data.
+std::vector<Case> load_cases(const std::string& data_dir, const std::string& source_dir);
+
+// The predicted time of a case on `device` (whose architecture table is the
+// one to use); the release factor of the case's architecture and release
+// multiplies its convolution time. `chosen` receives the algorithm of the
+// fastest option of a single-conv case.
+double predict_ms(const Case& c, const Device& device, const ReleaseFactors& release, std::string* chosen = nullptr);
+
+}  // namespace mplan::calibration

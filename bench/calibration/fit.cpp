@@ -1,0 +1,292 @@
+// The fit of the architecture tables (fit.h).
+
+#include "bench/calibration/fit.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <set>
+
+namespace mplan::calibration {
+namespace {
+
+constexpr double kPrior = 0.02;  // lambda: weight of ln(p / p0)^2 per parameter
+
+bool is_transform(ConvFamily f) {
+  return f == ConvFamily::fft || f == ConvFamily::fft_tiling || f == ConvFamily::winograd ||
+         f == ConvFamily::winograd_nonfused;
+}
+
+// A parameter the fit moves: a value, its bounds and its starting value.
+struct Free {
+  std::string name;
+  double* value;
+  double lo, hi, start;
+};
+
+// Weighted sum of squared log errors over the fit split, plus the prior.
+struct Objective {
+  const std::vector<Case>& cases;
+  std::vector<double> weights;  // 0 for held-out cases
+
+  explicit Objective(const std::vector<Case>& all) : cases(all), weights(all.size(), 0) {
+    std::map<std::string, int> group_size;
+    auto group = [](const Case& c) { return c.device + (c.network ? " network" : " conv"); };
+    for (const Case& c : cases)
+      if (!c.holdout) ++group_size[group(c)];
+    for (size_t i = 0; i < cases.size(); ++i)
+      if (!cases[i].holdout) weights[i] = 1.0 / group_size[group(cases[i])];
+  }
+
+  double operator()(const Params& p, Devices& devices, const std::vector<Free>& free) const {
+    apply(p, devices);
+    return score(p, devices, free);
+  }
+
+  // The objective with the devices' tables as they are.
+  double score(const Params& p, const Devices& devices, const std::vector<Free>& free) const {
+    double sum = 0;
+    for (size_t i = 0; i < cases.size(); ++i) {
+      if (weights[i] == 0) continue;
+      const double predicted = predict_ms(cases[i], devices.at(cases[i].device), p.release);
+      const double e = std::log(predicted / cases[i].measured_ms);
+      sum += weights[i] * e * e;
+    }
+    for (const Free& f : free) {
+      const double e = std::log(*f.value / f.start);
+      sum += kPrior * e * e;
+    }
+    return sum;
+  }
+};
+
+// Coordinate descent on ln p of the free parameters: each sweep tries a
+// step up and down per parameter, grows the step after a success and halves
+// it after a failure, until every step is below 1e-3. Returns the objective.
+double descend(const std::vector<Case>& cases, Params& p, Devices& devices, std::vector<Free>& free, bool verbose) {
+  const Objective objective(cases);
+  double best = objective(p, devices, free);
+  if (verbose)
+    fmt::print("fit: {} parameters over {} fit cases; start: objective {:.5f}\n", free.size(),
+               std::count_if(cases.begin(), cases.end(), [](const Case& c) { return !c.holdout; }), best);
+  std::vector<double> step(free.size(), 0.5);
+  for (int sweep = 0; sweep < 400; ++sweep) {
+    double largest = 0;
+    for (size_t i = 0; i < free.size(); ++i) {
+      Free& f = free[i];
+      const double original = *f.value;
+      bool improved = false;
+      for (double sign : {+1.0, -1.0}) {
+        const double candidate = std::clamp(original * std::exp(sign * step[i]), f.lo, f.hi);
+        if (candidate == original) continue;
+        *f.value = candidate;
+        const double value = objective(p, devices, free);
+        if (value < best - 1e-12) {
+          best = value;
+          improved = true;
+          break;
+        }
+        *f.value = original;
+      }
+      step[i] = improved ? std::min(1.0, step[i] * 1.5) : step[i] * 0.5;
+      largest = std::max(largest, step[i]);
+    }
+    if (verbose && sweep % 20 == 0) fmt::print("fit: sweep {:3d}: objective {:.5f}\n", sweep, best);
+    if (largest < 1e-3) {
+      if (verbose) fmt::print("fit: converged after {} sweeps: objective {:.5f}\n", sweep + 1, best);
+      break;
+    }
+  }
+  return best;
+}
+
+std::string yaml_number(double v) { return fmt::format("{:.4g}", v); }
+
+}  // namespace
+
+std::string params_arch(const std::string& name) { return name == "hopper" ? "ampere" : name; }
+
+ArchEfficiency arch_table(const Params& p, const std::string& name, const ArchEfficiency& base) {
+  ArchEfficiency table = base;
+  const std::string own = params_arch(name);
+  // Ampere's FP32 kernels have no measurement of their own: Volta's values.
+  const ArchParams& fp32 = p.arch.at(own == "ampere" ? "volta" : own);
+  const ArchParams& tensor = p.arch.at(own);
+  // Maxwell's data predate cuDNN's Winograd kernels: Pascal's factor (same SM design).
+  const double w_winograd = own == "maxwell" ? p.arch.at("pascal").w_winograd : fp32.w_winograd;
+  for (int f = 0; f < kConvFamilies; ++f) {
+    const ConvFamily family = static_cast<ConvFamily>(f);
+    const bool transform = is_transform(family);
+    const bool winograd = family == ConvFamily::winograd || family == ConvFamily::winograd_nonfused;
+    const double w = !transform ? 1.0 : winograd ? w_winograd : fp32.w_fft;
+    const double dir[3] = {1.0, transform ? p.transform_backward_data : p.gemm_backward_data,
+                           transform ? p.transform_backward_filter : p.gemm_backward_filter};
+    for (int d = 0; d < 3; ++d) table.conv[f][d] = std::min(1.0, fp32.s * p.family[f] * dir[d] * w);
+  }
+  table.fft_transform = std::min(1.0, fp32.s * p.transform);
+  table.linear_gemm = std::min(0.9, fp32.s * p.linear);  // no SGEMM beats 90% of peak
+  table.half_items_per_sm = fp32.half;
+  table.conv_call_overhead_us = fp32.overhead_us;
+  table.memory_efficiency = std::min(1.0, fp32.memory);
+  const bool tensor_cores = own == "volta" || own == "ampere";
+  table.tensor_fp16 = tensor_cores ? std::min(1.0, tensor.fp16) : 0;
+  table.tensor_bf16 = own == "ampere" ? std::min(1.0, tensor.fp16) : 0;  // no BF16 data: FP16's
+  table.tensor_tf32 = own == "ampere" ? std::min(1.0, tensor.tf32) : 0;
+  return table;
+}
+
+Devices load_case_devices(const std::vector<Case>& cases) {
+  Devices devices;
+  for (const Case& c : cases) {
+    if (devices.count(c.device)) continue;
+    Result<Device> device = load_device(c.device);
+    MPLAN_CHECK(device.ok(), device.ok() ? "" : device.error().to_string());
+    devices.emplace(c.device, std::move(device).value());
+  }
+  return devices;
+}
+
+void apply(const Params& p, Devices& devices) {
+  for (auto& [name, device] : devices) device.arch = arch_table(p, device.architecture, device.arch);
+}
+
+Params fit(const std::vector<Case>& cases, Devices devices) {
+  Params p;
+  // Which architectures have fit data, and in which math modes.
+  std::map<std::string, std::set<MathMode>> data;
+  std::set<std::string> winograd_data;  // architectures with fit data from cuDNN 5 or later
+  for (const Case& c : cases) {
+    if (c.holdout) continue;
+    const std::string arch = params_arch(devices.at(c.device).architecture);
+    data[arch].insert(c.math);
+    if (c.math == MathMode::fp32 && library_has(c.library, ConvDirection::forward, "winograd"))
+      winograd_data.insert(arch);
+  }
+  std::vector<Free> free;
+  auto add = [&](std::string name, double* v, double lo, double hi) { free.push_back({std::move(name), v, lo, hi, *v}); };
+  // The GEMM families' ratios stay at their starting values: the data time
+  // the library's fastest GEMM kernel, which cannot tell them apart (fit.h).
+  for (ConvFamily f : {ConvFamily::fft, ConvFamily::fft_tiling, ConvFamily::winograd, ConvFamily::winograd_nonfused})
+    add(std::string("family.") + conv_family_name(f), &p.family[static_cast<int>(f)], 0.1, 3.0);
+  add("transform", &p.transform, 0.05, 2.0);
+  add("linear", &p.linear, 0.3, 2.0);
+  add("gemm_backward_data", &p.gemm_backward_data, 0.3, 2.0);
+  add("gemm_backward_filter", &p.gemm_backward_filter, 0.3, 2.0);
+  add("transform_backward_data", &p.transform_backward_data, 0.3, 2.0);
+  add("transform_backward_filter", &p.transform_backward_filter, 0.3, 2.0);
+  for (const Case& c : cases)
+    if (!c.holdout && c.release > 0) p.release.emplace(release_key(devices.at(c.device).architecture, c.release), 1.0);
+  for (auto& [key, factor] : p.release) add("release." + key, &factor, 0.3, 5.0);
+  for (auto& [name, a] : p.arch) {
+    const std::set<MathMode>& modes = data[name];
+    if (modes.count(MathMode::fp32)) {
+      add(name + ".s", &a.s, 0.1, 0.9);
+      add(name + ".w_fft", &a.w_fft, 0.2, 5.0);
+      if (winograd_data.count(name)) add(name + ".w_winograd", &a.w_winograd, 0.2, 5.0);
+      add(name + ".half_items_per_sm", &a.half, 256, 262144);
+      add(name + ".overhead_us", &a.overhead_us, 0.5, 200);
+      add(name + ".memory", &a.memory, 0.6, 0.95);
+    }
+    if (modes.count(MathMode::fp16)) add(name + ".fp16", &a.fp16, 0.05, 1.0);
+    if (modes.count(MathMode::tf32)) add(name + ".tf32", &a.tf32, 0.05, 1.0);
+  }
+  const double best = descend(cases, p, devices, free, true);
+  (void)best;
+  for (const Free& f : free) fmt::print("fit:   {:<28} {:10.4g}  (start {:.4g})\n", f.name, *f.value, f.start);
+  return p;
+}
+
+ReleaseFactors fit_release_factors(const std::vector<Case>& cases, const Devices& devices) {
+  Devices tabled = devices;
+  Params p;
+  for (const Case& c : cases)
+    if (!c.holdout && c.release > 0) p.release.emplace(release_key(devices.at(c.device).architecture, c.release), 1.0);
+  std::vector<Free> free;
+  for (auto& [key, factor] : p.release) free.push_back({"release." + key, &factor, 0.3, 5.0, 1.0});
+  // The objective re-tables the devices from `p`; keep their own tables instead.
+  const Objective objective(cases);
+  std::vector<double> step(free.size(), 0.5);
+  double best = objective.score(p, tabled, free);
+  for (int sweep = 0; sweep < 400; ++sweep) {
+    double largest = 0;
+    for (size_t i = 0; i < free.size(); ++i) {
+      const double original = *free[i].value;
+      bool improved = false;
+      for (double sign : {+1.0, -1.0}) {
+        *free[i].value = std::clamp(original * std::exp(sign * step[i]), free[i].lo, free[i].hi);
+        const double value = objective.score(p, tabled, free);
+        if (value < best - 1e-12) {
+          best = value;
+          improved = true;
+          break;
+        }
+        *free[i].value = original;
+      }
+      step[i] = improved ? std::min(1.0, step[i] * 1.5) : step[i] * 0.5;
+      largest = std::max(largest, step[i]);
+    }
+    if (largest < 1e-3) break;
+  }
+  return p.release;
+}
+
+void write_arch_files(const Params& p, const Devices& devices, const std::map<std::string, std::string>& fitted_on,
+                      const std::map<std::string, std::string>& held_out) {
+  static const std::map<std::string, std::string> kDescriptions = {
+      {"kepler", "Kepler (GK110, GK110B, GK210): Tesla K40, K80, GTX Titan Black"},
+      {"maxwell", "Maxwell (GM200): GTX Titan X"},
+      {"pascal", "Pascal (GP100, GP102): Tesla P100, GTX 1080 Ti"},
+      {"volta", "Volta (GV100): Tesla V100, Titan V; FP16 tensor cores"},
+      {"ampere", "Ampere (GA100): A100; TF32, FP16 and BF16 tensor cores"},
+      {"hopper", "Hopper (GH100): H100; TF32, FP16 and BF16 tensor cores"},
+  };
+  for (const auto& [name, description] : kDescriptions) {
+    const ArchEfficiency table = arch_table(p, name, ArchEfficiency{});
+    const std::string path = architectures_dir() + "/" + name + ".yaml";
+    std::ofstream out(path);
+    MPLAN_CHECK(static_cast<bool>(out), "cannot write " + path);
+    out << "# Architecture table of the analytic cost model: " << description << ".\n"
+        << "# Written by `build/bench/calibration_bench --fit --write` (bench/calibration/fit.h says how);\n"
+        << "# rerun it rather than editing by hand. Format: docs/device-format.md, \"Architecture tables\".\n"
+        << "# Efficiencies are fractions of the peak (FP32, or the math mode's tensor-core peak) a kernel\n"
+        << "# family reaches on a full GPU.\n";
+    if (params_arch(name) != name || name == "ampere")
+      out << "# " << (name == "hopper" ? "No Hopper measurement was found: every value is Ampere's."
+                                       : "No FP32 Ampere measurement was found: the FP32 values are Volta's.")
+          << "\n";
+    out << "name: " << name << "\n";
+    auto text = [](const std::map<std::string, std::string>& m, const std::string& key) {
+      auto it = m.find(key);
+      return it == m.end() ? std::string("none") : it->second;
+    };
+    out << "fitted_on: \"" << text(fitted_on, name) << "\"\n";
+    out << "held_out_error: \"" << text(held_out, name) << "\"\n";
+    out << "conv_efficiency:\n";
+    for (int f = 0; f < kConvFamilies; ++f) {
+      const ConvFamily family = static_cast<ConvFamily>(f);
+      out << fmt::format("  {}: {{forward: {}, backward_data: {}", conv_family_name(family),
+                         yaml_number(table.conv[f][0]), yaml_number(table.conv[f][1]));
+      if (family != ConvFamily::winograd) out << ", backward_filter: " << yaml_number(table.conv[f][2]);
+      out << "}\n";
+    }
+    out << "fft_transform_efficiency: " << yaml_number(table.fft_transform) << "\n"
+        << "linear_gemm_efficiency: " << yaml_number(table.linear_gemm) << "\n"
+        << "half_saturation_items_per_sm: " << yaml_number(table.half_items_per_sm) << "\n"
+        << "conv_call_overhead_us: " << yaml_number(table.conv_call_overhead_us) << "\n"
+        << "memory_efficiency: " << yaml_number(table.memory_efficiency) << "\n";
+    if (table.tensor_tf32 > 0 || table.tensor_fp16 > 0 || table.tensor_bf16 > 0) {
+      out << "tensor_core_efficiency: {";
+      std::string sep;
+      if (table.tensor_tf32 > 0) out << sep << "tf32: " << yaml_number(table.tensor_tf32), sep = ", ";
+      if (table.tensor_fp16 > 0) out << sep << "fp16: " << yaml_number(table.tensor_fp16), sep = ", ";
+      if (table.tensor_bf16 > 0) out << sep << "bf16: " << yaml_number(table.tensor_bf16), sep = ", ";
+      out << "}\n";
+    }
+    fmt::print("wrote {}\n", path);
+  }
+  (void)devices;
+}
+
+}  // namespace mplan::calibration

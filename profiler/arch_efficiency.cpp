@@ -1,0 +1,245 @@
+// Architecture tables (arch_efficiency.h): YAML, one figure per key, fitted
+// by bench/calibration_bench --fit.
+
+#include "profiler/arch_efficiency.h"
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#ifndef MPLAN_SOURCE_DIR
+#define MPLAN_SOURCE_DIR "."
+#endif
+
+namespace mplan {
+namespace {
+
+constexpr ConvFamily kFamilies[] = {ConvFamily::implicit_gemm, ConvFamily::implicit_precomp_gemm,
+                                    ConvFamily::gemm,          ConvFamily::fft,
+                                    ConvFamily::fft_tiling,    ConvFamily::winograd,
+                                    ConvFamily::winograd_nonfused};
+constexpr ConvDirection kDirections[] = {ConvDirection::forward, ConvDirection::backward_data,
+                                         ConvDirection::backward_filter};
+
+Error error_at(const std::string& file, const YAML::Mark& mark, std::string message) {
+  SourceLocation where{file, mark.line >= 0 ? mark.line + 1 : 0, mark.column >= 0 ? mark.column + 1 : 0};
+  return Error{where, std::move(message)};
+}
+
+// A fraction in (0, 1.5]: efficiencies above 1 would be faster than peak
+// (Winograd and FFT count direct-method-equivalent work elsewhere, not here).
+Result<double> fraction(const YAML::Node& node, const std::string& key, const std::string& file, bool zero_ok) {
+  double value = 0;
+  try {
+    value = node.as<double>();
+  } catch (const YAML::Exception&) {
+    return error_at(file, node.Mark(), fmt::format("'{}': expected a number", key));
+  }
+  if (!(value >= 0 && value <= 1.5) || (!zero_ok && value == 0))
+    return error_at(file, node.Mark(),
+                    fmt::format("'{}': expected a fraction of peak in {}0..1.5, got {}", key, zero_ok ? "" : "(", value));
+  return value;
+}
+
+Result<double> positive(const YAML::Node& node, const std::string& key, const std::string& file) {
+  double value = 0;
+  try {
+    value = node.as<double>();
+  } catch (const YAML::Exception&) {
+    return error_at(file, node.Mark(), fmt::format("'{}': expected a number", key));
+  }
+  if (!(value >= 0)) return error_at(file, node.Mark(), fmt::format("'{}': expected a number >= 0, got {}", key, value));
+  return value;
+}
+
+}  // namespace
+
+const char* conv_direction_name(ConvDirection direction) {
+  switch (direction) {
+    case ConvDirection::forward: return "forward";
+    case ConvDirection::backward_data: return "backward_data";
+    case ConvDirection::backward_filter: return "backward_filter";
+  }
+  return "?";
+}
+
+const char* conv_family_name(ConvFamily family) {
+  switch (family) {
+    case ConvFamily::implicit_gemm: return "implicit_gemm";
+    case ConvFamily::implicit_precomp_gemm: return "implicit_precomp_gemm";
+    case ConvFamily::gemm: return "gemm";
+    case ConvFamily::fft: return "fft";
+    case ConvFamily::fft_tiling: return "fft_tiling";
+    case ConvFamily::winograd: return "winograd";
+    case ConvFamily::winograd_nonfused: return "winograd_nonfused";
+  }
+  return "?";
+}
+
+bool conv_family_of(ConvDirection direction, std::string_view algorithm, ConvFamily& family) {
+  if (direction != ConvDirection::forward) {
+    if (algorithm == "algo_0") return family = ConvFamily::implicit_gemm, true;
+    if (algorithm == "algo_1") return family = ConvFamily::implicit_precomp_gemm, true;
+    if (algorithm == "algo_3" && direction == ConvDirection::backward_filter) return family = ConvFamily::gemm, true;
+    if (algorithm == "implicit_gemm" || algorithm == "implicit_precomp_gemm" || algorithm == "gemm") return false;
+  }
+  for (ConvFamily f : kFamilies)
+    if (algorithm == conv_family_name(f)) return family = f, true;
+  return false;
+}
+
+bool conv_family_uses_tensor_cores(ConvFamily family) {
+  return family == ConvFamily::implicit_gemm || family == ConvFamily::implicit_precomp_gemm ||
+         family == ConvFamily::gemm;
+}
+
+double ArchEfficiency::tensor_efficiency(MathMode mode) const {
+  switch (mode) {
+    case MathMode::fp32: return 0;
+    case MathMode::tf32: return tensor_tf32;
+    case MathMode::fp16: return tensor_fp16;
+    case MathMode::bf16: return tensor_bf16;
+  }
+  return 0;
+}
+
+Result<ArchEfficiency> parse_arch_efficiency(const std::string& yaml_text, const std::string& file) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml_text);
+  } catch (const YAML::ParserException& e) {
+    return error_at(file, e.mark, "not valid YAML: " + e.msg);
+  }
+  if (!root.IsMap()) return error_at(file, root.Mark(), "expected an architecture table: a map of name, conv_efficiency, ...");
+  const std::set<std::string> known = {"name", "description", "fitted_on", "held_out_error", "conv_efficiency",
+                                       "fft_transform_efficiency", "linear_gemm_efficiency",
+                                       "half_saturation_items_per_sm", "conv_call_overhead_us", "memory_efficiency",
+                                       "tensor_core_efficiency"};
+  for (const auto& entry : root)
+    if (!known.count(entry.first.Scalar()))
+      return error_at(file, entry.first.Mark(),
+                      fmt::format("unknown key '{}' (expected one of: name, description, fitted_on, held_out_error, "
+                                  "conv_efficiency, fft_transform_efficiency, linear_gemm_efficiency, "
+                                  "half_saturation_items_per_sm, conv_call_overhead_us, memory_efficiency, "
+                                  "tensor_core_efficiency)",
+                                  entry.first.Scalar()));
+  for (const char* required : {"name", "conv_efficiency", "fft_transform_efficiency", "linear_gemm_efficiency",
+                               "half_saturation_items_per_sm", "conv_call_overhead_us", "memory_efficiency"})
+    if (!root[required]) return error_at(file, root.Mark(), fmt::format("missing '{}'", required));
+
+  ArchEfficiency arch;
+  arch.source_file = file;
+  arch.name = root["name"].Scalar();
+  if (arch.name.empty()) return error_at(file, root["name"].Mark(), "'name': expected a non-empty name");
+  if (root["fitted_on"]) arch.fitted_on = root["fitted_on"].Scalar();
+  if (root["held_out_error"]) arch.held_out_error = root["held_out_error"].Scalar();
+
+  const YAML::Node conv = root["conv_efficiency"];
+  if (!conv.IsMap()) return error_at(file, conv.Mark(), "'conv_efficiency': expected a map of algorithm families");
+  for (const auto& entry : conv) {
+    ConvFamily family{};
+    if (!conv_family_of(ConvDirection::forward, entry.first.Scalar(), family))
+      return error_at(file, entry.first.Mark(),
+                      fmt::format("'conv_efficiency': unknown family '{}' (expected implicit_gemm, "
+                                  "implicit_precomp_gemm, gemm, fft, fft_tiling, winograd, winograd_nonfused)",
+                                  entry.first.Scalar()));
+  }
+  for (ConvFamily family : kFamilies) {
+    const std::string fname = conv_family_name(family);
+    const YAML::Node row = conv[fname];
+    if (!row || !row.IsMap())
+      return error_at(file, conv.Mark(),
+                      fmt::format("'conv_efficiency': missing '{}: {{forward, backward_data, backward_filter}}'", fname));
+    for (const auto& entry : row) {
+      const std::string d = entry.first.Scalar();
+      if (d != "forward" && d != "backward_data" && d != "backward_filter")
+        return error_at(file, entry.first.Mark(),
+                        fmt::format("'{}': unknown direction '{}' (expected forward, backward_data, backward_filter)",
+                                    fname, d));
+    }
+    for (ConvDirection direction : kDirections) {
+      const std::string key = fname + "." + conv_direction_name(direction);
+      // cuDNN has no backward-filter Winograd (fused): it may be left out.
+      const bool optional = family == ConvFamily::winograd && direction == ConvDirection::backward_filter;
+      const YAML::Node value = row[conv_direction_name(direction)];
+      if (!value) {
+        if (optional) continue;
+        return error_at(file, row.Mark(), fmt::format("'{}': missing '{}'", fname, conv_direction_name(direction)));
+      }
+      auto f = fraction(value, key, file, false);
+      if (!f) return f.error();
+      arch.conv[static_cast<int>(family)][static_cast<int>(direction)] = *f;
+    }
+  }
+  auto fft = fraction(root["fft_transform_efficiency"], "fft_transform_efficiency", file, false);
+  if (!fft) return fft.error();
+  arch.fft_transform = *fft;
+  auto linear = fraction(root["linear_gemm_efficiency"], "linear_gemm_efficiency", file, false);
+  if (!linear) return linear.error();
+  arch.linear_gemm = *linear;
+  auto memory = fraction(root["memory_efficiency"], "memory_efficiency", file, false);
+  if (!memory) return memory.error();
+  arch.memory_efficiency = *memory;
+  auto half = positive(root["half_saturation_items_per_sm"], "half_saturation_items_per_sm", file);
+  if (!half) return half.error();
+  arch.half_items_per_sm = *half;
+  auto overhead = positive(root["conv_call_overhead_us"], "conv_call_overhead_us", file);
+  if (!overhead) return overhead.error();
+  arch.conv_call_overhead_us = *overhead;
+
+  if (const YAML::Node tensor = root["tensor_core_efficiency"]) {
+    if (!tensor.IsMap()) return error_at(file, tensor.Mark(), "'tensor_core_efficiency': expected a map {tf32, fp16, bf16}");
+    for (const auto& entry : tensor) {
+      const std::string mode = entry.first.Scalar();
+      const std::optional<MathMode> parsed = parse_math_mode(mode);
+      if (!parsed || *parsed == MathMode::fp32)
+        return error_at(file, entry.first.Mark(),
+                        fmt::format("'tensor_core_efficiency': unknown math mode '{}' (expected tf32, fp16, bf16)", mode));
+      auto f = fraction(entry.second, "tensor_core_efficiency." + mode, file, true);
+      if (!f) return f.error();
+      if (*parsed == MathMode::tf32) arch.tensor_tf32 = *f;
+      if (*parsed == MathMode::fp16) arch.tensor_fp16 = *f;
+      if (*parsed == MathMode::bf16) arch.tensor_bf16 = *f;
+    }
+  }
+  return arch;
+}
+
+std::string architectures_dir() { return std::string(MPLAN_SOURCE_DIR) + "/examples/devices/architectures"; }
+
+std::vector<std::string> available_architectures() {
+  namespace fs = std::filesystem;
+  std::vector<std::string> names;
+  std::error_code error;
+  for (const auto& entry : fs::directory_iterator(architectures_dir(), error))
+    if (entry.path().extension() == ".yaml") names.push_back(entry.path().stem().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+Result<ArchEfficiency> load_arch_efficiency(const std::string& name) {
+  namespace fs = std::filesystem;
+  const std::string path = architectures_dir() + "/" + name + ".yaml";
+  std::error_code error;
+  if (name.empty() || name.find('/') != std::string::npos || !fs::is_regular_file(path, error)) {
+    std::string names;
+    for (const std::string& n : available_architectures()) names += (names.empty() ? "" : ", ") + n;
+    return Error{{}, fmt::format("unknown architecture '{}' (expected one of: {})", name,
+                                 names.empty() ? "none found in " + architectures_dir() : names)};
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Error{{path, 0, 0}, "cannot read the architecture file"};
+  std::ostringstream text;
+  text << in.rdbuf();
+  Result<ArchEfficiency> arch = parse_arch_efficiency(text.str(), path);
+  if (arch.ok() && arch->name != name)
+    return Error{{path, 0, 0}, fmt::format("the file of architecture '{}' names itself '{}'", name, arch->name)};
+  return arch;
+}
+
+}  // namespace mplan

@@ -1,0 +1,81 @@
+#pragma once
+// How well cuDNN and cuBLAS use one GPU architecture (Kepler, Maxwell,
+// Pascal, Volta, Ampere, Hopper): the fraction of peak each convolution
+// algorithm family reaches in each direction, the small-kernel behaviour of
+// the utilisation curve, fixed costs, and the tensor-core efficiency of each
+// math mode. A device file names its architecture; the table lives in
+// examples/devices/architectures/<name>.yaml and is fitted by
+// bench/calibration_bench --fit (docs/cost-model.md, "Calibration").
+//
+// Families are named after cuDNN's forward algorithms; the backward
+// algorithms belong to the family whose kernels they share:
+//   backward-data   algo_0 -> implicit_gemm, algo_1 -> implicit_precomp_gemm
+//   backward-filter algo_0 -> implicit_gemm, algo_1 -> implicit_precomp_gemm,
+//                   algo_3 -> gemm
+// and fft, fft_tiling, winograd, winograd_nonfused keep their names.
+
+#include <array>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "frontend/error.h"
+#include "profiler/math_mode.h"
+
+namespace mplan {
+
+enum class ConvDirection { forward, backward_data, backward_filter };
+const char* conv_direction_name(ConvDirection direction);  // "forward", ...
+
+enum class ConvFamily { implicit_gemm, implicit_precomp_gemm, gemm, fft, fft_tiling, winograd, winograd_nonfused };
+inline constexpr int kConvFamilies = 7;
+const char* conv_family_name(ConvFamily family);  // "implicit_gemm", ...
+// The family of a cuDNN algorithm of a direction (see above); false for an
+// algorithm cuDNN does not have.
+bool conv_family_of(ConvDirection direction, std::string_view algorithm, ConvFamily& family);
+// Whether the family's arithmetic is a GEMM that tensor cores run (cuDNN's
+// implicit and explicit GEMM kernels; FFT and Winograd stay on FP32 cores).
+bool conv_family_uses_tensor_cores(ConvFamily family);
+
+struct ArchEfficiency {
+  std::string name = "maxwell";
+  std::string source_file;  // "" when built in code
+  // conv[family][direction]: fraction of peak FP32 FLOP/s the family's
+  // arithmetic kernels reach on a full GPU. Built-in values: the Maxwell row
+  // of the first calibration (docs/cost-model.md).
+  std::array<std::array<double, 3>, kConvFamilies> conv = {{
+      {0.45, 0.45, 0.40},  // implicit_gemm
+      {0.65, 0.65, 0.65},  // implicit_precomp_gemm
+      {0.75, 0.75, 0.75},  // gemm
+      {0.65, 0.65, 0.65},  // fft (its complex GEMM; transforms run at fft_transform)
+      {0.65, 0.65, 0.65},  // fft_tiling
+      {0.55, 0.55, 0.55},  // winograd
+      {0.65, 0.65, 0.65},  // winograd_nonfused (its batched GEMMs)
+  }};
+  double fft_transform = 0.25;         // cuFFT and Winograd transform kernels, fraction of peak
+  double linear_gemm = 0.75;           // cuBLAS SGEMM of linear layers
+  double half_items_per_sm = 8192;     // utilisation u = items / (items + this * SMs)
+  double conv_call_overhead_us = 0;    // fixed cost of each kernel of a cuDNN convolution beyond its launch
+  double memory_efficiency = 0.8;      // fraction of bandwidth streaming kernels reach
+  // Fraction of the tensor-core peak of a math mode that GEMM-like kernels
+  // reach on a full GPU (forward; backward directions scale as in FP32).
+  // 0: the architecture has no tensor cores for the mode.
+  double tensor_tf32 = 0, tensor_fp16 = 0, tensor_bf16 = 0;
+  std::string fitted_on;         // which measurements the table was fitted on
+  std::string held_out_error;    // what the calibration bench measured on the held-out split
+
+  double conv_efficiency(ConvFamily family, ConvDirection direction) const {
+    return conv[static_cast<int>(family)][static_cast<int>(direction)];
+  }
+  double tensor_efficiency(MathMode mode) const;
+};
+
+// Parses an architecture file's text; `file` names it in error messages.
+Result<ArchEfficiency> parse_arch_efficiency(const std::string& yaml_text, const std::string& file);
+// Reads <devices_dir()>/architectures/<name>.yaml; an unknown name is an
+// error that lists the known ones.
+Result<ArchEfficiency> load_arch_efficiency(const std::string& name);
+std::string architectures_dir();
+std::vector<std::string> available_architectures();
+
+}  // namespace mplan

@@ -1,0 +1,108 @@
+// Architecture tables: every shipped one loads; bad files say where and what;
+// the families of cuDNN's algorithms.
+
+#include "profiler/arch_efficiency.h"
+
+#include <gtest/gtest.h>
+
+namespace mplan {
+namespace {
+
+const char* kGood = R"(name: test
+conv_efficiency:
+  implicit_gemm: {forward: 0.4, backward_data: 0.3, backward_filter: 0.3}
+  implicit_precomp_gemm: {forward: 0.6, backward_data: 0.5, backward_filter: 0.5}
+  gemm: {forward: 0.7, backward_data: 0.6, backward_filter: 0.6}
+  fft: {forward: 0.6, backward_data: 0.5, backward_filter: 0.5}
+  fft_tiling: {forward: 0.6, backward_data: 0.5, backward_filter: 0.5}
+  winograd: {forward: 0.5, backward_data: 0.4}
+  winograd_nonfused: {forward: 0.6, backward_data: 0.5, backward_filter: 0.5}
+fft_transform_efficiency: 0.2
+linear_gemm_efficiency: 0.7
+half_saturation_items_per_sm: 8192
+conv_call_overhead_us: 5
+memory_efficiency: 0.8
+tensor_core_efficiency: {tf32: 0.4}
+)";
+
+TEST(ArchEfficiency, EveryShippedTableLoads) {
+  const std::vector<std::string> names = available_architectures();
+  for (const char* wanted : {"kepler", "maxwell", "pascal", "volta", "ampere", "hopper"})
+    EXPECT_NE(std::find(names.begin(), names.end(), wanted), names.end()) << wanted;
+  for (const std::string& name : names) {
+    Result<ArchEfficiency> arch = load_arch_efficiency(name);
+    ASSERT_TRUE(arch.ok()) << arch.error().to_string();
+    for (int f = 0; f < kConvFamilies; ++f)
+      for (int d = 0; d < 3; ++d) {
+        if (f == static_cast<int>(ConvFamily::winograd) && d == 2) continue;  // no backward-filter winograd
+        EXPECT_GT(arch->conv[f][d], 0) << name << " " << f << " " << d;
+        EXPECT_LE(arch->conv[f][d], 1.5) << name;
+      }
+    EXPECT_FALSE(arch->held_out_error.empty()) << name << ": the bench writes the held-out error";
+  }
+  // Volta has FP16 tensor cores only; Ampere and Hopper TF32, FP16 and BF16; earlier GPUs none.
+  EXPECT_GT(load_arch_efficiency("volta")->tensor_efficiency(MathMode::fp16), 0);
+  EXPECT_EQ(load_arch_efficiency("volta")->tensor_efficiency(MathMode::tf32), 0);
+  EXPECT_GT(load_arch_efficiency("ampere")->tensor_efficiency(MathMode::tf32), 0);
+  EXPECT_GT(load_arch_efficiency("hopper")->tensor_efficiency(MathMode::bf16), 0);
+  EXPECT_EQ(load_arch_efficiency("kepler")->tensor_efficiency(MathMode::fp16), 0);
+}
+
+TEST(ArchEfficiency, ParsesEveryFigure) {
+  Result<ArchEfficiency> arch = parse_arch_efficiency(kGood, "t.yaml");
+  ASSERT_TRUE(arch.ok()) << arch.error().to_string();
+  EXPECT_DOUBLE_EQ(arch->conv_efficiency(ConvFamily::gemm, ConvDirection::backward_filter), 0.6);
+  EXPECT_DOUBLE_EQ(arch->conv_efficiency(ConvFamily::winograd, ConvDirection::backward_data), 0.4);
+  EXPECT_DOUBLE_EQ(arch->fft_transform, 0.2);
+  EXPECT_DOUBLE_EQ(arch->half_items_per_sm, 8192);
+  EXPECT_DOUBLE_EQ(arch->tensor_efficiency(MathMode::tf32), 0.4);
+  EXPECT_EQ(arch->tensor_efficiency(MathMode::fp16), 0);
+}
+
+TEST(ArchEfficiency, BadTablesSayWhereAndWhat) {
+  const std::string good = kGood;
+  auto error_of = [](const std::string& text) {
+    Result<ArchEfficiency> arch = parse_arch_efficiency(text, "t.yaml");
+    EXPECT_FALSE(arch.ok());
+    return arch.ok() ? std::string() : arch.error().to_string();
+  };
+  std::string missing_family = good;
+  missing_family.erase(missing_family.find("  fft_tiling:"), missing_family.find("  winograd:") - missing_family.find("  fft_tiling:"));
+  EXPECT_NE(error_of(missing_family).find("missing 'fft_tiling"), std::string::npos);
+  std::string typo = good;
+  typo.replace(typo.find("backward_data: 0.3"), 18, "backwards_data: 0.3");
+  EXPECT_NE(error_of(typo).find("unknown direction 'backwards_data'"), std::string::npos);
+  std::string too_fast = good;
+  too_fast.replace(too_fast.find("forward: 0.7"), 12, "forward: 7");
+  const std::string fast_error = error_of(too_fast);
+  EXPECT_NE(fast_error.find("t.yaml:5:"), std::string::npos) << fast_error;
+  EXPECT_NE(fast_error.find("expected a fraction of peak"), std::string::npos);
+  EXPECT_NE(error_of(good + "memroy: 1\n").find("unknown key 'memroy'"), std::string::npos);
+  std::string bad_mode = good;
+  bad_mode.replace(bad_mode.find("{tf32: 0.4}"), 11, "{fp8: 0.4}");
+  EXPECT_NE(error_of(bad_mode).find("unknown math mode 'fp8'"), std::string::npos);
+  EXPECT_NE(error_of("name: x\n").find("missing 'conv_efficiency'"), std::string::npos);
+  Result<ArchEfficiency> unknown = load_arch_efficiency("fermi");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.error().message.find("volta"), std::string::npos);
+}
+
+TEST(ArchEfficiency, FamiliesOfCudnnAlgorithms) {
+  ConvFamily f{};
+  ASSERT_TRUE(conv_family_of(ConvDirection::backward_data, "algo_0", f));
+  EXPECT_EQ(f, ConvFamily::implicit_gemm);
+  ASSERT_TRUE(conv_family_of(ConvDirection::backward_filter, "algo_1", f));
+  EXPECT_EQ(f, ConvFamily::implicit_precomp_gemm);
+  ASSERT_TRUE(conv_family_of(ConvDirection::backward_filter, "algo_3", f));
+  EXPECT_EQ(f, ConvFamily::gemm);
+  ASSERT_TRUE(conv_family_of(ConvDirection::forward, "winograd_nonfused", f));
+  EXPECT_EQ(f, ConvFamily::winograd_nonfused);
+  EXPECT_FALSE(conv_family_of(ConvDirection::backward_data, "algo_3", f));
+  EXPECT_FALSE(conv_family_of(ConvDirection::forward, "algo_0", f));
+  EXPECT_FALSE(conv_family_of(ConvDirection::backward_data, "implicit_gemm", f));
+  EXPECT_TRUE(conv_family_uses_tensor_cores(ConvFamily::implicit_precomp_gemm));
+  EXPECT_FALSE(conv_family_uses_tensor_cores(ConvFamily::winograd));
+}
+
+}  // namespace
+}  // namespace mplan
