@@ -11,6 +11,8 @@
 #include <functional>
 #include <random>
 
+#include <unistd.h>
+
 #include "profiler/runtime_conv_shape.h"
 #include "runtime/conv.h"
 #include "runtime/ops.h"
@@ -37,13 +39,33 @@ double time_ms(const std::function<void()>& run, const CpuMeasureOptions& option
   return times[times.size() / 2];
 }
 
+int64_t buffer_limit_bytes(const CpuMeasureOptions& options) {
+  if (options.max_buffer_bytes > 0) return options.max_buffer_bytes;
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return int64_t{4} << 30;
+  return static_cast<int64_t>(pages) / 2 * page;
+}
+
 // Buffers filled with small values (random, so that max-pool and relu take
 // their real branches); one per role, sized on demand.
 struct Buffers {
+  explicit Buffers(const CpuMeasureOptions& options) : limit_bytes(buffer_limit_bytes(options)) {}
   std::vector<std::vector<float>> storage;
   std::mt19937 random{12345};
+  int64_t limit_bytes = 0;
+  int64_t used_bytes = 0;
+  // Counts `bytes` against the limit before they are allocated.
+  void reserve(int64_t bytes) {
+    if (bytes < 0 || bytes > limit_bytes - used_bytes)
+      throw MeasurementTooLarge(fmt::format("measuring it needs more than {} bytes of buffers, more than the {} bytes "
+                                            "the CPU profiler allows (half of this machine's memory)",
+                                            used_bytes + std::max<int64_t>(bytes, 0), limit_bytes));
+    used_bytes += bytes;
+  }
   float* make(int64_t count) {
     std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+    if (count > (int64_t{1} << 61)) reserve(-1);
+    reserve(std::max<int64_t>(count, 1) * static_cast<int64_t>(sizeof(float)));
     storage.emplace_back(static_cast<size_t>(std::max<int64_t>(count, 1)));
     for (float& v : storage.back()) v = uniform(random);
     return storage.back().data();
@@ -62,7 +84,7 @@ std::vector<TaskOption> measure_conv(const TaskShape& shape, int64_t n, const Cp
   const rt::ConvDirection direction = shape.kind == TaskKind::FP    ? rt::ConvDirection::forward
                                       : shape.kind == TaskKind::BP1 ? rt::ConvDirection::backward_data
                                                                     : rt::ConvDirection::backward_filter;
-  Buffers b;
+  Buffers b(options);
   float* x = b.make(s.x_elements());
   float* w = b.make(s.w_elements() + s.k);
   float* y = b.make(s.y_elements());
@@ -70,6 +92,9 @@ std::vector<TaskOption> measure_conv(const TaskShape& shape, int64_t n, const Cp
   for (rt::ConvAlgo algo : rt::kConvAlgos) {
     if (!rt::conv_algo_supported(algo, direction, s)) continue;
     const size_t workspace_bytes = rt::conv_workspace_bytes(algo, direction, s);
+    Buffers space(options);  // the workspace counts with the operands
+    space.used_bytes = b.used_bytes;
+    space.reserve(static_cast<int64_t>(std::min<size_t>(workspace_bytes, size_t{1} << 62)));
     std::vector<float> workspace(workspace_bytes / sizeof(float) + 1);
     auto run = [&] {
       switch (direction) {
@@ -168,6 +193,7 @@ std::function<void()> op_runner(const TaskShape& shape, int64_t n, Buffers& b) {
     }
     case Op::dropout: {
       float *x = b.make(in_count), *y = b.make(in_count);
+      b.reserve(in_count);
       auto mask = std::make_shared<std::vector<uint8_t>>(static_cast<size_t>(in_count), 1);
       const int64_t per_sample = elements(in);
       if (fp) return [=] { rt::dropout_forward(x, y, mask->data(), n, per_sample, 0, 0.5f, 1, 0); };
@@ -207,6 +233,7 @@ std::function<void()> op_runner(const TaskShape& shape, int64_t n, Buffers& b) {
     case Op::softmax_xent: {
       const int64_t classes = elements(in);
       float *logits = b.make(in_count), *probs = b.make(in_count), *loss = b.make(1);
+      b.reserve(n * static_cast<int64_t>(sizeof(int32_t)));
       auto labels = std::make_shared<std::vector<int32_t>>(static_cast<size_t>(n), 0);
       if (fp) return [=] { rt::softmax_xent_forward(logits, labels->data(), probs, loss, n, classes, false); };
       return [=] { rt::softmax_xent_backward(probs, labels->data(), logits, n, classes, 1.0f / n, false); };
@@ -220,7 +247,7 @@ std::function<void()> op_runner(const TaskShape& shape, int64_t n, Buffers& b) {
 
 std::vector<TaskOption> measure_cpu_task(const TaskShape& shape, int64_t sub_batch, const CpuMeasureOptions& options) {
   if (shape.kind == TaskKind::update) {
-    Buffers b;
+    Buffers b(options);
     const int64_t count = std::max<int64_t>(shape.parameters, 1);
     float *w = b.make(count), *g = b.make(count), *m = b.make(count);
     const bool momentum = shape.state_elements > 0;
@@ -229,7 +256,7 @@ std::vector<TaskOption> measure_cpu_task(const TaskShape& shape, int64_t sub_bat
     return {{"default", ms, 0}};
   }
   if (shape.op == Op::conv) return measure_conv(shape, sub_batch, options);
-  Buffers b;
+  Buffers b(options);
   std::function<void()> run = op_runner(shape, sub_batch, b);
   return {{"default", time_ms(run, options), 0}};
 }
@@ -246,7 +273,11 @@ std::vector<TaskOption> CpuMeasuredCostModel::options(const Tdfg& tdfg, TaskId t
   auto it = cache_.find(cache_key);
   if (it != cache_.end()) return it->second;
   ++measurements_;
-  return cache_[cache_key] = measure_cpu_task(shape, sub_batch, options_);
+  try {
+    return cache_[cache_key] = measure_cpu_task(shape, sub_batch, options_);
+  } catch (const MeasurementTooLarge& e) {
+    throw MeasurementTooLarge(fmt::format("task {} at sub-batch {}: {}", tdfg.tasks.at(t).name, sub_batch, e.what()));
+  }
 }
 
 void CpuMeasuredCostModel::measure_copies() const {
