@@ -33,6 +33,7 @@
 #include "planner/verify.h"
 #include "profiler/analytic_model.h"
 #include "profiler/device.h"
+#include "profiler/install_paths.h"
 #include "profiler/profile.h"
 #include "tdfg/tdfg.h"
 
@@ -279,6 +280,8 @@ void run_compile(const CompileOptions& o) {
   codegen::CodegenOptions codegen_options;
   codegen_options.mplan_version = MPLAN_VERSION_TEXT;
   codegen_options.model_file = o.model_path;
+  // The runtime this mplan ships (installed, $MPLAN_HOME, or its source tree).
+  codegen_options.runtime_dir = install_paths().runtime_dir;
   const codegen::GeneratedProgram program = unwrap(codegen::emit_program(model, tdfg, plan, codegen_options));
 
   const std::string plan_text = plan_to_json(plan);

@@ -47,12 +47,17 @@ void run_verify(const VerifyOptions& o) {
                      "plan again or pass the model it was made from",
                      path, plan.model_name, plan.model_digest, model_path, model.name, digest));
   const Tdfg tdfg = build_tdfg(model);
-  const std::vector<Violation> violations = verify_plan(plan, tdfg);
+  VerifiedFigures figures;
+  const std::vector<Violation> violations = verify_plan(plan, tdfg, &figures);
   if (violations.empty()) {
-    fmt::print("plan OK: {} steps, {} buffers, {} events, {} round{} of sub-batch {}, peak arena {} of {} (budget {})\n",
+    // The verifier's own figures, recomputed from the steps (equal to the
+    // summary's, or there would be a violation), never the file's.
+    fmt::print("plan OK: {} steps, {} buffers, {} events, {} round{} of sub-batch {}, peak arena {} of {} (budget {}); "
+               "{} offloads, {} loads, {:.3f} ms simulated\n",
                plan.steps.size(), plan.buffers.size(), plan.event_count, plan.sub_batches.size(),
-               plan.sub_batches.size() == 1 ? "" : "s", plan.sub_batch, format_bytes(plan.summary.peak_arena_bytes),
-               format_bytes(plan.arena_bytes), format_bytes(plan.budget_bytes));
+               plan.sub_batches.size() == 1 ? "" : "s", plan.sub_batch, format_bytes(figures.peak_arena_bytes),
+               format_bytes(plan.arena_bytes), format_bytes(plan.budget_bytes), figures.offload_count,
+               figures.load_count, figures.simulated_ms);
     return;
   }
   for (const Violation& v : violations) fmt::print("{}\n", to_string(v));

@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <random>
 #include <set>
 
 namespace mplan::codegen {
@@ -21,9 +22,6 @@ namespace fs = std::filesystem;
 
 constexpr const char* kNewInfix = ".mplan-new-";
 constexpr const char* kOldInfix = ".mplan-old-";
-// In a staging folder until it is swapped in: a "new" folder without it is a
-// previous output that a kill caught right after the swap.
-constexpr const char* kStagingFile = ".mplan-staging";
 
 Error usage_error(const std::string& dir, const std::string& message) {
   return Error{SourceLocation{}, fmt::format("-o '{}': {}", dir, message), ErrorKind::usage};
@@ -97,31 +95,40 @@ int write_durably(const fs::path& path, const std::string& text) {
   return error;
 }
 
-// The top-level names a previous output's marker file lists as mplan's own.
-std::set<std::string> written_by_mplan(const fs::path& folder) {
-  std::set<std::string> names;
+// An output folder's marker file: the explanation, "token <hex>" (the run
+// that wrote it), then one line per file mplan wrote.
+struct Marker {
+  bool read = false;
+  std::string token;
+  std::set<std::string> top_level_names;
+};
+Marker read_marker(const fs::path& folder) {
+  Marker m;
   FILE* file = std::fopen((folder / kOutputMarkerFile).c_str(), "r");
-  if (file == nullptr) return names;
+  if (file == nullptr) return m;
   char line[4096];
-  bool first = true;
+  int number = 0;
   while (std::fgets(line, sizeof line, file) != nullptr) {
     std::string text(line);
     while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
-    if (first) {  // the explanation line
-      first = false;
+    ++number;
+    if (number == 1) continue;  // the explanation
+    if (number == 2) {
+      if (text.rfind("token ", 0) == 0) m.token = text.substr(6);
       continue;
     }
-    if (!text.empty()) names.insert(fs::path(text).begin()->string());
+    if (!text.empty()) m.top_level_names.insert(fs::path(text).begin()->string());
   }
+  m.read = std::feof(file) != 0;
   std::fclose(file);
-  return names;
+  return m;
 }
 
 // Moves the entries of `from` that `to` does not have, and that mplan did not
 // write there (a build folder, the user's own files), into `to`.
 void carry_over(const fs::path& from, const fs::path& to) {
   std::error_code ec;
-  const std::set<std::string> own = written_by_mplan(from);
+  const std::set<std::string> own = read_marker(from).top_level_names;
   for (const auto& entry : fs::directory_iterator(from, ec)) {
     if (own.count(entry.path().filename().string())) continue;
     const fs::path into = to / entry.path().filename();
@@ -132,11 +139,13 @@ void carry_over(const fs::path& from, const fs::path& to) {
   }
 }
 
-// Staging folders of `target` that killed runs left: (path, is_old, pid).
+// Staging folders of `target` that killed runs left: their path, whether
+// swapped out ("old"), the process and (new ones) the run's token.
 struct Leftover {
   fs::path path;
   bool old = false;
   long pid = 0;
+  std::string token;
 };
 std::vector<Leftover> find_leftovers(const Target& t) {
   std::vector<Leftover> found;
@@ -148,21 +157,32 @@ std::vector<Leftover> find_leftovers(const Target& t) {
     const std::string rest = name.substr(prefix.size());
     const bool is_new = rest.rfind(kNewInfix, 0) == 0, is_old = rest.rfind(kOldInfix, 0) == 0;
     if (!is_new && !is_old) continue;
-    const std::string digits = rest.substr(std::strlen(kNewInfix));
-    if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos || digits.size() > 9) continue;
-    found.push_back({entry.path(), is_old, std::stol(digits)});
+    std::string id = rest.substr(std::strlen(kNewInfix));  // both infixes have the same length
+    std::string token;
+    if (const size_t dash = id.find('-'); dash != std::string::npos) {
+      token = id.substr(dash + 1);
+      id = id.substr(0, dash);
+    }
+    if (id.empty() || id.find_first_not_of("0123456789") != std::string::npos || id.size() > 9) continue;
+    found.push_back({entry.path(), is_old, std::stol(id), token});
   }
   return found;
 }
 
-// Finishes or undoes what a killed run left (see output_dir.h).
+// Finishes or undoes what a killed run left (see output_dir.h). A "new"
+// folder whose marker carries its own token (or none yet) is an unfinished
+// output: deleted. One whose marker carries another token is the previous
+// output a kill caught right after the swap: handled as an "old" one.
 void recover_leftovers(const Target& t) {
   for (const Leftover& l : find_leftovers(t)) {
     if (l.pid == static_cast<long>(::getpid()) || process_alive(l.pid)) continue;
     std::error_code ec;
-    if (!l.old && fs::exists(l.path / kStagingFile, ec)) {
-      fs::remove_all(l.path, ec);
-      continue;
+    if (!l.old) {
+      const Marker m = read_marker(l.path);
+      if (!m.read || m.token == l.token) {
+        fs::remove_all(l.path, ec);
+        continue;
+      }
     }
     if (fs::symlink_status(t.dir, ec).type() == fs::file_type::not_found) {
       fs::rename(l.path, t.dir, ec);  // killed between the two renames of the fallback: put it back
@@ -171,9 +191,13 @@ void recover_leftovers(const Target& t) {
     carry_over(l.path, t.dir);
     fs::remove_all(l.path, ec);
   }
-  std::error_code ec;
-  fs::remove(t.dir / kStagingFile, ec);  // a kill right after a swap left it in DIR
   sync_folder(t.parent);
+}
+
+// A token that tells this run's staging folder from any other.
+std::string new_token() {
+  std::random_device random;
+  return fmt::format("{:08x}{:08x}", random(), random());
 }
 
 // Whether `path` is a safe relative path inside the folder.
@@ -237,9 +261,10 @@ Status replace_output_folder(const std::string& dir_text, const std::vector<Outp
   recover_leftovers(t);
 
   const std::string pid = std::to_string(static_cast<long>(::getpid()));
-  const fs::path staging = t.parent / ("." + t.name + kNewInfix + pid);
+  const std::string token = new_token();
+  const fs::path staging = t.parent / ("." + t.name + kNewInfix + pid + "-" + token);
   const fs::path old = t.parent / ("." + t.name + kOldInfix + pid);
-  fs::remove_all(staging, ec);
+  fs::remove_all(old, ec);
   if (::mkdir(staging.c_str(), 0755) != 0)
     return io_error(dir_text, fmt::format("cannot create the temporary folder '{}' beside it: {}", staging.string(),
                                           std::strerror(errno)));
@@ -248,9 +273,14 @@ Status replace_output_folder(const std::string& dir_text, const std::vector<Outp
     fs::remove_all(staging, ignored);
     return io_error(dir_text, message);
   };
-
-  if (int error = write_durably(staging / kStagingFile, ""); error != 0)
-    return abandon(fmt::format("cannot write in '{}': {}", staging.string(), std::strerror(error)));
+  // The marker first: it names this run (its token), which tells a staging
+  // folder a kill interrupted from a previous output a kill swapped out.
+  std::string marker = "This folder was written by `mplan compile`; the next compile into it replaces these files:\n";
+  marker += "token " + token + "\n";
+  for (const OutputFile& f : files) marker += f.path + "\n";
+  if (int error = write_durably(staging / kOutputMarkerFile, marker); error != 0)
+    return abandon(fmt::format("cannot write '{}': {}; the previous output is unchanged", kOutputMarkerFile,
+                               std::strerror(error)));
   std::set<fs::path> made;
   for (const OutputFile& f : files) {
     const fs::path path = staging / f.path;
@@ -263,28 +293,18 @@ Status replace_output_folder(const std::string& dir_text, const std::vector<Outp
       return abandon(fmt::format("cannot write '{}': {}; the previous output is unchanged", f.path,
                                  std::strerror(error)));
   }
-  std::string marker =
-      "This folder was written by `mplan compile`; the next compile into it replaces these files:\n";
-  for (const OutputFile& f : files) marker += f.path + "\n";
-  if (int error = write_durably(staging / kOutputMarkerFile, marker);
-      error != 0)
-    return abandon(fmt::format("cannot write '{}': {}; the previous output is unchanged", kOutputMarkerFile,
-                               std::strerror(error)));
   for (const fs::path& folder : made) sync_folder(folder);
   sync_folder(staging);
 
-  const fs::path staging_file_in_dir = t.dir / kStagingFile;
   if (!exists) {
     if (::rename(staging.c_str(), t.dir.c_str()) != 0)
       return abandon(fmt::format("cannot move the new output into place: {}", std::strerror(errno)));
     sync_folder(t.parent);
-    fs::remove(staging_file_in_dir, ec);
     return Ok{};
   }
   // One atomic step: DIR now holds the new output, `staging` the previous one.
   if (::renameat2(AT_FDCWD, staging.c_str(), AT_FDCWD, t.dir.c_str(), RENAME_EXCHANGE) == 0) {
     sync_folder(t.parent);
-    fs::remove(staging_file_in_dir, ec);
     fs::path previous = staging;
     if (::rename(staging.c_str(), old.c_str()) == 0) previous = old;
     carry_over(previous, t.dir);
@@ -307,7 +327,6 @@ Status replace_output_folder(const std::string& dir_text, const std::vector<Outp
                                std::strerror(error)));
   }
   sync_folder(t.parent);
-  fs::remove(staging_file_in_dir, ec);
   carry_over(old, t.dir);
   fs::remove_all(old, ec);
   sync_folder(t.parent);

@@ -6,8 +6,9 @@
 // complete new one, never a mix of two models.
 //
 // Layout beside DIR while it runs (hidden, named after DIR and the process):
-//   .DIR.mplan-new-<pid>   the new output being written
-//   .DIR.mplan-old-<pid>   the previous output, just swapped out
+//   .DIR.mplan-new-<pid>-<token>   the new output being written (its marker
+//                                  file carries the same token)
+//   .DIR.mplan-old-<pid>           the previous output, just swapped out
 // A later run removes what a killed run left (a process that no longer
 // exists): new folders are deleted; an old folder is put back where DIR is
 // missing, else its entries that DIR lacks are moved into DIR, then it is

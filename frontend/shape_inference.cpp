@@ -94,9 +94,13 @@ ShapeOrMessage infer_pool(const Layer& layer, const Shape& in) {
 
 std::string expected_input_count(const Layer& layer, size_t count) {
   bool is_join = layer.op == Op::add || layer.op == Op::concat;
-  if (is_join && count < 2)
+  if (layer.op == Op::add && count < 2)
     return fmt::format("{} needs at least 2 inputs (in: [a, b, ...]), got {}", op_name(layer.op),
                        count);
+  // A concat of one input is the identity: torchvision's DenseNet and ONNX's
+  // Concat have it (issue 12).
+  if (layer.op == Op::concat && count < 1)
+    return fmt::format("concat needs at least 1 input (in: [a, b, ...]), got {}", count);
   if (!is_join && count != 1)
     return fmt::format("{} takes exactly 1 input, got {}", op_name(layer.op), count);
   return {};
