@@ -244,10 +244,9 @@ int64_t MapReader::int_value(const YAML::Node& value, std::string_view what, int
                                  why.find("nested") != std::string::npos ||
                                  why.find("division by zero") != std::string::npos;
     if (looks_like_expression) fail(value, fmt::format("{}: {}", what, why));
-    const std::string shown = text.size() <= 60 ? text : text.substr(0, 60) + "...";
     fail(value, fmt::format("{} must be an integer (or an integer expression such as "
-                            "\"$width * 2\"), got '{}'",
-                            what, shown));
+                            "\"$width * 2\"), got {}",
+                            what, describe_node(value)));
   }
   int64_t v = *result;
   if (v < min) fail(value, fmt::format("{} must be at least {}, got {}", what, min, v));
