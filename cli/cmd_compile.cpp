@@ -4,9 +4,12 @@
 // default, mplan, is moDNN's scheduler of planner/planner.h or, where one
 // simulates faster, vDNN's or SuperNeurons' rules, the same plan as the
 // `mplan compare` row of that name), checks the plan with the independent
-// verifier (planner/verify.h) and writes DIR/plan.json, DIR/trace.json and
-// DIR/memory.svg. Every flag is checked before anything is computed, and
-// nothing is written unless the plan is made and verified.
+// verifier (planner/verify.h) and writes DIR/plan.json, DIR/trace.json,
+// DIR/memory.svg, DIR/model.yaml (the model, for `mplan verify DIR`) and the
+// program. Every flag is checked before anything is computed, nothing is
+// written unless the plan is made and verified, and the folder is replaced as
+// one unit (codegen/output_dir.h): a failure or a kill leaves the previous
+// output as it was.
 
 #include <fmt/format.h>
 
