@@ -304,7 +304,7 @@ std::vector<Case> catalogue() {
   add({"compile_batch_int64_max", {}, compile_with({"--batch", "9223372036854775807"}), 2,
        "--batch must be between 1 and 2147483647", "@out"});
   add({"compile_batch_2_31_rounds", {}, {"compile", "@good.yaml", "--budget", "20KiB", "--batch", "2147483647", "-o", "@out"},
-       3, "a plan has at most 65536 rounds", "@out"});
+       3, "a plan has at most 4096 rounds", "@out"});
   add({"compile_sub_batch_zero", {}, compile_with({"--sub-batch", "0"}), 2, "--sub-batch must be a positive number", "@out"});
   add({"compile_sub_batch_above_batch", {}, compile_with({"--sub-batch", "64"}), 2,
        "--sub-batch 64 is larger than the batch 4", "@out"});
@@ -431,8 +431,8 @@ std::vector<Case> catalogue() {
        verify_plan_args(), 1, "the key \"batch\" is given twice"});
   add({"plan_event_count_2e9", {plan_file([](Json& j) { j["event_count"] = 2000000000; })}, verify_plan_args(), 1,
        "event_count: 2000000000 events, but the plan has"});
-  add({"plan_rounds_beyond_limit", {plan_file([](Json& j) { j["sub_batches"] = std::vector<int>(70000, 1); })},
-       verify_plan_args(), 1, "more than 65536 rounds"});
+  add({"plan_rounds_beyond_limit", {plan_file([](Json& j) { j["sub_batches"] = std::vector<int>(5000, 1); })},
+       verify_plan_args(), 1, "more than 4096 rounds"});
   add({"plan_deep_nesting", {plan_text([] { return "{\"a\": " + std::string(60, '[') + std::string(60, ']') + "}"; })},
        verify_plan_args(), 1, "nested more than 32 deep"});
   add({"plan_truncated", {plan_text([] { return stock().plan.substr(0, stock().plan.size() - 40); })}, verify_plan_args(), 1,
