@@ -3,8 +3,8 @@
 # reader (with the verifier), the profile reader (with planning) and the .npy
 # reader. Builds the targets with clang, ASan and UBSan in build-fuzz/, runs
 # each for SECONDS (default 300) from the seeds in tests/fuzz/corpus/<target>
-# and the regression inputs, and prints per target: seconds, executions,
-# crashes. A crash's input is left in build-fuzz/artifacts/<target>/; once
+# and the regression inputs, with the format's words in tests/fuzz/dict, and
+# prints per target: seconds, executions, crashes. A crash's input is left in build-fuzz/artifacts/<target>/; once
 # fixed it belongs in tests/fuzz/regressions/<target>/, which ctest replays
 # (label fuzz). Figures of a run are in docs/robustness.md.
 #
@@ -35,7 +35,7 @@ for t in "${targets[@]}"; do
   log=build-fuzz/fuzz_$t.log
   set +e
   ./build-fuzz/tests/fuzz/fuzz_"$t" "$corpus" tests/fuzz/regressions/"$t" -max_total_time="$seconds" \
-    -max_len="${max_len[$t]}" -rss_limit_mb=3072 -timeout=30 -print_final_stats=1 \
+    -max_len="${max_len[$t]}" -dict=tests/fuzz/dict/"$t".dict -rss_limit_mb=3072 -timeout=30 -print_final_stats=1 \
     -artifact_prefix="$artifacts/" >"$log" 2>&1
   code=$?
   set -e
