@@ -6,7 +6,8 @@
 # and the regression inputs, with the format's words in tests/fuzz/dict, and
 # prints per target: seconds, executions, crashes. A crash's input is left
 # in build-fuzz/artifacts/<target>/; once fixed it belongs in
-# tests/fuzz/regressions/<target>/, which ctest replays (label fuzz). Figures of a run are in docs/robustness.md.
+# tests/fuzz/regressions/<target>/, which ctest replays (label fuzz).
+# Figures of a run are in docs/robustness.md.
 #
 #   bash bench/fuzz.sh [SECONDS] [TARGET...]     # targets: model plan profile npy
 set -euo pipefail
