@@ -284,6 +284,17 @@ TEST_F(OutputFolder, VerifyFindsTheModelBesideThePlan) {
   EXPECT_TRUE(contains(v.err, "--model")) << v.err;
 }
 
+// Item 8: a path that is not UTF-8 reaches plan.json (the device's
+// description names its file); the JSON writer aborted on it.
+TEST_F(OutputFolder, APathThatIsNotUtf8IsWrittenWithAReplacementCharacter) {
+  const std::string device = path("dev\xff.yaml");
+  write_file(device, read_file(std::string(MPLAN_SOURCE_DIR) + "/examples/devices/k40.yaml"));
+  const MplanRun r = mplan({"compile", path("a.yaml"), "--budget", "1MiB", "--device", device, "-o", path("out")});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  const nlohmann::json plan = nlohmann::json::parse(read_file(path("out/plan.json")));
+  EXPECT_NE(plan["device"].get<std::string>().find("dev\xef\xbf\xbd.yaml"), std::string::npos) << plan["device"];
+}
+
 // Item 9: `compile --build` when DIR/build is a file ended in an uncaught exception.
 TEST_F(OutputFolder, BuildIntoAFileSaysSo) {
   ASSERT_EQ(compile("a.yaml").exit_code, 0);
