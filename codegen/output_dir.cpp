@@ -251,8 +251,13 @@ Status replace_output_folder(const std::string& dir_text, const std::vector<Outp
                                                shown));
     }
   }
-  if (!fs::is_directory(t.parent, ec))
-    return io_error(dir_text, fmt::format("its parent folder '{}' does not exist", t.parent.string()));
+  // Missing parents are created, as `mkdir -p` would.
+  if (!fs::is_directory(t.parent, ec)) {
+    fs::create_directories(t.parent, ec);
+    if (ec || !fs::is_directory(t.parent))
+      return io_error(dir_text, fmt::format("cannot create its parent folder '{}': {}", t.parent.string(),
+                                            ec ? ec.message() : std::string("it is not a folder")));
+  }
   for (const OutputFile& f : files)
     if (!is_inside(f.path))
       return Error{SourceLocation{}, "internal error: output file '" + f.path + "' is not inside the folder",

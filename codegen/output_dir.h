@@ -34,8 +34,9 @@ struct OutputFile {
 // have (a build folder of `--build`, files the user put there) are moved into
 // the new folder after the swap. Refuses (ErrorKind::usage) a `dir` that is
 // not a folder, a non-empty folder that mplan did not write (no marker file
-// and no plan.json), and the current folder or one above it. I/O failures are
-// ErrorKind::io; the previous output is then untouched.
+// and no plan.json), and the current folder or one above it; creates missing
+// parent folders. I/O failures are ErrorKind::io; the previous output is then
+// untouched.
 Status replace_output_folder(const std::string& dir, const std::vector<OutputFile>& files);
 
 // The staging and swapped-out folders a killed run left beside `dir` (for

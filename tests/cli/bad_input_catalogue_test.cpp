@@ -334,8 +334,8 @@ std::vector<Case> catalogue() {
   add({"compile_out_holds_the_model", {text_file("o/m.yaml", kGood), text_file("o/plan.json", "{}")},
        {"compile", "@o/m.yaml", "--budget", "1MiB", "-o", "@o"}, 2, "holds the input file"});
   add({"compile_out_is_the_root", {}, {"compile", "@good.yaml", "--budget", "1MiB", "-o", "/"}, 2, "holds the input file"});
-  add({"compile_out_parent_missing", {}, {"compile", "@good.yaml", "--budget", "1MiB", "-o", "@no/such/out"}, 4,
-       "does not exist", "@no"});
+  add({"compile_out_parent_is_a_file", {text_file("f", "x")}, {"compile", "@good.yaml", "--budget", "1MiB", "-o", "@f/out"},
+       4, "cannot create its parent folder"});
   add({"compile_model_missing", {}, {"compile", "@nosuch.yaml", "--budget", "1MiB", "-o", "@out"}, 4,
        "cannot read the model file", "@out"});
 

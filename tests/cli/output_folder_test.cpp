@@ -242,6 +242,12 @@ TEST_F(OutputFolder, KilledAtAnySystemCallOutIsOneWholeOutput) {
   expect_no_temporaries();
 }
 
+TEST_F(OutputFolder, MissingParentsAreCreated) {
+  const MplanRun r = mplan({"compile", path("a.yaml"), "--budget", "1MiB", "-o", path("deep/er/out")});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_TRUE(fs::exists(path("deep/er/out/plan.json")));
+}
+
 TEST_F(OutputFolder, RefusesAFolderItDidNotWriteAndTheCurrentFolder) {
   fs::create_directories(path("out"));
   write_file(path("out/thesis.tex"), "years of work");
