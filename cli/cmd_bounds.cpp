@@ -15,6 +15,7 @@
 #include "cli/command.h"
 #include "frontend/bytes.h"
 #include "frontend/parse.h"
+#include "frontend/validate.h"
 #include "profiler/analytic_model.h"
 #include "profiler/device.h"
 #include "profiler/ideal.h"
@@ -121,22 +122,27 @@ std::string bounds_text(const Model& model, const Tdfg& tdfg, const MemoryBounds
 
 void run_bounds(const BoundsOptions& options) {
   if (options.batch_given && options.batch <= 0)
-    fail(fmt::format("--batch must be a positive number of samples, got {}", options.batch));
+    fail_usage(fmt::format("--batch must be a positive number of samples, got {}", options.batch));
   const Model model = unwrap(load_model(options.model_path));
   const int64_t batch = options.batch_given ? options.batch : model.batch;
+  // Every byte count below is of tensors at this batch: bounded first (issue 12).
+  if (Status s = check_batch(model, batch, "--batch"); !s) fail_usage(s.error().message);
   const Tdfg tdfg = build_tdfg(model);
   const MemoryBounds bounds = compute_bounds(tdfg, batch);
   std::optional<IdealFigures> ideal;
   if (!options.device.empty()) {
     Result<Device> device = load_device(options.device);
-    if (!device.ok()) fail(fmt::format("--device '{}': {}", options.device, device.error().to_string()));
+    if (!device.ok()) {
+      fail(fmt::format("--device '{}': {}", options.device, device.error().to_string()), device.error().kind);
+    }
     const Result<MathMode> math = resolve_math_mode(device.value(), model.math);
     if (!math.ok()) fail(options.model_path + ": " + math.error().message);
     const AnalyticCostModel cost(device.value(), *math);
     ideal = IdealFigures{cost.describe(), ideal_run(tdfg, cost, batch)};
   }
   if (options.json)
-    fmt::print("{}\n", bounds_json(model, tdfg, bounds, ideal, options.layers).dump(2));
+    fmt::print("{}\n", bounds_json(model, tdfg, bounds, ideal, options.layers)
+                           .dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
   else
     fmt::print("{}", bounds_text(model, tdfg, bounds, ideal, options.layers));
 }

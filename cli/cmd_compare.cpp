@@ -19,6 +19,7 @@
 #include "cli/command.h"
 #include "frontend/bytes.h"
 #include "frontend/parse.h"
+#include "frontend/validate.h"
 #include "planner/policy.h"
 #include "planner/verify.h"
 #include "profiler/analytic_model.h"
@@ -37,6 +38,8 @@ struct CompareOptions {
   bool min_budget = false;
   bool json = false;
   bool no_verify = false;
+  bool batch_given = false;
+  bool allow_oversubscribe = false;
 };
 
 struct Row {
@@ -57,7 +60,7 @@ std::vector<PolicyKind> parse_policy_list(const std::string& text) {
     if (!parse_policy(name, &kind)) {
       std::string known;
       for (PolicyKind k : all_policies()) known += std::string(known.empty() ? "" : ", ") + policy_name(k);
-      fail("--policies: unknown policy '" + name + "'; expected some of: " + known);
+      fail_usage("--policies: unknown policy '" + name + "'; expected some of: " + known);
     }
     out.push_back(kind);
   }
@@ -67,19 +70,26 @@ std::vector<PolicyKind> parse_policy_list(const std::string& text) {
 std::string ms_text(double ms) { return fmt::format("{:.1f}", ms); }
 
 void run_compare(const CompareOptions& options) {
-  const Model model = unwrap(load_model(options.model_path));
   Result<int64_t> budget = parse_bytes(options.budget);
-  if (!budget) fail("--budget: " + budget.error().message);
-  if (*budget <= 0) fail("--budget: must be positive, not " + options.budget);
-  Result<Device> device = load_device(options.device);
-  if (!device) fail("--device: " + device.error().to_string());
-  if (options.batch < 0) fail("--batch: must be positive");
+  if (!budget) fail_usage("--budget: " + budget.error().message);
+  if (*budget <= 0) fail_usage("--budget: must be positive, not " + options.budget);
+  if (options.batch_given && options.batch <= 0) fail_usage("--batch: must be a positive number of samples");
   const std::vector<PolicyKind> kinds = parse_policy_list(options.policies);
+  const Model model = unwrap(load_model(options.model_path));
+  Result<Device> device = load_device(options.device);
+  if (!device) {
+    fail("--device: " + device.error().to_string(), device.error().kind);
+  }
+  const int64_t batch = options.batch_given ? options.batch : model.batch;
+  if (Status s = check_batch(model, batch, "--batch"); !s) fail_usage(s.error().message);
+  if (*budget > device->memory_bytes && !options.allow_oversubscribe)
+    fail_usage(fmt::format("--budget {} is more than the device's memory ({}, {}); pass --allow-oversubscribe to "
+                           "compare at it anyway",
+                           format_bytes(*budget), format_bytes(device->memory_bytes), device->name));
   const Tdfg tdfg = build_tdfg(model);
   const Result<MathMode> math = resolve_math_mode(*device, model.math);
   if (!math) fail(options.model_path + ": " + math.error().message);
   const AnalyticCostModel cost(*device, *math);
-  const int64_t batch = options.batch > 0 ? options.batch : model.batch;
 
   PolicyOptions po;
   po.budget_bytes = *budget;
@@ -189,7 +199,7 @@ void setup_compare(CLI::App& command) {
   command.add_option("--device", options->device,
                      "Device: a name from examples/devices (k40, h100, ...) or a path to a device file")
       ->capture_default_str();
-  command.add_option("--batch", options->batch, "Mini-batch B (default: the model's batch)");
+  auto* batch = command.add_option("--batch", options->batch, "Mini-batch B (default: the model's batch)");
   command.add_option("--policies", options->policies,
                      "Comma-separated policies (default: all): ideal, vdnn-all-m, vdnn-all-p, vdnn-conv-m, "
                      "vdnn-conv-p, vdnn-dyn, vdnn+, superneurons, modnn, mplan");
@@ -197,7 +207,12 @@ void setup_compare(CLI::App& command) {
                    "Also find each policy's minimum feasible budget (bisection; slower)");
   command.add_flag("--no-verify", options->no_verify, "Do not run the plan verifier on each plan");
   command.add_flag("--json", options->json, "Print JSON instead of the table");
-  command.callback([options] { run_compare(*options); });
+  command.add_flag("--allow-oversubscribe", options->allow_oversubscribe,
+                   "Accept a --budget above the device's memory");
+  command.callback([options, batch] {
+    options->batch_given = batch->count() > 0;
+    run_compare(*options);
+  });
 }
 
 const Registration registration("compare", "Compare scheduling policies (ideal, vDNN, SuperNeurons, moDNN, mplan) "

@@ -4,12 +4,18 @@
 // default, mplan, is moDNN's scheduler of planner/planner.h or, where one
 // simulates faster, vDNN's or SuperNeurons' rules, the same plan as the
 // `mplan compare` row of that name), checks the plan with the independent
-// verifier (planner/verify.h) and writes DIR/plan.json, DIR/trace.json and
-// DIR/memory.svg. Every flag is checked before anything is computed, and
-// nothing is written unless the plan is made and verified.
+// verifier (planner/verify.h) and writes DIR/plan.json, DIR/trace.json,
+// DIR/memory.svg, DIR/model.yaml (the model, for `mplan verify DIR`) and the
+// program. Every flag is checked before anything is computed, nothing is
+// written unless the plan is made and verified, and the folder is replaced as
+// one unit (codegen/output_dir.h): a failure or a kill leaves the previous
+// output as it was.
 
 #include <fmt/format.h>
 
+#include <unistd.h>
+
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
@@ -17,8 +23,11 @@
 
 #include "cli/command.h"
 #include "codegen/codegen.h"
+#include "codegen/output_dir.h"
 #include "frontend/bytes.h"
+#include "frontend/input_file.h"
 #include "frontend/parse.h"
+#include "frontend/validate.h"
 #include "planner/memory_svg.h"
 #include "planner/microbatch/wd_optimizer.h"
 #include "planner/plan_json.h"
@@ -28,6 +37,7 @@
 #include "planner/verify.h"
 #include "profiler/analytic_model.h"
 #include "profiler/device.h"
+#include "profiler/install_paths.h"
 #include "profiler/profile.h"
 #include "tdfg/tdfg.h"
 
@@ -59,6 +69,7 @@ struct CompileOptions {
   bool workspace_given = false;
   bool build = false;  // --build: also cmake-configure and build DIR/build/train (codegen, cg)
   std::string target;  // --target cpu|cuda; "": cuda where a GPU is present, else cpu
+  bool allow_oversubscribe = false;  // --allow-oversubscribe: a budget above the device's memory
 };
 
 struct Checked {
@@ -88,26 +99,26 @@ Checked check_flags(const CompileOptions& o) {
   Checked c;
   Result<int64_t> budget = parse_bytes(o.budget_text);
   if (!budget.ok())
-    fail(fmt::format("--budget '{}': {}", o.budget_text,
-                     budget.error().message));
-  if (*budget <= 0) fail(fmt::format("--budget '{}': the budget must be more than 0 bytes", o.budget_text));
+    fail_usage(fmt::format("--budget '{}': {}", o.budget_text,
+                           budget.error().message));
+  if (*budget <= 0) fail_usage(fmt::format("--budget '{}': the budget must be more than 0 bytes", o.budget_text));
   c.budget_bytes = *budget;
   Result<WorkspaceMode> workspace = parse_workspace_mode(o.workspace);
-  if (!workspace.ok()) fail(workspace.error().message);
+  if (!workspace.ok()) fail_usage(workspace.error().message);
   c.workspace = *workspace;
   if (!o.dump_lp.empty() && c.workspace.use != WorkspaceUse::wd && c.workspace.use != WorkspaceUse::wd_auto)
-    fail(fmt::format("--dump-lp needs a WD workspace mode (--workspace wd:TOTAL or wd:auto), not '{}'",
+    fail_usage(fmt::format("--dump-lp needs a WD workspace mode (--workspace wd:TOTAL or wd:auto), not '{}'",
                      o.workspace));
   if (o.batch_given && o.batch <= 0)
-    fail(fmt::format("--batch must be a positive number of samples, got {}", o.batch));
+    fail_usage(fmt::format("--batch must be a positive number of samples, got {}", o.batch));
   if (o.sub_batch_given && o.sub_batch <= 0)
-    fail(fmt::format("--sub-batch must be a positive number of samples, got {}", o.sub_batch));
+    fail_usage(fmt::format("--sub-batch must be a positive number of samples, got {}", o.sub_batch));
   if (o.copy_engines_given && o.copy_engines != 1 && o.copy_engines != 2)
-    fail(fmt::format("--copy-engines must be 1 (one copy stream shared by both directions) or 2 (one per "
+    fail_usage(fmt::format("--copy-engines must be 1 (one copy stream shared by both directions) or 2 (one per "
                      "direction), got {}",
                      o.copy_engines));
   if (!parse_policy(o.policy, &c.policy))
-    fail(fmt::format("--policy '{}': unknown policy; expected one of {}", o.policy, policy_names()));
+    fail_usage(fmt::format("--policy '{}': unknown policy; expected one of {}", o.policy, policy_names()));
   // The layer-wise policies follow their papers' rules and have none of the
   // scheduler's knobs: refuse rather than ignore them.
   if (c.policy != PolicyKind::mplan && c.policy != PolicyKind::modnn) {
@@ -119,14 +130,14 @@ Checked check_flags(const CompileOptions& o) {
                        : !o.dump_lp.empty()     ? "--dump-lp"
                                                 : nullptr;
     if (flag != nullptr)
-      fail(fmt::format("{} is an option of moDNN's scheduler (--policy mplan or modnn), not of --policy {}", flag,
-                       o.policy));
+      fail_usage(fmt::format("{} is an option of moDNN's scheduler (--policy mplan or modnn), not of --policy {}",
+                             flag, o.policy));
   }
   if (!o.device.empty() && !o.profile.empty())
-    fail("--device and --profile exclude each other: a profile names its own device");
+    fail_usage("--device and --profile exclude each other: a profile names its own device");
   if (!o.target.empty()) {
     if (!codegen::parse_target(o.target, &c.target))
-      fail(fmt::format("--target '{}': expected cpu or cuda", o.target));
+      fail_usage(fmt::format("--target '{}': expected cpu or cuda", o.target));
     c.target_line = fmt::format("target: {}\n", o.target);
   } else {
     c.target = gpu_present() ? codegen::Target::cuda : codegen::Target::cpu;
@@ -136,8 +147,15 @@ Checked check_flags(const CompileOptions& o) {
   }
   namespace fs = std::filesystem;
   std::error_code ec;
+  if (o.out_dir.empty()) fail_usage("-o: expected an output folder");
   if (fs::exists(o.out_dir, ec) && !fs::is_directory(o.out_dir, ec))
-    fail(fmt::format("-o '{}': exists and is not a folder", o.out_dir));
+    fail_usage(fmt::format("-o '{}': exists and is not a folder", o.out_dir));
+  // The output folder is replaced as a whole: no input may live in it, and
+  // --dump-lp must not name an input.
+  const std::vector<std::string> inputs = {o.model_path, o.profile,
+                                           o.device.find('/') != std::string::npos ? o.device : std::string()};
+  refuse_overwriting_inputs("-o", o.out_dir, inputs, /*output_is_folder=*/true);
+  if (!o.dump_lp.empty()) refuse_overwriting_inputs("--dump-lp", o.dump_lp, inputs);
   return c;
 }
 
@@ -174,18 +192,35 @@ void build_program(const std::string& dir) {
   const std::string build_dir = dir + "/build";
   const std::string configure = "cmake -S " + quoted(dir) + " -B " + quoted(build_dir) + " > " +
                                 quoted(build_dir + ".log") + " 2>&1";
-  std::filesystem::create_directories(build_dir);
+  std::error_code ec;
+  if (std::filesystem::exists(build_dir, ec) && !std::filesystem::is_directory(build_dir, ec))
+    fail(fmt::format("--build: {} exists and is not a folder; remove it (the plan and program are written)",
+                     build_dir),
+         ErrorKind::io);
+  std::filesystem::create_directories(build_dir, ec);
+  if (ec) fail(fmt::format("--build: cannot create {}: {}", build_dir, ec.message()), ErrorKind::io);
   if (std::system(configure.c_str()) != 0)
-    fail(fmt::format("--build: cmake could not configure {} (log: {}.log)", dir, build_dir));
+    fail(fmt::format("--build: cmake could not configure {} (log: {}.log)", dir, build_dir), ErrorKind::io);
   const std::string build = "cmake --build " + quoted(build_dir) + " -j2 >> " + quoted(build_dir + ".log") + " 2>&1";
   if (std::system(build.c_str()) != 0)
-    fail(fmt::format("--build: cmake could not build {} (log: {}.log)", dir, build_dir));
+    fail(fmt::format("--build: cmake could not build {} (log: {}.log)", dir, build_dir), ErrorKind::io);
   fmt::print("built: {}/train (run it with --steps N; --help for its flags)\n", build_dir);
 }
 
 void run_compile(const CompileOptions& o) {
   const Checked checked = check_flags(o);
-  const Model model = unwrap(load_model(o.model_path));
+  // The model's text is kept: compile writes a copy beside the plan, so that
+  // `mplan verify DIR` needs no --model (issue 12).
+  const std::string model_text = unwrap(read_input_file(o.model_path, "the model file", kMaxModelFileBytes));
+  const Model model = unwrap(parse_model(model_text, o.model_path));
+  const int64_t batch = o.batch_given ? o.batch : model.batch;
+  if (o.batch_given) {
+    if (Status s = check_batch(model, o.batch, "--batch"); !s) fail_usage(s.error().message);
+  }
+  if (o.sub_batch_given) {
+    if (o.sub_batch > batch)
+      fail_usage(fmt::format("--sub-batch {} is larger than the batch {}", o.sub_batch, batch));
+  }
 
   const Tdfg tdfg = build_tdfg(model);
   std::string device_line;
@@ -193,6 +228,7 @@ void run_compile(const CompileOptions& o) {
   if (!o.profile.empty()) {
     Profile profile = unwrap(load_profile(o.profile));
     device_line = fmt::format("device: {} (recorded profile {})\n", profile.device_name, o.profile);
+    if (Status s = check_profile_reaches_batch(profile, batch, o.profile); !s) fail(s.error());
     cost = unwrap(RecordedCostModel::create(std::move(profile), tdfg, {}, o.profile));
   } else {
     Device device;
@@ -201,13 +237,28 @@ void run_compile(const CompileOptions& o) {
       device_line = fmt::format("device: {} (default; use --device to choose)\n", device.name);
     } else {
       Result<Device> loaded = load_device(o.device);
-      if (!loaded.ok()) fail(fmt::format("--device '{}': {}", o.device, loaded.error().to_string()));
+      if (!loaded.ok()) {
+        fail(fmt::format("--device '{}': {}", o.device, loaded.error().to_string()), loaded.error().kind);
+      }
       device = std::move(loaded).value();
       device_line = fmt::format("device: {}\n", device.name);
     }
     const Result<MathMode> math = resolve_math_mode(device, model.math);
     if (!math.ok()) fail(fmt::format("{}: {}", o.model_path, math.error().message));
     cost = std::make_unique<AnalyticCostModel>(device, *math);
+  }
+  // A budget the device does not have: the program would fail when it
+  // allocates its arena (issue 12). Refused unless the user says so.
+  if (checked.budget_bytes > cost->device_memory_bytes()) {
+    if (!o.allow_oversubscribe)
+      fail_usage(fmt::format("--budget {} is more than the device's memory ({}, {}): the program could not "
+                             "allocate it. Give a budget up to the device's memory, or pass --allow-oversubscribe "
+                             "if the device really has more",
+                             format_bytes(checked.budget_bytes), format_bytes(cost->device_memory_bytes()),
+                             cost->describe()));
+    fmt::print(stderr, "mplan: warning: --budget {} is more than the device's memory ({}); allowed by "
+                       "--allow-oversubscribe\n",
+               format_bytes(checked.budget_bytes), format_bytes(cost->device_memory_bytes()));
   }
 
   PolicyOptions options;
@@ -222,12 +273,15 @@ void run_compile(const CompileOptions& o) {
   PolicyOutcome outcome = run_policy(checked.policy, tdfg, *cost, options);
   if (!outcome.feasible) {
     // moDNN's scheduler names the flag and the minimum itself (Eq. 2).
-    if (checked.policy == PolicyKind::mplan || checked.policy == PolicyKind::modnn) fail(outcome.note);
+    if (checked.policy == PolicyKind::mplan || checked.policy == PolicyKind::modnn)
+      fail(outcome.note, ErrorKind::infeasible);
     if (checked.policy == PolicyKind::ideal)
       fail(fmt::format("--policy ideal: the ideal plan (unlimited memory) {} of {}; it is for comparison "
                        "(`mplan compare`) and compiles only where it fits",
-                       outcome.note, format_bytes(checked.budget_bytes)));
-    fail(fmt::format("--policy {}: no plan within --budget {}: {}", o.policy, o.budget_text, outcome.note));
+                       outcome.note, format_bytes(checked.budget_bytes)),
+           ErrorKind::infeasible);
+    fail(fmt::format("--policy {}: no plan within --budget {}: {}", o.policy, o.budget_text, outcome.note),
+         ErrorKind::infeasible);
   }
   Plan plan = std::move(outcome.plan);
   const CostModelInfo cost_info = cost->info();
@@ -251,7 +305,8 @@ void run_compile(const CompileOptions& o) {
     if (shown < violations.size()) list += fmt::format("\n  ... and {} more", violations.size() - shown);
     fail(fmt::format("internal error: the planner made a plan that fails verification ({} violation{}); "
                      "nothing was written. Please report this with the model and flags.{}",
-                     violations.size(), violations.size() == 1 ? "" : "s", list));
+                     violations.size(), violations.size() == 1 ? "" : "s", list),
+         ErrorKind::internal);
   }
 
   // The training program: DIR/train.cpp and DIR/CMakeLists.txt (codegen/codegen.h).
@@ -259,37 +314,67 @@ void run_compile(const CompileOptions& o) {
   codegen_options.mplan_version = MPLAN_VERSION_TEXT;
   codegen_options.model_file = o.model_path;
   codegen_options.target = checked.target;
+  // The runtime this mplan ships (installed, $MPLAN_HOME, or its source tree).
+  codegen_options.runtime_dir = install_paths().runtime_dir;
   const codegen::GeneratedProgram program = unwrap(codegen::emit_program(model, tdfg, plan, codegen_options));
 
   const std::string plan_text = plan_to_json(plan);
   const std::string trace_text = plan_to_trace_json(plan);
   const std::string svg_text = plan_memory_svg(plan);
 
+  // The whole output goes into a temporary folder beside DIR and is swapped
+  // in at once (codegen/output_dir.h): a failure or a kill leaves the
+  // previous output exactly as it was, never a mix of two plans.
   namespace fs = std::filesystem;
-  std::error_code ec;
-  fs::create_directories(o.out_dir, ec);
-  if (ec) fail(fmt::format("-o '{}': cannot create the folder: {}", o.out_dir, ec.message()));
-  const fs::path dir(o.out_dir);
-  write_file_atomically((dir / "trace.json").string(), trace_text);
-  write_file_atomically((dir / "memory.svg").string(), svg_text);
-  for (const codegen::GeneratedFile& file : program.files)
-    write_file_atomically((dir / file.path).string(), file.text);
+  std::vector<codegen::OutputFile> files = {{"plan.json", plan_text},
+                                            {"trace.json", trace_text},
+                                            {"memory.svg", svg_text},
+                                            {kModelCopyFile, model_text}};
+  for (const codegen::GeneratedFile& file : program.files) files.push_back({file.path, file.text});
   if (!o.dump_lp.empty()) {
-    Status dumped = microbatch::dump_wd_lp(workspace_report.wd_problem.kernels, workspace_report.pool_bytes,
-                                           o.dump_lp);
-    if (!dumped.ok()) fail(fmt::format("--dump-lp '{}': {}", o.dump_lp, dumped.error().message));
+    // Written first, through a temporary file: a failing --dump-lp leaves the
+    // output folder untouched. Inside DIR it becomes one of the folder's files.
+    std::error_code ec;
+    const fs::path lp = fs::weakly_canonical(fs::absolute(o.dump_lp), ec);
+    const fs::path out = fs::weakly_canonical(fs::absolute(o.out_dir), ec);
+    const std::string relative = lp.lexically_relative(out).string();
+    const bool inside = !relative.empty() && relative != "." && relative.rfind("..", 0) != 0;
+    const std::string temporary = fmt::format("{}.tmp-{}", inside ? (fs::temp_directory_path() / "mplan-lp").string()
+                                                                  : o.dump_lp,
+                                              static_cast<long>(::getpid()));
+    Status dumped =
+        microbatch::dump_wd_lp(workspace_report.wd_problem.kernels, workspace_report.pool_bytes, temporary);
+    if (!dumped.ok()) {
+      fs::remove(temporary, ec);
+      fail(fmt::format("--dump-lp '{}': {}; nothing was written", o.dump_lp, dumped.error().message),
+           ErrorKind::io);
+    }
+    if (inside) {
+      Result<std::string> text = read_input_file(temporary, "the LP file", int64_t{1} << 34);
+      fs::remove(temporary, ec);
+      if (!text.ok()) fail(text.error());
+      files.push_back({relative, std::move(text).value()});
+    } else {
+      fs::rename(temporary, o.dump_lp, ec);
+      if (ec) {
+        fs::remove(temporary, ec);
+        fail(fmt::format("--dump-lp '{}': {}; nothing was written", o.dump_lp, ec.message()), ErrorKind::io);
+      }
+    }
   }
-  // plan.json last: its presence means the whole output is there.
-  write_file_atomically((dir / "plan.json").string(), plan_text);
+  if (Status written = codegen::replace_output_folder(o.out_dir, files); !written) fail(written.error());
+  const fs::path dir(o.out_dir);
 
   fmt::print("{}", policy_line);
   fmt::print("{}", summary_text(plan, device_line, static_cast<size_t>(plan.event_count)));
-  fmt::print("wrote: {}, {}, {}\n", (dir / "plan.json").string(), (dir / "trace.json").string(),
-             (dir / "memory.svg").string());
+  fmt::print("wrote: {}, {}, {}, {} (the model, for `mplan verify`)\n", (dir / "plan.json").string(),
+             (dir / "trace.json").string(), (dir / "memory.svg").string(), (dir / kModelCopyFile).string());
   fmt::print("{}", checked.target_line);
   fmt::print("program: {}, {}\n", (dir / "train.cpp").string(), (dir / "CMakeLists.txt").string());
   // Never a silent substitution: what the program does otherwise than planned.
-  for (const std::string& warning : program.warnings) fmt::print(stderr, "warning: {}\n", warning);
+  // The output is in place by now: a failing stderr (a full disk) must not
+  // turn the completed run into an error, so no throwing fmt::print here.
+  for (const std::string& warning : program.warnings) std::fputs(("warning: " + warning + "\n").c_str(), stderr);
   if (o.build) build_program(dir.string());
 }
 
@@ -329,6 +414,8 @@ void setup_compile(CLI::App& command) {
                      "Backend of the generated program: cpu (runtime/cpu) or cuda (runtime/cuda: cuDNN, cuBLAS); "
                      "default: cuda where this machine has an NVIDIA GPU, else cpu");
   command.add_flag("--build", o->build, "Also build the training program: cmake -S DIR -B DIR/build && cmake --build DIR/build");
+  command.add_flag("--allow-oversubscribe", o->allow_oversubscribe,
+                   "Accept a --budget above the device's memory (the device file's or profile's)");
   command.callback([o, batch, sub_batch, engines, workspace] {
     o->workspace_given = workspace->count() > 0;
     o->batch_given = batch->count() > 0;

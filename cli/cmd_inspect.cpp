@@ -97,10 +97,12 @@ std::string header_text(const Plan& plan, const std::string& path) {
 }
 
 std::string table_text(const Plan& plan) {
+  // Rows for the named tasks, or (a plan without names) for task ids up to the
+  // number of choices: what is allocated is bounded by what the file holds.
   const size_t tasks = std::max<size_t>(plan.task_names.size(), [&] {
     size_t n = 0;
     for (const TaskChoice& c : plan.choices) n = std::max<size_t>(n, static_cast<size_t>(c.task) + 1);
-    return n;
+    return std::min(n, plan.choices.size());
   }());
   std::vector<TaskRow> rows(tasks);
   auto valid_buffer = [&](BufferId id) { return id >= 0 && id < static_cast<BufferId>(plan.buffers.size()); };

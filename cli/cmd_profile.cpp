@@ -8,13 +8,14 @@
 #include <fmt/format.h>
 
 #include <cstdint>
-#include <fstream>
-#include <sstream>
+#include <filesystem>
 #include <memory>
 #include <string>
 
 #include "cli/command.h"
+#include "frontend/input_file.h"
 #include "frontend/parse.h"
+#include "frontend/validate.h"
 #include "profiler/analytic_model.h"
 #include "profiler/cpu_measured.h"
 #include "profiler/device.h"
@@ -37,20 +38,39 @@ struct ProfileOptions {
   int repeats = 10;                  // --repeats: timed runs per kernel in the job file
 };
 
+// Flag checks shared by both backends: the output is not an input, and the
+// sub-batches are sizes mplan computes with for this model (they may exceed
+// the model's batch, for `compile --batch`; issue 12).
+std::vector<int64_t> checked_sub_batches(const ProfileOptions& options, const Model& model) {
+  const std::vector<int64_t> sub_batches = unwrap(parse_sub_batches(options.sub_batches, model.batch));
+  for (int64_t b : sub_batches)
+    if (Status s = check_batch(model, b, "--sub-batches"); !s) fail_usage(s.error().message);
+  return sub_batches;
+}
+
+void check_output(const ProfileOptions& options) {
+  if (options.output.empty()) fail_usage("-o: expected the path of the profile to write");
+  refuse_overwriting_inputs("-o", options.output,
+                            {options.model_path, options.device.find('/') != std::string::npos ||
+                                                         std::filesystem::exists(options.device)
+                                                     ? options.device
+                                                     : std::string()});
+}
+
+// The kernel profiler's result file, bounded like a profile (issue 12).
 std::string read_text(const std::string& path, const char* flag) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(fmt::format("{} '{}': cannot read the file", flag, path));
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
+  Result<std::string> text = read_input_file(path, "the kernel profiler's results", kMaxProfileFileBytes);
+  if (!text) fail(fmt::format("{} '{}': {}", flag, path, text.error().message), text.error().kind);
+  return std::move(text).value();
 }
 
 // --jobs: the kernels of every distinct task at every sub-batch, for
 // profiler/kernel_profiler to time where the GPU is (docs/profile-format.md).
 void run_write_jobs(const ProfileOptions& options) {
-  if (options.repeats < 1 || options.repeats > 10000) fail("--repeats: expected 1 to 10000");
+  if (options.repeats < 1 || options.repeats > 10000) fail_usage("--repeats: expected 1 to 10000");
+  refuse_overwriting_inputs("--jobs", options.jobs, {options.model_path});
   const Model model = unwrap(load_model(options.model_path));
-  const std::vector<int64_t> sub_batches = unwrap(parse_sub_batches(options.sub_batches, model.batch));
+  const std::vector<int64_t> sub_batches = checked_sub_batches(options, model);
   const Tdfg tdfg = build_tdfg(model);
   const rt::JobFile jobs = make_jobs(tdfg, sub_batches, options.repeats, /*warmup=*/2);
   write_file_atomically(options.jobs, rt::jobs_to_json(jobs));
@@ -63,8 +83,10 @@ void run_write_jobs(const ProfileOptions& options) {
 
 // --merge: the kernel profiler's result file as profile.json.
 void run_merge(const ProfileOptions& options) {
+  check_output(options);
+  refuse_overwriting_inputs("-o", options.output, {options.merge});
   const Model model = unwrap(load_model(options.model_path));
-  const std::vector<int64_t> sub_batches = unwrap(parse_sub_batches(options.sub_batches, model.batch));
+  const std::vector<int64_t> sub_batches = checked_sub_batches(options, model);
   const Tdfg tdfg = build_tdfg(model);
   rt::ResultFile results;
   std::string error;
@@ -79,11 +101,19 @@ void run_merge(const ProfileOptions& options) {
 // --backend cpu: times the CPU runtime's ops and algorithms on this machine
 // (profiler/cpu_measured.h) and writes them as the profile.
 void run_cpu_profile(const ProfileOptions& options) {
+  if (!options.device.empty())
+    fail_usage("--device is for --backend analytic; --backend cpu measures this machine");
+  check_output(options);
   const Model model = unwrap(load_model(options.model_path));
-  const std::vector<int64_t> sub_batches = unwrap(parse_sub_batches(options.sub_batches, model.batch));
+  const std::vector<int64_t> sub_batches = checked_sub_batches(options, model);
   const Tdfg tdfg = build_tdfg(model);
   const CpuMeasuredCostModel cost_model;
-  const Profile profile = make_profile(tdfg, cost_model, sub_batches, "cpu");
+  Profile profile;
+  try {
+    profile = make_profile(tdfg, cost_model, sub_batches, "cpu");
+  } catch (const MeasurementTooLarge& e) {
+    fail(fmt::format("--backend cpu: {}", e.what()));
+  }
   write_file_atomically(options.output, profile_to_json(profile));
   fmt::print("wrote {}: {} measured on the CPU, {} distinct layers, {} measurements, sub-batches {}\n",
              options.output, model.name, profile.entries.size(), cost_model.measurements(), options.sub_batches);
@@ -91,26 +121,30 @@ void run_cpu_profile(const ProfileOptions& options) {
 
 void run_profile(const ProfileOptions& options) {
   if (!options.merge.empty()) {
-    if (!options.jobs.empty()) fail("--merge and --jobs exclude each other");
-    if (options.output.empty()) fail("--merge needs -o/--output profile.json");
+    if (!options.jobs.empty()) fail_usage("--merge and --jobs exclude each other");
+    if (options.output.empty()) fail_usage("--merge needs -o/--output profile.json");
     return run_merge(options);
   }
   if (!options.jobs.empty()) {
     if (options.backend != "cuda" && options.backend != "cpu")
-      fail("--jobs: writes the job file of a measured backend: --backend cuda (or cpu)");
+      fail_usage("--jobs: writes the job file of a measured backend: --backend cuda (or cpu)");
     return run_write_jobs(options);
   }
-  if (options.output.empty()) fail("-o/--output: required (where to write profile.json)");
+  if (options.output.empty()) fail_usage("-o/--output: required (where to write profile.json)");
   if (options.backend == "cpu") return run_cpu_profile(options);
   if (options.backend == "cuda")
-    fail("--backend cuda: mplan does not link CUDA; write a job file with --jobs jobs.json, run "
-         "profiler/kernel_profiler on the GPU node, then --merge its results");
-  if (options.backend != "analytic") fail("--backend: expected analytic, cpu or cuda, not '" + options.backend + "'");
-  if (options.device.empty()) fail("--device: required with --backend analytic");
+    fail_usage("--backend cuda: mplan does not link CUDA; write a job file with --jobs jobs.json, run "
+               "profiler/kernel_profiler on the GPU node, then --merge its results");
+  if (options.backend != "analytic")
+    fail_usage("--backend: expected analytic, cpu or cuda, not '" + options.backend + "'");
+  if (options.device.empty()) fail_usage("--device: required with --backend analytic");
+  check_output(options);
   const Model model = unwrap(load_model(options.model_path));
   Result<Device> device = load_device(options.device);
-  if (!device) fail("--device: " + device.error().to_string());
-  const std::vector<int64_t> sub_batches = unwrap(parse_sub_batches(options.sub_batches, model.batch));
+  if (!device) {
+    fail("--device: " + device.error().to_string(), device.error().kind);
+  }
+  const std::vector<int64_t> sub_batches = checked_sub_batches(options, model);
   const Tdfg tdfg = build_tdfg(model);
   const Result<MathMode> math = resolve_math_mode(*device, model.math);
   if (!math) fail(options.model_path + ": " + math.error().message);

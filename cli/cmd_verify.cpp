@@ -1,10 +1,12 @@
-// `mplan verify PLAN --model model.yaml`: replays a plan with the independent
+// `mplan verify PLAN [--model model.yaml]`: replays a plan with the independent
 // verifier (planner/verify.h) against the TDFG rebuilt from the model. PLAN is
-// a plan.json or the folder `mplan compile -o` wrote. Exit 0 with
+// a plan.json or the folder `mplan compile -o` wrote; the model defaults to
+// the copy compile keeps beside plan.json (model.yaml). Exit 0 with
 // "plan OK: ..." or every violation, one per line, and exit 1.
 
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <memory>
 #include <string>
 
@@ -27,19 +29,35 @@ struct VerifyOptions {
 void run_verify(const VerifyOptions& o) {
   const std::string path = plan_json_path(o.plan_path);
   const Plan plan = unwrap(load_plan(path));
-  const Model model = unwrap(load_model(o.model_path));
+  // Without --model, the copy `mplan compile` keeps beside the plan.
+  std::string model_path = o.model_path;
+  if (model_path.empty()) {
+    model_path = (std::filesystem::path(path).parent_path() / kModelCopyFile).string();
+    if (std::filesystem::path(path).parent_path().empty()) model_path = kModelCopyFile;
+    std::error_code ec;
+    if (!std::filesystem::exists(model_path, ec))
+      fail_usage(fmt::format("{} has no {} beside it (the copy of the model `mplan compile` keeps): pass the model "
+                             "the plan was made from with --model",
+                             path, kModelCopyFile));
+  }
+  const Model model = unwrap(load_model(model_path));
   const std::string digest = plan_model_digest(model);
   if (digest != plan.model_digest)
     fail(fmt::format("{} was made for model '{}' (digest {}), but {} is model '{}' with digest {}: compile the "
                      "plan again or pass the model it was made from",
-                     path, plan.model_name, plan.model_digest, o.model_path, model.name, digest));
+                     path, plan.model_name, plan.model_digest, model_path, model.name, digest));
   const Tdfg tdfg = build_tdfg(model);
-  const std::vector<Violation> violations = verify_plan(plan, tdfg);
+  VerifiedFigures figures;
+  const std::vector<Violation> violations = verify_plan(plan, tdfg, &figures);
   if (violations.empty()) {
-    fmt::print("plan OK: {} steps, {} buffers, {} events, {} round{} of sub-batch {}, peak arena {} of {} (budget {})\n",
+    // The verifier's own figures, recomputed from the steps (equal to the
+    // summary's, or there would be a violation), never the file's.
+    fmt::print("plan OK: {} steps, {} buffers, {} events, {} round{} of sub-batch {}, peak arena {} of {} (budget {}); "
+               "{} offloads, {} loads, {:.3f} ms simulated\n",
                plan.steps.size(), plan.buffers.size(), plan.event_count, plan.sub_batches.size(),
-               plan.sub_batches.size() == 1 ? "" : "s", plan.sub_batch, format_bytes(plan.summary.peak_arena_bytes),
-               format_bytes(plan.arena_bytes), format_bytes(plan.budget_bytes));
+               plan.sub_batches.size() == 1 ? "" : "s", plan.sub_batch, format_bytes(figures.peak_arena_bytes),
+               format_bytes(plan.arena_bytes), format_bytes(plan.budget_bytes), figures.offload_count,
+               figures.load_count, figures.simulated_ms);
     return;
   }
   for (const Violation& v : violations) fmt::print("{}\n", to_string(v));
@@ -51,8 +69,9 @@ void run_verify(const VerifyOptions& o) {
 void setup_verify(CLI::App& command) {
   auto o = std::make_shared<VerifyOptions>();
   command.add_option("plan", o->plan_path, "plan.json, or the folder `mplan compile -o` wrote")->required();
-  command.add_option("--model", o->model_path, "The model file the plan was made from (rebuilds the TDFG)")
-      ->required();
+  command.add_option("--model", o->model_path,
+                     "The model file the plan was made from (rebuilds the TDFG); default: the model.yaml "
+                     "`mplan compile` keeps beside plan.json");
   command.callback([o] { run_verify(*o); });
 }
 

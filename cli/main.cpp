@@ -1,12 +1,17 @@
 // mplan: the command line. It only parses arguments and calls the stages;
 // each sub-command lives in its own cli/cmd_<name>.cpp.
 
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <exception>
 #include <filesystem>
-#include <fstream>
+#include <new>
 
 #include "cli/command.h"
 
@@ -21,31 +26,74 @@ Registration::Registration(std::string name, std::string description, Setup setu
   registered_commands().push_back({std::move(name), std::move(description), std::move(setup), order});
 }
 
-void fail(const Error& error) { throw CommandFailed{error.to_string()}; }
-void fail(const std::string& message) { throw CommandFailed{message}; }
+int exit_code_of(ErrorKind kind) {
+  switch (kind) {
+    case ErrorKind::bad_input: return kExitBadInput;
+    case ErrorKind::usage: return kExitUsage;
+    case ErrorKind::infeasible: return kExitInfeasible;
+    case ErrorKind::io: return kExitIo;
+    case ErrorKind::internal: return kExitInternal;
+  }
+  return kExitInternal;
+}
+
+void fail(const Error& error) { throw CommandFailed{error.to_string(), exit_code_of(error.kind)}; }
+void fail(const std::string& message, ErrorKind kind) { throw CommandFailed{message, exit_code_of(kind)}; }
+void fail_usage(const std::string& message) { throw CommandFailed{message, kExitUsage}; }
 
 void write_file_atomically(const std::string& path, const std::string& text) {
   namespace fs = std::filesystem;
-  fs::path target(path);
-  fs::path temporary = target;
-  temporary += ".tmp";
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    if (!out) fail(fmt::format("cannot write '{}': the folder does not exist or is not writable", path));
-    out << text;
-    out.flush();
-    if (!out) {
-      std::error_code ignored;
-      fs::remove(temporary, ignored);
-      fail(fmt::format("cannot write '{}': the write failed (disk full?)", path));
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) fail(fmt::format("cannot write '{}': {}", path, std::strerror(EISDIR)), ErrorKind::io);
+  // A name of our own beside the target: the rename below is atomic only
+  // within one folder (one file system).
+  const std::string temporary = fmt::format("{}.tmp-{}", path, static_cast<long>(::getpid()));
+  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0)
+    fail(fmt::format("cannot write '{}': {}", path,
+                     errno == ENOENT ? std::string("its folder does not exist") : std::strerror(errno)),
+         ErrorKind::io);
+  size_t done = 0;
+  int error = 0;
+  while (done < text.size()) {
+    const ssize_t wrote = ::write(fd, text.data() + done, text.size() - done);
+    if (wrote < 0 && errno == EINTR) continue;
+    if (wrote <= 0) {
+      error = wrote < 0 ? errno : ENOSPC;
+      break;
     }
+    done += static_cast<size_t>(wrote);
   }
-  std::error_code error;
-  fs::rename(temporary, target, error);
-  if (error) {
-    std::error_code ignored;  // keep `error` for the message: the rename's reason
-    fs::remove(temporary, ignored);
-    fail(fmt::format("cannot write '{}': {}", path, error.message()));
+  if (error == 0 && ::fsync(fd) != 0) error = errno;
+  if (::close(fd) != 0 && error == 0) error = errno;
+  if (error == 0 && ::rename(temporary.c_str(), path.c_str()) != 0) error = errno;
+  if (error != 0) {
+    ::unlink(temporary.c_str());
+    fail(fmt::format("cannot write '{}': {}", path, std::strerror(error)), ErrorKind::io);
+  }
+}
+
+void refuse_overwriting_inputs(const std::string& flag, const std::string& output,
+                               const std::vector<std::string>& inputs, bool output_is_folder) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path out = fs::weakly_canonical(fs::absolute(output, ec), ec);
+  for (const std::string& input : inputs) {
+    if (input.empty()) continue;
+    std::error_code e1, e2;
+    const bool same = fs::exists(output, e1) && fs::exists(input, e2) && fs::equivalent(output, input, e1);
+    if (same)
+      fail_usage(fmt::format("{} '{}' is the input file '{}': mplan does not write over what it reads; choose "
+                             "another output",
+                             flag, output, input));
+    if (!output_is_folder) continue;
+    // The input inside the output folder (at any depth): replacing the folder would lose it.
+    const fs::path in = fs::weakly_canonical(fs::absolute(input, e1), e1);
+    const auto mismatch = std::mismatch(out.begin(), out.end(), in.begin(), in.end());
+    if (mismatch.first == out.end() && in != out)
+      fail_usage(fmt::format("{} '{}' holds the input file '{}', and mplan replaces the whole folder; keep "
+                             "inputs outside the output folder or choose another one",
+                             flag, output, input));
   }
 }
 
@@ -73,14 +121,29 @@ int main(int argc, char** argv) {
         std::string names;
         for (const auto& command : commands) names += (names.empty() ? "" : ", ") + command.name;
         std::fprintf(stderr, "mplan: error: unknown command '%s' (expected one of: %s)\n", argv[1], names.c_str());
-        return e.get_exit_code();
+        return kExitUsage;
       }
     }
     std::fprintf(stderr, "mplan: error: ");
-    return app.exit(e);
+    app.exit(e);
+    return kExitUsage;
   } catch (const CommandFailed& e) {
     std::fprintf(stderr, "mplan: error: %s\n", e.message.c_str());
     return e.exit_code;
+  } catch (const std::bad_alloc&) {
+    // Inputs are bounded so that this does not happen; if it does, it is a
+    // bug to report, not a crash.
+    std::fprintf(stderr,
+                 "mplan: internal error: ran out of memory; please report this with the command and its input "
+                 "files\n");
+    return kExitInternal;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "mplan: internal error: %s; please report this with the command and its input files\n",
+                 e.what());
+    return kExitInternal;
+  } catch (...) {
+    std::fprintf(stderr, "mplan: internal error: an unknown exception; please report this\n");
+    return kExitInternal;
   }
   return 0;
 }

@@ -233,6 +233,12 @@ class Expander {
       reader.fail(reader.get("block"),
                   fmt::format("block '{}' uses itself ({} -> {}); blocks cannot be recursive", block,
                               fmt::join(scope.active_blocks, " -> "), block));
+    if (scope.active_blocks.size() >= kMaxBlockNesting)
+      reader.fail(reader.get("block"),
+                  fmt::format("block instances are nested more than {} deep (block '{}' inside {} -> ...); "
+                              "nest fewer blocks",
+                              kMaxBlockNesting, block, fmt::join(scope.active_blocks.begin(),
+                                                                 scope.active_blocks.begin() + 3, " -> ")));
     int64_t repeat = reader.optional_int("repeat", 1, 1);
     ExpressionParams params = read_with(reader, block, definition);
     LayerId current = read_inputs(reader, previous, scope, /*single=*/true).front();
@@ -245,7 +251,14 @@ class Expander {
       child.params["index"] = i;
       child.parent = &scope;
       child.usage = fmt::format("block '{}' used at line {}", block, line);
-      if (!scope.usage.empty()) child.usage += ", inside " + scope.usage;
+      if (!scope.usage.empty()) {
+        // The innermost few uses only: a label per layer must not grow with the nesting depth.
+        if (scope.active_blocks.size() < 4) {
+          child.usage += ", inside " + scope.usage;
+        } else {
+          child.usage += ", inside " + scope.usage.substr(0, scope.usage.find(", inside ")) + ", inside ...";
+        }
+      }
       child.active_blocks = scope.active_blocks;
       child.active_blocks.push_back(block);
       current = expand_list(definition.layers, child, fmt::format("block '{}' layers", block));

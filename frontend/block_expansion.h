@@ -14,6 +14,10 @@ namespace mplan {
 
 // The most layers a model may expand to; a guard against "repeat: 1000000000".
 inline constexpr size_t kMaxLayers = 200000;
+// The deepest nesting of block instances (a block using a block using ...).
+// Real networks nest two or three deep; the limit keeps the expansion's
+// recursion (and its per-level bookkeeping) far from the stack's end.
+inline constexpr size_t kMaxBlockNesting = 64;
 
 struct ExpandedLayers {
   std::vector<Layer> layers;        // fields read, inputs resolved; shapes not yet inferred

@@ -19,11 +19,22 @@ struct SourceLocation {
   int column = 0;
 };
 
+// What kind of failure an Error is; the CLI turns it into its exit code
+// (README, "Exit codes").
+enum class ErrorKind {
+  bad_input,   // a file's content or a value is wrong (the default)
+  usage,       // a flag is missing, unknown or malformed
+  infeasible,  // the input is fine but no plan fits the budget
+  io,          // a file cannot be read or written (missing, permissions, disk full)
+  internal,    // a bug of mplan's, not the user's
+};
+
 // One problem with the user's input, said so that the user can fix it:
 // "model.yaml:12:5: layer 'conv3': kernel 7x7 is larger than its padded input 5x5".
 struct Error {
   SourceLocation where;
   std::string message;
+  ErrorKind kind = ErrorKind::bad_input;
 
   // "file:line:column: message", leaving out what is not known.
   std::string to_string() const;

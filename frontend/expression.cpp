@@ -29,10 +29,16 @@ class Evaluator {
   // exhaust the stack.
   static constexpr int kMaxDepth = 200;
 
+  // Messages quote at most this much of the expression.
+  static std::string shown_text(std::string_view text) {
+    constexpr size_t kShown = 60;
+    if (text.size() <= kShown) return std::string(text);
+    return fmt::format("{}... ({} characters)", text.substr(0, kShown), text.size());
+  }
+
   void fail(const std::string& why) {
     if (error_) return;
-    std::string shown(text_);
-    error_ = fmt::format("{} in expression '{}' at character {}", why, shown, pos_ + 1);
+    error_ = fmt::format("{} in expression '{}' at character {}", why, shown_text(text_), pos_ + 1);
   }
 
   void skip_space() {
@@ -94,7 +100,7 @@ class Evaluator {
 
   int64_t unary(int depth) {
     if (depth > kMaxDepth) {
-      fail("nesting too deep");
+      fail(fmt::format("parentheses and signs nested too deep (more than {} levels)", kMaxDepth));
       return 0;
     }
     if (accept('-')) {

@@ -3,14 +3,10 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
-#include <cctype>
-#include <cerrno>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "frontend/block_expansion.h"
+#include "frontend/input_file.h"
 #include "frontend/shape_inference.h"
 #include "frontend/validate.h"
 #include "frontend/yaml_reader.h"
@@ -73,23 +69,6 @@ SourceLocation location_of_mark(const YAML::Mark& mark, const std::string& file)
   return SourceLocation{file, mark.line + 1, mark.column + 1};
 }
 
-// The line (1-based) of a second YAML document's "---" marker, or 0. A text
-// scan because yaml-cpp 0.7's LoadAll loops forever on some bad input (a
-// stray ',': jbeder/yaml-cpp#1040); YAML::Load reads only the first document.
-int second_document_line(const std::string& text) {
-  std::istringstream lines(text);
-  std::string line;
-  bool seen_content = false;
-  for (int number = 1; std::getline(lines, line); ++number) {
-    bool marker = line.rfind("---", 0) == 0 &&
-                  (line.size() == 3 || std::isspace(static_cast<unsigned char>(line[3])));
-    if (marker && seen_content) return number;
-    size_t first = line.find_first_not_of(" \t\r");
-    if (!marker && first != std::string::npos && line[first] != '#') seen_content = true;
-  }
-  return 0;
-}
-
 // Everything but the YAML syntax: throws InputError.
 Model read_model(const YAML::Node& document, const std::string& file) {
   const std::string expected = "a model: a map with name, input, batch, classes and layers";
@@ -128,21 +107,11 @@ Model read_model(const YAML::Node& document, const std::string& file) {
 }  // namespace
 
 Result<Model> parse_model(const std::string& yaml_text, const std::string& file) {
-  YAML::Node document;
+  Result<YAML::Node> document =
+      load_yaml_document(yaml_text, file, "a model: a map with name, input, batch, classes and layers");
+  if (!document) return document.error();
   try {
-    document = YAML::Load(yaml_text);
-  } catch (const YAML::Exception& e) {
-    return Error{location_of_mark(e.mark, file), fmt::format("not valid YAML: {}", e.msg)};
-  }
-  if (!document.IsDefined() || document.IsNull())
-    return Error{SourceLocation{file, 0, 0},
-                 "the file is empty (expected a model: a map with name, input, batch, classes "
-                 "and layers)"};
-  if (int line = second_document_line(yaml_text); line > 0)
-    return Error{SourceLocation{file, line, 1},
-                 "expected one YAML document, but a second one starts here ('---')"};
-  try {
-    return read_model(document, file);
+    return read_model(*document, file);
   } catch (const InputError& e) {
     return e.error;
   } catch (const YAML::Exception& e) {
@@ -153,18 +122,9 @@ Result<Model> parse_model(const std::string& yaml_text, const std::string& file)
 }
 
 Result<Model> load_model(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec))
-    return Error{SourceLocation{path, 0, 0}, "cannot read the model file: it is a directory"};
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return Error{SourceLocation{path, 0, 0},
-                 fmt::format("cannot read the model file: {}", std::strerror(errno))};
-  std::stringstream text;
-  text << in.rdbuf();
-  if (in.bad())
-    return Error{SourceLocation{path, 0, 0}, "cannot read the model file: read error"};
-  return parse_model(text.str(), path);
+  Result<std::string> text = read_input_file(path, "the model file", kMaxModelFileBytes);
+  if (!text) return text.error();
+  return parse_model(*text, path);
 }
 
 }  // namespace mplan

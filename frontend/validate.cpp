@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <initializer_list>
 #include <unordered_map>
 
 #include "frontend/parse.h"
@@ -9,10 +11,6 @@
 
 namespace mplan {
 namespace {
-
-// A whole mini-batch of any tensor stays below 2^58 elements, so that byte
-// counts (x4 for float32, summed over a few tensors) fit comfortably in int64.
-constexpr int64_t kMaxBatchElements = int64_t{1} << 58;
 
 Error model_error(const Model& model, std::string message) {
   return Error{SourceLocation{model.source_file, 0, 0}, std::move(message)};
@@ -148,7 +146,51 @@ Status validate_model_labelled(Model& model, const std::vector<std::string>& giv
                                result.shape.to_string(), model.batch)};
     layer.output = result.shape;
   }
+  if (Status s = check_batch(model, model.batch, "batch"); !s) return s;
   return check_every_output_used(model, labels);
+}
+
+Status check_batch(const Model& model, int64_t batch, const std::string& what) {
+  auto failure = [&](std::string message) {
+    return Error{SourceLocation{what == "batch" ? model.source_file : std::string(), 0, 0}, std::move(message)};
+  };
+  if (batch < 1 || batch > kMaxSizeField)
+    return failure(fmt::format("{} must be between 1 and {} samples, got {}", what, kMaxSizeField, batch));
+  // Elements per sample of the input, of every layer output and of every
+  // conv layer's unfolded input (the im2col buffer of GEMM algorithms, C x R
+  // x S x P x Q), summed; saturating.
+  auto add = [](int64_t& sum, int64_t more) {
+    if (__builtin_add_overflow(sum, more, &sum)) sum = INT64_MAX;
+  };
+  auto product = [](std::initializer_list<int64_t> factors) {
+    int64_t p = 1;
+    for (int64_t f : factors)
+      if (f < 0 || __builtin_mul_overflow(p, f, &p)) return INT64_MAX;
+    return p;
+  };
+  int64_t per_sample = 1;
+  for (int64_t d : model.input.dims)
+    if (d < 1 || __builtin_mul_overflow(per_sample, d, &per_sample)) per_sample = INT64_MAX;
+  for (LayerId l = 0; l < static_cast<LayerId>(model.layers.size()); ++l) {
+    const Layer& layer = model.layers[l];
+    int64_t e = 1;
+    for (int64_t d : layer.output.dims)
+      if (d < 1 || __builtin_mul_overflow(e, d, &e)) e = INT64_MAX;
+    add(per_sample, e);
+    if (layer.op == Op::conv && layer.output.dims.size() == 3 && !layer.inputs.empty()) {
+      const Shape& in = model.input_shape(l);
+      add(per_sample, product({in.dims.at(0), layer.window.kernel_h, layer.window.kernel_w, layer.output.dims[1],
+                               layer.output.dims[2]}));
+    }
+  }
+  int64_t total = 0;
+  if (__builtin_mul_overflow(per_sample, batch, &total) || total > kMaxBatchElements)
+    return failure(fmt::format("{} {} is too large for this model: its input, layer outputs and conv "
+                               "workspaces would hold {} elements per sample x {} samples, more than the 2^58 "
+                               "elements (1 EiB of float32) mplan computes with; the largest {} for this model is {}",
+                               what, batch, per_sample, batch, what,
+                               std::min(kMaxSizeField, kMaxBatchElements / per_sample)));
+  return Ok{};
 }
 
 Status validate_model(Model& model) { return validate_model_labelled(model, {}); }

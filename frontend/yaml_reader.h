@@ -27,6 +27,15 @@ struct InputError {
 // yaml-cpp's marks count from 0; ours from 1 (0 = unknown).
 SourceLocation location_of(const YAML::Node& node, const std::string& file);
 
+// The one YAML document of a model or device file, after the checks that
+// give plain messages where YAML's own would be jargon or silence: the text
+// is UTF-8; no line ends with a lone carriage return (old Mac line endings);
+// no tab indents a line; nothing follows the end marker `...`; no second
+// document starts (`---`); nesting stays within yaml-cpp's depth. An empty
+// document is an Error whose message says `expected` ("a model: ...").
+Result<YAML::Node> load_yaml_document(const std::string& text, const std::string& file,
+                                      std::string_view expected);
+
 // "a list", "a map", "nothing", "'abc'": how messages show what was found.
 std::string describe_node(const YAML::Node& node);
 
@@ -41,6 +50,8 @@ class MapReader {
   MapReader(YAML::Node map, const std::string& file, std::string label,
             const ExpressionParams& params);
 
+  // Merge keys (`<<: *anchor` or `<<: [*a, *b]`, YAML 1.1) are resolved
+  // here: the merged maps' fields count as the map's own unless it gives them.
   const YAML::Node& node() const { return map_; }
   const std::string& file() const { return file_; }
   const std::string& label() const { return label_; }
@@ -76,6 +87,9 @@ class MapReader {
  private:
   YAML::Node required(std::string_view key, std::string_view expected) const;
 
+  // The map's fields, merged ones after its own (a field given by the map or
+  // an earlier merged map hides a later one).
+  std::vector<std::pair<YAML::Node, YAML::Node>> fields_;
   YAML::Node map_;
   const std::string& file_;
   std::string label_;

@@ -10,6 +10,11 @@
 #include <limits>
 #include <sstream>
 
+#include "frontend/input_file.h"
+#include "frontend/shape_inference.h"
+#include "planner/plan_limits.h"
+#include "profiler/input_json.h"
+
 namespace mplan {
 
 namespace {
@@ -108,7 +113,7 @@ void append_array_of_objects(std::string& out, const Json& array) {
   out += "[\n";
   for (size_t i = 0; i < array.size(); ++i) {
     out += "    ";
-    out += array[i].dump();
+    out += array[i].dump(-1, ' ', false, Json::error_handler_t::replace);
     out += i + 1 < array.size() ? ",\n" : "\n";
   }
   out += "  ]";
@@ -150,7 +155,7 @@ std::string plan_to_json(const Plan& plan) {
   for (auto it = header.begin(); it != header.end(); ++it) {
     out += "  " + Json(it.key()).dump() + ": ";
     if (it.key() == "summary") {
-      std::string nested = it.value().dump(2);
+      std::string nested = it.value().dump(2, ' ', false, Json::error_handler_t::replace);
       // Indent the nested object by two more spaces.
       std::string indented;
       for (char ch : nested) {
@@ -159,7 +164,7 @@ std::string plan_to_json(const Plan& plan) {
       }
       out += indented;
     } else {
-      out += it.value().dump();
+      out += it.value().dump(-1, ' ', false, Json::error_handler_t::replace);
     }
     out += ",\n";
   }
@@ -241,7 +246,7 @@ class Reader {
     return j.get<bool>();
   }
   static std::string describe(const Json& j) {
-    std::string shown = j.dump();
+    std::string shown = j.dump(-1, ' ', false, Json::error_handler_t::replace);
     if (shown.size() > 40) shown = shown.substr(0, 37) + "...";
     return fmt::format("{} {}", j.type_name(), shown);
   }
@@ -304,8 +309,9 @@ class Reader {
     plan.host_bytes = int_field(root, "", "host_bytes", 0);
     plan.batch = int_field(root, "", "batch", 0);
     plan.sub_batch = int_field(root, "", "sub_batch", 0);
-    plan.sub_batches = ints<int64_t>(field(root, "", "sub_batches"), "sub_batches", 1,
-                                     std::numeric_limits<int64_t>::max());
+    if (array(field(root, "", "sub_batches"), "sub_batches").size() > static_cast<size_t>(kMaxRounds))
+      fail("sub_batches", fmt::format("more than {} rounds (the most a plan has)", kMaxRounds));
+    plan.sub_batches = ints<int64_t>(field(root, "", "sub_batches"), "sub_batches", 1, kMaxSizeField);
     plan.copy_engines = int32_field(root, "", "copy_engines", 1, 2);
     plan.event_count = int32_field(root, "", "event_count", 0);
     read_summary(object(field(root, "", "summary"), "summary"), plan.summary);
@@ -383,6 +389,11 @@ class Reader {
 
     const Json& steps = array(field(root, "", "steps"), "steps");
     plan.steps.reserve(steps.size());
+    // Every event is recorded by exactly one step: more events than steps is
+    // not a plan (and would make the verifier allocate for nothing).
+    if (static_cast<size_t>(plan.event_count) > steps.size())
+      fail("event_count", fmt::format("{} events, but the plan has {} steps and each event is recorded by one",
+                                      plan.event_count, steps.size()));
     const int64_t max_event = static_cast<int64_t>(plan.event_count) - 1;
     for (size_t i = 0; i < steps.size(); ++i) {
       const std::string path = fmt::format("steps[{}]", i);
@@ -445,35 +456,16 @@ class Reader {
   std::string file_;
 };
 
-// Line and column (from 1) of a byte offset in `text`.
-std::pair<int, int> line_column(const std::string& text, size_t byte) {
-  int line = 1, column = 1;
-  for (size_t i = 0; i < byte && i < text.size(); ++i) {
-    if (text[i] == '\n') {
-      ++line;
-      column = 1;
-    } else {
-      ++column;
-    }
-  }
-  return {line, column};
-}
-
 }  // namespace
 
 Result<Plan> plan_from_json(const std::string& text, const std::string& file) {
-  Json root;
-  try {
-    root = Json::parse(text);
-  } catch (const Json::parse_error& e) {
-    // e.byte is 1-based: the byte after the last one read.
-    auto [line, column] = line_column(text, e.byte > 0 ? e.byte - 1 : 0);
-    std::string what = e.what();
-    // nlohmann's text: "[json.exception.parse_error.101] parse error at line 1, column 1: syntax error ..."
-    auto colon = what.find(": ", what.find("parse error"));
-    std::string detail = colon == std::string::npos ? what : what.substr(colon + 2);
-    return Error{SourceLocation{file, line, column}, "not a valid JSON plan file: " + detail};
+  Result<Json> parsed = parse_input_json<Json>(text, file);
+  if (!parsed) {
+    Error e = parsed.error();
+    if (e.message.rfind("not valid JSON: ", 0) == 0) e.message = "not a valid JSON plan file: " + e.message.substr(16);
+    return e;
   }
+  const Json& root = *parsed;
   try {
     return Reader(file).read(root);
   } catch (const ReadFailure& failure) {
@@ -484,11 +476,9 @@ Result<Plan> plan_from_json(const std::string& text, const std::string& file) {
 }
 
 Result<Plan> load_plan(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Error{SourceLocation{path, 0, 0}, "cannot read the plan file (missing or unreadable)"};
-  std::ostringstream text;
-  text << in.rdbuf();
-  return plan_from_json(text.str(), path);
+  Result<std::string> text = read_input_file(path, "the plan file", kMaxPlanFileBytes);
+  if (!text) return text.error();
+  return plan_from_json(*text, path);
 }
 
 std::string plan_json_path(const std::string& plan_json_or_dir) {

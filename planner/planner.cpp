@@ -7,6 +7,7 @@
 #include <string>
 
 #include "frontend/bytes.h"
+#include "planner/plan_limits.h"
 #include "planner/scheduler.h"
 #include "planner/sub_batch.h"
 
@@ -198,6 +199,10 @@ Result<Plan> make_plan(const Tdfg& tdfg, const CostModel& cost, const PlanOption
       return distance(a) < distance(b);
     });
     for (int64_t b : order) {
+      if (Status limit = check_rounds(tdfg, batch, b); !limit) {  // issue 12: bounded rounds
+        if (!first_error) first_error = limit.error();
+        continue;
+      }
       const std::vector<int64_t> sub_batches = split_batch(batch, b);
       KernelConfigurations fixed;
       if (options.workspace == WorkspaceUse::wr) {

@@ -192,10 +192,10 @@ std::string plan_to_trace_json(const Plan& plan) {
   // One event per line: readable and diffable, still one JSON object.
   std::string out = "{\"traceEvents\": [\n";
   for (size_t i = 0; i < events.size(); ++i) {
-    out += events[i].dump();
+    out += events[i].dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     out += i + 1 < events.size() ? ",\n" : "\n";
   }
-  out += "],\n\"displayTimeUnit\": \"ms\",\n\"otherData\": " + other.dump() + "}\n";
+  out += "],\n\"displayTimeUnit\": \"ms\",\n\"otherData\": " + other.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "}\n";
   return out;
 }
 

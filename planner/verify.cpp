@@ -21,9 +21,12 @@
 #include <array>
 #include <cmath>
 #include <map>
+#include <optional>
+#include <set>
 #include <unordered_map>
 
 #include "frontend/bytes.h"
+#include "planner/plan_limits.h"
 
 namespace mplan {
 
@@ -59,6 +62,36 @@ constexpr int kDeviceStreams = 4;  // compute, h2d, d2h, copy
 using Clock = std::array<int32_t, kDeviceStreams>;
 constexpr Clock kNoClock = {-1, -1, -1, -1};
 const char* const kSlotNames[kDeviceStreams] = {"compute", "h2d", "d2h", "copy"};
+
+// ---- overflow-safe arithmetic (issue 12) -------------------------------------
+// A plan read from a file may hold any int64: every sum and product of its
+// figures is checked, so that a value near INT64_MAX is reported, never
+// wrapped into a small one that passes.
+std::optional<int64_t> checked_add(int64_t a, int64_t b) {
+  int64_t out = 0;
+  if (__builtin_add_overflow(a, b, &out)) return std::nullopt;
+  return out;
+}
+std::optional<int64_t> checked_mul(int64_t a, int64_t b) {
+  int64_t out = 0;
+  if (__builtin_mul_overflow(a, b, &out)) return std::nullopt;
+  return out;
+}
+// align_up(bytes) without overflow, for bytes >= 0.
+std::optional<int64_t> checked_align_up(int64_t bytes) {
+  if (bytes < 0) return std::nullopt;
+  std::optional<int64_t> padded = checked_add(bytes, kPlanAlignmentBytes - 1);
+  if (!padded) return std::nullopt;
+  return *padded / kPlanAlignmentBytes * kPlanAlignmentBytes;
+}
+// The end of the range [offset, offset + align_up(bytes)), or nullopt.
+std::optional<int64_t> range_end(int64_t offset, int64_t bytes) {
+  std::optional<int64_t> length = checked_align_up(bytes);
+  if (!length || offset < 0) return std::nullopt;
+  return checked_add(offset, *length);
+}
+// Doubles of a plan are finite; compares with the tolerance of summed times.
+bool close_to(double a, double b) { return std::fabs(a - b) <= 1e-6 * std::max({1.0, std::fabs(a), std::fabs(b)}); }
 
 int device_slot(StreamKind stream) {
   switch (stream) {
@@ -98,6 +131,11 @@ struct InstanceState {
 struct HostSlotState {
   int32_t version = -1;     // version of the copy it holds; -1: none
   int32_t filled_step = -1; // the offload that filled it; -1: filled by the program
+  // Host layout (issue 12): the offload into another slot sharing these host
+  // bytes that overwrote the copy (-1: none), and the latest prefetch reading it.
+  int32_t clobbered_by = -1;
+  HostSlotId clobbered_via = kNoHostSlot;
+  int32_t last_reader = -1;
 };
 
 struct EventState {
@@ -111,15 +149,20 @@ class Verifier {
  public:
   Verifier(const Plan& plan, const Tdfg& tdfg) : plan_(plan), tdfg_(tdfg) {}
 
+  const VerifiedFigures& figures() const { return figures_; }
+
   std::vector<Violation> run() {
     check_header();
+    check_size_limits();
     check_buffers();
     check_host_slots();
+    index_host_overlaps();
     check_choices();
     if (!plan_level_ok_) return std::move(violations_);
     scan_events();
     replay();
     check_coverage_after_replay();
+    check_summary_figures();
     std::stable_sort(violations_.begin(), violations_.end(),
                      [](const Violation& a, const Violation& b) { return a.step < b.step; });
     return std::move(violations_);
@@ -152,6 +195,16 @@ class Verifier {
   };
   std::map<int64_t, Segment> painted_;
 
+  // Issue 12 bookkeeping: buffers and host slots whose ranges are valid (no
+  // overflow, non-negative), the host slots sharing bytes with each slot, and
+  // the figures recomputed from the steps.
+  std::vector<bool> range_ok_;
+  std::vector<bool> slot_range_ok_;
+  std::vector<std::vector<HostSlotId>> host_overlaps_;
+  VerifiedFigures figures_;
+  std::set<int64_t> loaded_inputs_;  // host-sourced instances loaded at least once
+  double compute_end_ms_ = 0;
+
   void add(int32_t step, ViolationKind kind, std::string message) {
     violations_.push_back({step, kind, std::move(message)});
   }
@@ -175,8 +228,9 @@ class Verifier {
   std::string buffer_name(BufferId id) const {
     if (!valid_buffer(id)) return fmt::format("buffer #{} (no such buffer)", id);
     const Buffer& b = plan_.buffers[id];
+    const std::optional<int64_t> end = range_end(b.offset, b.bytes);
     return fmt::format("buffer {} ({}, {} at {} [{}, {}))", id, what_of(b), format_bytes(b.bytes),
-                       b.resident ? "resident" : "arena", b.offset, b.offset + align_up(b.bytes));
+                       b.resident ? "resident" : "arena", b.offset, end ? std::to_string(*end) : std::string("overflow"));
   }
   std::string step_name(int32_t s) const {
     if (s < 0 || s >= static_cast<int32_t>(plan_.steps.size())) return fmt::format("step {}", s);
@@ -229,17 +283,21 @@ class Verifier {
     if (plan_.event_count < 0)
       add(-1, ViolationKind::header, fmt::format("event_count is negative ({})", plan_.event_count));
     int64_t sum = 0, largest = 0;
+    bool sum_overflows = false;
     for (size_t r = 0; r < plan_.sub_batches.size(); ++r) {
       int64_t b = plan_.sub_batches[r];
       if (b <= 0) add(-1, ViolationKind::header, fmt::format("sub-batch of round {} is {}, not positive", r, b));
-      sum += b;
+      if (std::optional<int64_t> next = checked_add(sum, b)) sum = *next;
+      else sum_overflows = true;
       largest = std::max(largest, b);
     }
+    if (sum_overflows)
+      add(-1, ViolationKind::header, "the sub-batches sum to more than an int64 holds");
     if (plan_.sub_batches.empty()) {
       add(-1, ViolationKind::header, "the plan has no rounds (sub_batches is empty)");
       plan_level_ok_ = false;
     }
-    if (sum != plan_.batch)
+    if (!sum_overflows && sum != plan_.batch)
       add(-1, ViolationKind::header,
           fmt::format("sub-batches {} sum to {}, not the batch {}", fmt::join(plan_.sub_batches, ", "), sum,
                       plan_.batch));
@@ -251,12 +309,18 @@ class Verifier {
       add(-1, ViolationKind::budget,
           fmt::format("negative region size (resident {}, arena {})", plan_.resident_region_bytes,
                       plan_.arena_bytes));
-    if (plan_.resident_region_bytes + plan_.arena_bytes > plan_.budget_bytes)
+    const std::optional<int64_t> regions = checked_add(plan_.resident_region_bytes, plan_.arena_bytes);
+    if (!regions)
+      add(-1, ViolationKind::budget,
+          fmt::format("resident region {} + arena {} overflows int64, far beyond the budget of {} bytes ({})",
+                      plan_.resident_region_bytes, plan_.arena_bytes, plan_.budget_bytes,
+                      format_bytes(plan_.budget_bytes)));
+    else if (*regions > plan_.budget_bytes)
       add(-1, ViolationKind::budget,
           fmt::format("resident region {} + arena {} = {} bytes exceeds the budget of {} bytes ({})",
-                      plan_.resident_region_bytes, plan_.arena_bytes,
-                      plan_.resident_region_bytes + plan_.arena_bytes, plan_.budget_bytes,
+                      plan_.resident_region_bytes, plan_.arena_bytes, *regions, plan_.budget_bytes,
                       format_bytes(plan_.budget_bytes)));
+    check_header_against_tdfg();
     if (!plan_.task_names.empty() && plan_.task_names.size() != tdfg_.tasks.size())
       add(-1, ViolationKind::header,
           fmt::format("task_names has {} names but the TDFG has {} tasks", plan_.task_names.size(),
@@ -269,6 +333,7 @@ class Verifier {
 
   void check_buffers() {
     buffers_.assign(plan_.buffers.size(), BufferState{});
+    range_ok_.assign(plan_.buffers.size(), true);
     std::vector<int32_t> resident_buffers_of(tdfg_.blocks.size(), 0);
     std::vector<BufferId> resident;
     for (size_t i = 0; i < plan_.buffers.size(); ++i) {
@@ -299,11 +364,16 @@ class Verifier {
           add(-1, ViolationKind::bad_step,
               fmt::format("{}: the block is {}resident but the buffer is {}", buffer_name(id),
                           block.resident ? "" : "not ", b.resident ? "resident" : "in the arena"));
-        const int64_t need = block.bytes(sub_batch_of(b.round));
-        if (b.bytes < need)
+        std::optional<int64_t> per_samples = checked_mul(block.bytes_per_sample, sub_batch_of(b.round));
+        std::optional<int64_t> need = per_samples ? checked_add(*per_samples, block.fixed_bytes) : std::nullopt;
+        if (!need)
+          add(-1, ViolationKind::bad_step,
+              fmt::format("{}: {} at sub-batch {} would need more bytes than an int64 holds", buffer_name(id),
+                          block.name, sub_batch_of(b.round)));
+        else if (b.bytes < *need)
           add(-1, ViolationKind::bad_step,
               fmt::format("{} holds {} bytes but {} needs {} at sub-batch {}", buffer_name(id), b.bytes,
-                          block.name, need, sub_batch_of(b.round)));
+                          block.name, *need, sub_batch_of(b.round)));
         if (b.resident) {
           ++resident_buffers_of[b.block];
           if (b.round != kOnceRound)
@@ -316,13 +386,20 @@ class Verifier {
             fmt::format("{}: offset {} is not a non-negative multiple of {}", buffer_name(id), b.offset,
                         kPlanAlignmentBytes));
       const int64_t region = b.resident ? plan_.resident_region_bytes : plan_.arena_bytes;
-      const int64_t end = b.offset + align_up(b.bytes);
-      if (end > region)
+      const std::optional<int64_t> end = range_end(b.offset, b.bytes);
+      if (!end) {
+        if (b.offset >= 0 && b.bytes >= 0)
+          add(-1, ViolationKind::budget,
+              fmt::format("buffer {}: offset {} + {} bytes overflows int64, beyond its {} region of {} bytes", id,
+                          b.offset, b.bytes, b.resident ? "resident" : "arena", region));
+        range_ok_[i] = false;
+      } else if (*end > region) {
         add(-1, ViolationKind::budget,
-            fmt::format("{} ends at {}, beyond its {} region of {} bytes", buffer_name(id), end,
+            fmt::format("{} ends at {}, beyond its {} region of {} bytes", buffer_name(id), *end,
                         b.resident ? "resident" : "arena", region));
+      }
       if (b.resident) {
-        resident.push_back(id);
+        if (range_ok_[i]) resident.push_back(id);
         buffers_[i].life = Life::live;
         buffers_[i].version = 1;  // weights and state are on the device before the iteration
       }
@@ -353,6 +430,7 @@ class Verifier {
 
   void check_host_slots() {
     slots_.assign(plan_.host_slots.size(), HostSlotState{});
+    slot_range_ok_.assign(plan_.host_slots.size(), false);
     for (size_t i = 0; i < plan_.host_slots.size(); ++i) {
       const HostSlot& h = plan_.host_slots[i];
       if (h.id != static_cast<HostSlotId>(i))
@@ -361,10 +439,13 @@ class Verifier {
         add(-1, ViolationKind::bad_step, fmt::format("host slot {}: block {} is out of range", i, h.block));
         continue;
       }
-      if (h.host_offset < 0 || h.host_offset + h.bytes > plan_.host_bytes)
+      const std::optional<int64_t> end = h.bytes >= 0 ? checked_add(h.host_offset, h.bytes) : std::nullopt;
+      if (h.host_offset < 0 || !end || *end > plan_.host_bytes)
         add(-1, ViolationKind::bad_step,
-            fmt::format("host slot {} ({}) [{}, {}) is outside the host region of {} bytes", i,
-                        block_name(h.block), h.host_offset, h.host_offset + h.bytes, plan_.host_bytes));
+            fmt::format("host slot {} ({}) at {} of {} bytes is outside the host region of {} bytes", i,
+                        block_name(h.block), h.host_offset, h.bytes, plan_.host_bytes));
+      else
+        slot_range_ok_[i] = true;
       // The program fills the slots of the input batch and labels with each round's data.
       if (host_sourced(h.block)) slots_[i].version = 1;
     }
@@ -418,7 +499,7 @@ class Verifier {
       if (!c.micro_batches.empty()) {
         int64_t sum = 0;
         for (const MicroBatch& m : c.micro_batches) {
-          sum += m.size;
+          sum = checked_add(sum, std::max<int64_t>(m.size, 0)).value_or(INT64_MAX);
           if (m.size <= 0 || m.workspace_bytes > c.workspace_bytes)
             add(-1, ViolationKind::coverage,
                 fmt::format("{}: micro-batch of {} samples with {} bytes of workspace does not fit the "
@@ -452,7 +533,12 @@ class Verifier {
   }
 
   void scan_events() {
-    events_.assign(std::max<int32_t>(plan_.event_count, 0), EventState{});
+    // Every event is recorded by one step: more events than steps cannot all be.
+    if (static_cast<size_t>(std::max<int32_t>(plan_.event_count, 0)) > plan_.steps.size())
+      add(-1, ViolationKind::event,
+          fmt::format("event_count is {}, more than the {} steps that could record them", plan_.event_count,
+                      plan_.steps.size()));
+    events_.assign(std::min<size_t>(std::max<int32_t>(plan_.event_count, 0), plan_.steps.size()), EventState{});
     step_slot_.assign(plan_.steps.size(), -1);
     for (size_t i = 0; i < plan_.steps.size(); ++i) {
       const Step& step = plan_.steps[i];
@@ -473,7 +559,7 @@ class Verifier {
             fmt::format("{} step waits for or records events; alloc and free are host bookkeeping",
                         step_kind_name(step.kind)));
       if (step.records == kNoEvent) continue;
-      if (step.records < 0 || step.records >= plan_.event_count) {
+      if (step.records < 0 || step.records >= static_cast<EventId>(events_.size())) {
         add(s, ViolationKind::event,
             fmt::format("records event {}, outside 0..{}", step.records, plan_.event_count - 1));
         continue;
@@ -516,6 +602,7 @@ class Verifier {
       const Step& step = plan_.steps[i];
       const int32_t s = static_cast<int32_t>(i);
       const int32_t k = step_slot_[i];
+      check_step_times(s, step);
       if (k < 0) {
         if (step.kind == StepKind::alloc) do_alloc(s, step);
         if (step.kind == StepKind::free) do_free(s, step);
@@ -523,6 +610,10 @@ class Verifier {
       }
       // The step's start clock: its stream's previous step, then every event it waits for.
       Clock clock = stream_clock[k];
+      if (k == 0) {  // the compute stream's wait for copies (summary.stall_ms)
+        figures_.stall_ms += std::max(0.0, step.start_ms - compute_end_ms_);
+        compute_end_ms_ = std::max(compute_end_ms_, step.end_ms);
+      }
       if (step.end_ms + time_tolerance(step.end_ms) < step.start_ms)
         add(s, ViolationKind::timing, fmt::format("ends at {} ms before it starts at {} ms", step.end_ms, step.start_ms));
       if (stream_last[k] >= 0 && step.start_ms + time_tolerance(step.start_ms) < stream_end_ms[k])
@@ -530,7 +621,7 @@ class Verifier {
             fmt::format("starts at {} ms, before the previous step on {} ({}) ends at {} ms", step.start_ms,
                         kSlotNames[k], stream_last[k], stream_end_ms[k]));
       for (EventId e : step.waits) {
-        if (e < 0 || e >= plan_.event_count) {
+        if (e < 0 || e >= static_cast<EventId>(events_.size())) {
           add(s, ViolationKind::event, fmt::format("waits for event {}, outside 0..{}", e, plan_.event_count - 1));
           continue;
         }
@@ -561,7 +652,8 @@ class Verifier {
       stream_clock[k] = end_clock;
       stream_end_ms[k] = step.end_ms;
       stream_last[k] = s;
-      if (step.records >= 0 && step.records < plan_.event_count && events_[step.records].recorder == s) {
+      if (step.records >= 0 && step.records < static_cast<EventId>(events_.size()) &&
+          events_[step.records].recorder == s) {
         events_[step.records].end_clock = end_clock;
         events_[step.records].end_ms = step.end_ms;
       }
@@ -589,7 +681,9 @@ class Verifier {
     }
     st.life = Life::live;
     st.alloc_step = s;
-    const int64_t begin = b.offset, end = b.offset + align_up(b.bytes);
+    if (!range_ok_[step.buffer]) return;  // reported by check_buffers
+    const int64_t begin = b.offset, end = *range_end(b.offset, b.bytes);
+    note_arena_alloc(begin, end);
     if (end <= begin) return;  // empty buffers take no bytes
     // Live buffers sharing bytes with this one.
     auto it = live_.lower_bound({begin - max_live_length_ + 1, std::numeric_limits<BufferId>::min()});
@@ -660,6 +754,7 @@ class Verifier {
     st.life = Life::freed;
     st.free_step = s;
     live_.erase({b.offset, step.buffer});
+    if (range_ok_[step.buffer]) figures_.live_bytes -= *range_end(b.offset, b.bytes) - b.offset;
   }
 
   // ---- uses ----------------------------------------------------------------
@@ -899,6 +994,7 @@ class Verifier {
 
   void do_offload(int32_t s, const Step& step, int k, const Clock& clock) {
     const std::string who = "the offload";
+    count_copy(step);
     if (!usable(s, step.buffer, "offloads")) return;
     const Buffer& b = plan_.buffers[step.buffer];
     if (b.resident || b.block == kNoBlock) {
@@ -913,10 +1009,13 @@ class Verifier {
     HostSlotState& slot = slots_[step.host_slot];
     slot.version = st.version;
     slot.filled_step = s;
+    slot.clobbered_by = -1;
+    overwrite_overlapping_host_slots(s, step.host_slot, clock);
   }
 
   void do_prefetch(int32_t s, const Step& step, int k, const Clock& clock) {
     const std::string who = "the prefetch";
+    count_copy(step);
     if (!usable(s, step.buffer, "prefetches into")) return;
     const Buffer& b = plan_.buffers[step.buffer];
     if (b.resident || b.block == kNoBlock) {
@@ -925,6 +1024,7 @@ class Verifier {
     }
     if (!slot_matches(s, step)) return;
     const HostSlotState& slot = slots_[step.host_slot];
+    check_host_slot_intact(s, step);
     if (slot.version < 0) {
       add(s, ViolationKind::copy_unready,
           fmt::format("prefetch of {} from host slot {}, which no offload has filled", buffer_name(step.buffer),
@@ -936,6 +1036,220 @@ class Verifier {
     }
     check_write(s, step.buffer, k, clock, who);
     after_write(s, step.buffer, k, slot.version, /*by_prefetch=*/true);
+  }
+
+  // ==== issue 12: sizes, header against the TDFG, host layout, summary ====
+
+  // The plan's tables are allocated per (task, round): bounded first.
+  void check_size_limits() {
+    const int64_t rounds = static_cast<int64_t>(plan_.sub_batches.size());
+    const int64_t tasks = std::max<int64_t>(1, static_cast<int64_t>(tdfg_.tasks.size()));
+    if (rounds > kMaxRounds || rounds > kMaxTaskRounds / tasks) {
+      add(-1, ViolationKind::header,
+          fmt::format("{} rounds of {} tasks: more than a plan may have ({} rounds, {} task runs)", rounds, tasks,
+                      kMaxRounds, kMaxTaskRounds));
+      plan_level_ok_ = false;
+    }
+  }
+
+  // Every header figure against what the TDFG and the plan's own layout imply.
+  void check_header_against_tdfg() {
+    if (tdfg_.model != nullptr) {
+      if (plan_.model_name != tdfg_.model->name)
+        add(-1, ViolationKind::header,
+            fmt::format("model_name is '{}', but the model is '{}'", plan_.model_name, tdfg_.model->name));
+      const std::string digest = plan_model_digest(*tdfg_.model);
+      if (plan_.model_digest != digest)
+        add(-1, ViolationKind::header,
+            fmt::format("model_digest is '{}', but the model's digest is '{}'", plan_.model_digest, digest));
+    }
+    if (plan_.budget_bytes <= 0)
+      add(-1, ViolationKind::header, fmt::format("budget_bytes is {}, not positive", plan_.budget_bytes));
+    if (plan_.resident_bytes != tdfg_.resident_bytes())
+      add(-1, ViolationKind::header,
+          fmt::format("resident_bytes is {}, but the model's resident blocks (W, dW, optimizer state) take {}",
+                      plan_.resident_bytes, tdfg_.resident_bytes()));
+    // plan.h: arena_bytes = align_down(budget_bytes - resident_region_bytes, 256).
+    if (std::optional<int64_t> left = checked_add(plan_.budget_bytes, -std::max<int64_t>(plan_.resident_region_bytes, 0));
+        left && plan_.resident_region_bytes >= 0 && plan_.arena_bytes != align_down(*left))
+      add(-1, ViolationKind::header,
+          fmt::format("arena_bytes is {}, but budget {} - resident region {} aligned down to {} is {}", plan_.arena_bytes,
+                      plan_.budget_bytes, plan_.resident_region_bytes, kPlanAlignmentBytes, align_down(*left)));
+    for (size_t t = 0; t < plan_.task_names.size() && t < tdfg_.tasks.size(); ++t)
+      if (plan_.task_names[t] != tdfg_.tasks[t].name) {
+        add(-1, ViolationKind::header,
+            fmt::format("task_names[{}] is '{}', but task {} is {}", t, plan_.task_names[t], t, tdfg_.tasks[t].name));
+        break;
+      }
+    for (size_t b = 0; b < plan_.block_names.size() && b < tdfg_.blocks.size(); ++b)
+      if (plan_.block_names[b] != tdfg_.blocks[b].name) {
+        add(-1, ViolationKind::header,
+            fmt::format("block_names[{}] is '{}', but block {} is {}", b, plan_.block_names[b], b,
+                        tdfg_.blocks[b].name));
+        break;
+      }
+  }
+
+  // Which host slots share host bytes (a sweep over slots by offset). Slots
+  // may share bytes over time, as arena buffers do; what may not happen is an
+  // offload overwriting a copy that is still to be read (see
+  // overwrite_overlapping_host_slots). Two slots of input data, which the
+  // program fills before the iteration, must not share bytes at all.
+  void index_host_overlaps() {
+    host_overlaps_.assign(plan_.host_slots.size(), {});
+    std::vector<HostSlotId> order;
+    for (size_t i = 0; i < plan_.host_slots.size(); ++i)
+      if (slot_range_ok_[i] && plan_.host_slots[i].bytes > 0) order.push_back(static_cast<HostSlotId>(i));
+    std::sort(order.begin(), order.end(), [&](HostSlotId a, HostSlotId b) {
+      return plan_.host_slots[a].host_offset < plan_.host_slots[b].host_offset;
+    });
+    constexpr size_t kMaxPairs = size_t{1} << 20;  // hostile plans: bounded work
+    size_t pairs = 0;
+    std::vector<HostSlotId> open;  // slots whose range may still reach the next one
+    for (HostSlotId id : order) {
+      const HostSlot& h = plan_.host_slots[id];
+      open.erase(std::remove_if(open.begin(), open.end(),
+                                [&](HostSlotId o) {
+                                  const HostSlot& p = plan_.host_slots[o];
+                                  return p.host_offset + p.bytes <= h.host_offset;
+                                }),
+                 open.end());
+      for (HostSlotId o : open) {
+        if (++pairs > kMaxPairs) {
+          add(-1, ViolationKind::overlap, "more than 2^20 pairs of host slots share host bytes");
+          return;
+        }
+        host_overlaps_[id].push_back(o);
+        host_overlaps_[o].push_back(id);
+        const HostSlot& p = plan_.host_slots[o];
+        if (host_sourced(h.block) && host_sourced(p.block))
+          add(-1, ViolationKind::overlap,
+              fmt::format("host slots {} ({} {}) and {} ({} {}) of input data share host bytes from {}", o,
+                          block_name(p.block), round_name(p.round), id, block_name(h.block), round_name(h.round),
+                          h.host_offset));
+      }
+      open.push_back(id);
+    }
+  }
+
+  // Offload step s wrote host slot `filled`: the copies of slots sharing its
+  // bytes are gone, and no prefetch may still be reading them.
+  void overwrite_overlapping_host_slots(int32_t s, HostSlotId filled, const Clock& clock) {
+    for (HostSlotId other : host_overlaps_[filled]) {
+      HostSlotState& o = slots_[other];
+      if (o.last_reader >= 0 && !happens_before(o.last_reader, clock))
+        add(s, ViolationKind::overwrite,
+            fmt::format("the offload into host slot {} overwrites host bytes of slot {} while {} may still read them",
+                        filled, other, step_name(o.last_reader)));
+      if (o.version >= 0) {
+        o.clobbered_by = s;
+        o.clobbered_via = filled;
+      }
+    }
+  }
+
+  // A prefetch reads a host copy that an offload into a slot sharing its bytes overwrote.
+  void check_host_slot_intact(int32_t s, const Step& step) {
+    HostSlotState& slot = slots_[step.host_slot];
+    slot.last_reader = s;
+    if (slot.clobbered_by < 0) return;
+    const HostSlot& h = plan_.host_slots[step.host_slot];
+    add(s, ViolationKind::copy_unready,
+        fmt::format("prefetch of {} from host slot {} ({} {}), whose bytes {} overwrote (host slot {} shares them): "
+                    "the copy is gone",
+                    buffer_name(step.buffer), step.host_slot, block_name(h.block), round_name(h.round),
+                    step_name(slot.clobbered_by), slot.clobbered_via));
+  }
+
+  // Times must be finite: NaN compares false and would pass every timing check.
+  void check_step_times(int32_t s, const Step& step) {
+    if (!std::isfinite(step.start_ms) || !std::isfinite(step.end_ms) || step.start_ms < 0)
+      add(s, ViolationKind::timing,
+          fmt::format("start {} ms and end {} ms must be finite and not negative", step.start_ms, step.end_ms));
+    else
+      figures_.simulated_ms = std::max(figures_.simulated_ms, step.end_ms);
+  }
+
+  void note_arena_alloc(int64_t begin, int64_t end) {
+    figures_.live_bytes += end - begin;
+    figures_.peak_live_bytes = std::max(figures_.peak_live_bytes, figures_.live_bytes);
+    figures_.peak_arena_bytes = std::max(figures_.peak_arena_bytes, end);
+  }
+
+  void count_copy(const Step& step) {
+    const int64_t bytes = valid_buffer(step.buffer) ? std::max<int64_t>(plan_.buffers[step.buffer].bytes, 0) : 0;
+    if (step.kind == StepKind::offload) {
+      ++figures_.offload_count;
+      figures_.bytes_to_host = checked_add(figures_.bytes_to_host, bytes).value_or(INT64_MAX);
+      return;
+    }
+    ++figures_.load_count;
+    figures_.bytes_loaded = checked_add(figures_.bytes_loaded, bytes).value_or(INT64_MAX);
+    if (valid_buffer(step.buffer) && host_sourced(plan_.buffers[step.buffer].block)) {
+      loaded_inputs_.insert(instance_key(plan_.buffers[step.buffer].block, plan_.buffers[step.buffer].round));
+    } else {
+      ++figures_.prefetch_count_at_least;
+    }
+  }
+
+  // The summary's figures against those recomputed from the steps: the
+  // verifier reports what the plan does, never what its file claims.
+  void check_summary_figures() {
+    const PlanSummary& claimed = plan_.summary;
+    auto wrong = [&](const std::string& what, const std::string& claimed_text, const std::string& actual) {
+      add(-1, ViolationKind::header,
+          fmt::format("summary.{} is {}, but the steps give {}", what, claimed_text, actual));
+    };
+    figures_.input_instances = static_cast<int32_t>(loaded_inputs_.size());
+    if (claimed.peak_arena_bytes != figures_.peak_arena_bytes)
+      wrong("peak_arena_bytes", std::to_string(claimed.peak_arena_bytes), std::to_string(figures_.peak_arena_bytes));
+    if (claimed.peak_live_bytes < figures_.peak_live_bytes || claimed.peak_live_bytes > figures_.peak_arena_bytes)
+      wrong("peak_live_bytes", std::to_string(claimed.peak_live_bytes),
+            fmt::format("{} bytes live at once, at most the peak {}", figures_.peak_live_bytes,
+                        figures_.peak_arena_bytes));
+    const double fragmentation = claimed.peak_live_bytes > 0 ? static_cast<double>(claimed.peak_arena_bytes) /
+                                                                       static_cast<double>(claimed.peak_live_bytes) -
+                                                                   1.0
+                                                             : 0.0;
+    if (!std::isfinite(claimed.fragmentation) || !close_to(claimed.fragmentation, fragmentation))
+      wrong("fragmentation", fmt::format("{}", claimed.fragmentation),
+            fmt::format("{} (peak / live - 1)", fragmentation));
+    if (claimed.offload_count != figures_.offload_count)
+      wrong("offload_count", std::to_string(claimed.offload_count), std::to_string(figures_.offload_count));
+    if (claimed.bytes_to_host != figures_.bytes_to_host)
+      wrong("bytes_to_host", std::to_string(claimed.bytes_to_host), std::to_string(figures_.bytes_to_host));
+    const int64_t loads = static_cast<int64_t>(claimed.prefetch_count) + claimed.input_load_count;
+    if (claimed.prefetch_count < 0 || claimed.input_load_count < 0 || loads != figures_.load_count)
+      wrong("prefetch_count + input_load_count", std::to_string(loads), std::to_string(figures_.load_count));
+    else if (claimed.prefetch_count < figures_.prefetch_count_at_least ||
+             claimed.input_load_count < figures_.input_instances)
+      wrong("prefetch_count / input_load_count",
+            fmt::format("{} / {}", claimed.prefetch_count, claimed.input_load_count),
+            fmt::format("at least {} prefetches of offloaded blocks and {} first loads of input data",
+                        figures_.prefetch_count_at_least, figures_.input_instances));
+    const std::optional<int64_t> loaded = checked_add(claimed.bytes_to_device, claimed.input_bytes);
+    if (claimed.bytes_to_device < 0 || claimed.input_bytes < 0 || !loaded || *loaded != figures_.bytes_loaded)
+      wrong("bytes_to_device + input_bytes",
+            loaded ? std::to_string(*loaded) : std::string("an int64 overflow"), std::to_string(figures_.bytes_loaded));
+    if (!std::isfinite(claimed.simulated_ms) || !close_to(claimed.simulated_ms, figures_.simulated_ms))
+      wrong("simulated_ms", fmt::format("{}", claimed.simulated_ms), fmt::format("{} (the last step's end)", figures_.simulated_ms));
+    if (!std::isfinite(claimed.stall_ms) || !close_to(claimed.stall_ms, figures_.stall_ms))
+      wrong("stall_ms", fmt::format("{}", claimed.stall_ms),
+            fmt::format("{} (the compute stream's waits)", figures_.stall_ms));
+    for (const auto& [name, value] : {std::pair<const char*, double>{"ideal_ms", claimed.ideal_ms},
+                                      {"planner_ms", claimed.planner_ms}})
+      if (!std::isfinite(value) || value < 0) wrong(name, fmt::format("{}", value), "a finite, non-negative time");
+    if (claimed.defragmentation_count < 0)
+      wrong("defragmentation_count", std::to_string(claimed.defragmentation_count), "a count (>= 0)");
+    // The host region is exactly the end of the host layout.
+    int64_t host_end = 0;
+    for (size_t i = 0; i < plan_.host_slots.size(); ++i)
+      if (slot_range_ok_[i])
+        host_end = std::max(host_end, checked_align_up(plan_.host_slots[i].host_offset + plan_.host_slots[i].bytes)
+                                          .value_or(INT64_MAX));
+    if (plan_.host_bytes != host_end)
+      add(-1, ViolationKind::header,
+          fmt::format("host_bytes is {}, but the host slots end at {}", plan_.host_bytes, host_end));
   }
 
   void check_coverage_after_replay() {
@@ -952,5 +1266,12 @@ class Verifier {
 }  // namespace
 
 std::vector<Violation> verify_plan(const Plan& plan, const Tdfg& tdfg) { return Verifier(plan, tdfg).run(); }
+
+std::vector<Violation> verify_plan(const Plan& plan, const Tdfg& tdfg, VerifiedFigures* figures) {
+  Verifier verifier(plan, tdfg);
+  std::vector<Violation> violations = verifier.run();
+  if (figures != nullptr) *figures = verifier.figures();
+  return violations;
+}
 
 }  // namespace mplan

@@ -20,7 +20,13 @@
 //   offload has finished;
 // - the update comes after every BP2 of every round;
 // - every event is recorded exactly once, before every step that waits for it;
-// - simulated times agree with stream order and events.
+// - simulated times agree with stream order and events, and are finite;
+// - (issue 12) every sum and product of the plan's figures without int64
+//   overflow; the header against the TDFG (model name and digest, task and
+//   block names, resident bytes) and against its formulas (arena_bytes,
+//   host_bytes); the host layout: no offload overwrites a host copy that is
+//   still to be read (slots may share host bytes only over time), no two
+//   input slots share bytes; every summary figure recomputed from the steps.
 
 #include <cstdint>
 #include <string>
@@ -63,5 +69,23 @@ std::string to_string(const Violation& violation);
 // violation, in step order (plan-wide ones first); empty: the plan is valid.
 // Linear in the number of steps (plus logarithmic interval lookups).
 std::vector<Violation> verify_plan(const Plan& plan, const Tdfg& tdfg);
+
+// Figures the verifier recomputes from the steps (issue 12); every one is
+// compared with the plan's summary, and `mplan verify` prints these, never
+// the file's own.
+struct VerifiedFigures {
+  int64_t peak_arena_bytes = 0;   // highest end of an allocated arena buffer
+  int64_t peak_live_bytes = 0;    // most (aligned) arena bytes live at once
+  int64_t live_bytes = 0;         // (replay state)
+  double simulated_ms = 0;        // the last step's end
+  double stall_ms = 0;            // compute-stream time spent waiting
+  int32_t offload_count = 0;
+  int64_t bytes_to_host = 0;
+  int64_t load_count = 0;         // prefetch steps, input loads included
+  int64_t bytes_loaded = 0;
+  int32_t prefetch_count_at_least = 0;  // prefetches of blocks that tasks write
+  int32_t input_instances = 0;    // (input block, round) instances loaded
+};
+std::vector<Violation> verify_plan(const Plan& plan, const Tdfg& tdfg, VerifiedFigures* figures);
 
 }  // namespace mplan

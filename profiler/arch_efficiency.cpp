@@ -12,9 +12,7 @@
 #include <set>
 #include <sstream>
 
-#ifndef MPLAN_SOURCE_DIR
-#define MPLAN_SOURCE_DIR "."
-#endif
+#include "profiler/install_paths.h"
 
 namespace mplan {
 namespace {
@@ -210,7 +208,8 @@ Result<ArchEfficiency> parse_arch_efficiency(const std::string& yaml_text, const
   return arch;
 }
 
-std::string architectures_dir() { return std::string(MPLAN_SOURCE_DIR) + "/examples/devices/architectures"; }
+// Beside the device files: the source tree or the install (profiler/install_paths.h).
+std::string architectures_dir() { return install_paths().devices_dir + "/architectures"; }
 
 std::vector<std::string> available_architectures() {
   namespace fs = std::filesystem;

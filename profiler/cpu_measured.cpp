@@ -11,6 +11,8 @@
 #include <functional>
 #include <random>
 
+#include <unistd.h>
+
 #include "profiler/task_invocation.h"
 #include "runtime/ops.h"
 
@@ -36,13 +38,33 @@ double time_ms(const std::function<void()>& run, const CpuMeasureOptions& option
   return times[times.size() / 2];
 }
 
+int64_t buffer_limit_bytes(const CpuMeasureOptions& options) {
+  if (options.max_buffer_bytes > 0) return options.max_buffer_bytes;
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return int64_t{4} << 30;
+  return static_cast<int64_t>(pages) / 2 * page;
+}
+
 // Slots filled with small random values (so that max-pool and relu take
-// their real branches), labels with class 0; sized by the invocation.
+// their real branches), labels with class 0; sized by the invocation. Their
+// total (workspace included) is checked against the limit before anything is
+// allocated: a task too large to measure is refused, not measured into an
+// out-of-memory crash (issue 12).
 struct Slots {
   std::vector<std::vector<float>> storage;
   std::vector<void*> pointers;
 
-  explicit Slots(const TaskInvocation& task) {
+  Slots(const TaskInvocation& task, const CpuMeasureOptions& options) {
+    const int64_t limit_bytes = buffer_limit_bytes(options);
+    int64_t total_bytes = 0;
+    for (int64_t bytes : task.slot_bytes) {
+      const int64_t b = std::max<int64_t>(bytes, 4);
+      if (bytes < 0 || b > limit_bytes - total_bytes)
+        throw MeasurementTooLarge(fmt::format("measuring it needs more than {} bytes of buffers, more than the {} "
+                                              "bytes the CPU profiler allows (half of this machine's memory)",
+                                              bytes < 0 ? limit_bytes : total_bytes + b, limit_bytes));
+      total_bytes += b;
+    }
     std::mt19937 random(12345);
     std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
     for (size_t i = 0; i < task.slot_bytes.size(); ++i) {
@@ -61,7 +83,7 @@ struct Slots {
 
 // Times the task's kernels as the generated program calls them.
 double time_invocation(const TaskInvocation& task, const CpuMeasureOptions& options) {
-  Slots slots(task);
+  Slots slots(task, options);
   rt::Bindings bindings;
   bindings.slots = slots.pointers.data();
   bindings.slot_count = static_cast<int32_t>(slots.pointers.size());
@@ -116,7 +138,11 @@ std::vector<TaskOption> CpuMeasuredCostModel::options(const Tdfg& tdfg, TaskId t
   auto it = cache_.find(cache_key);
   if (it != cache_.end()) return it->second;
   ++measurements_;
-  return cache_[cache_key] = measure_cpu_task(shape, sub_batch, options_);
+  try {
+    return cache_[cache_key] = measure_cpu_task(shape, sub_batch, options_);
+  } catch (const MeasurementTooLarge& e) {
+    throw MeasurementTooLarge(fmt::format("task {} at sub-batch {}: {}", tdfg.tasks.at(t).name, sub_batch, e.what()));
+  }
 }
 
 void CpuMeasuredCostModel::measure_copies() const {

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,16 @@ struct CpuMeasureOptions {
   double max_ms_per_measurement = 200.0;
   int copy_engines = 2;         // the CPU runtime has one copy thread per direction
   int64_t device_memory_bytes = int64_t{8} << 30;  // what a plan may assume the "device" has
+  // The most bytes of buffers one measurement may allocate; 0: half of this
+  // machine's memory. A task beyond it is refused (MeasurementTooLarge), not
+  // measured into an out-of-memory crash (issue 12).
+  int64_t max_buffer_bytes = 0;
+};
+
+// Thrown when measuring a task would allocate more than max_buffer_bytes;
+// what() names the task (when known), the bytes and the limit.
+struct MeasurementTooLarge : std::runtime_error {
+  using std::runtime_error::runtime_error;
 };
 
 class CpuMeasuredCostModel final : public CostModel {

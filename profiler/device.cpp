@@ -7,16 +7,17 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
 
 #include "frontend/bytes.h"
+#include "frontend/input_file.h"
+#include "frontend/yaml_reader.h"
+#include "profiler/install_paths.h"
 
-#ifndef MPLAN_SOURCE_DIR
-#define MPLAN_SOURCE_DIR "."
-#endif
 
 namespace mplan {
 namespace {
@@ -71,26 +72,27 @@ Result<double> positive_number(const YAML::Node& node, const char* key, const st
   } catch (const YAML::Exception&) {
     return error_at(file, node.Mark(), fmt::format("'{}': expected a number", key));
   }
-  if (!(value > 0))
-    return error_at(file, node.Mark(), fmt::format("'{}': expected a positive number, got {}", key, value));
+  // .inf and .nan are YAML numbers, but no device has them (issue 12).
+  if (!std::isfinite(value) || !(value > 0))
+    return error_at(file, node.Mark(), fmt::format("'{}': expected a positive finite number, got {}", key,
+                                                   node.Scalar()));
   return value;
 }
 
-}  // namespace
-
-Result<Device> parse_device(const std::string& yaml_text, const std::string& file) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(yaml_text);
-  } catch (const YAML::ParserException& e) {
-    return error_at(file, e.mark, "not valid YAML: " + e.msg);
-  }
+Result<Device> read_device(const YAML::Node& root, const std::string& file) {
   if (!root.IsMap())
     return error_at(file, root.Mark(), "expected a device: a map of name, peak_fp32_tflops, memory, ...");
   std::set<std::string> known;
   for (const Key& key : kKeys) known.insert(key.name);
+  std::set<std::string> seen;
   for (const auto& entry : root) {
+    if (!entry.first.IsScalar())
+      return error_at(file, entry.first.Mark(), "expected a key name (such as memory), got a list or map");
     const std::string key = entry.first.Scalar();
+    if (!seen.insert(key).second)
+      return error_at(file, entry.first.Mark(), fmt::format("'{}' is given twice", key));
+    if (!entry.second.IsScalar() && key != "math_modes")
+      return error_at(file, entry.second.Mark(), fmt::format("'{}': expected a single value, not a list or map", key));
     if (!known.count(key))
       return error_at(file, entry.first.Mark(),
                       fmt::format("unknown key '{}' (expected one of: name, description, peak_fp32_tflops, "
@@ -210,6 +212,19 @@ Result<Device> parse_device(const std::string& yaml_text, const std::string& fil
   return device;
 }
 
+}  // namespace
+
+Result<Device> parse_device(const std::string& yaml_text, const std::string& file) {
+  Result<YAML::Node> loaded =
+      load_yaml_document(yaml_text, file, "a device: a map of name, peak_fp32_tflops, memory, ...");
+  if (!loaded) return loaded.error();
+  try {
+    return read_device(*loaded, file);
+  } catch (const YAML::Exception& e) {
+    return error_at(file, e.mark, "unexpected YAML content: " + e.msg);
+  }
+}
+
 bool Device::has_math(MathMode mode) const {
   return std::find(math_modes.begin(), math_modes.end(), mode) != math_modes.end();
 }
@@ -224,7 +239,7 @@ double Device::peak_flops(MathMode mode) const {
   return 0;
 }
 
-std::string devices_dir() { return std::string(MPLAN_SOURCE_DIR) + "/examples/devices"; }
+std::string devices_dir() { return install_paths().devices_dir; }
 
 std::vector<std::string> available_devices() {
   namespace fs = std::filesystem;
@@ -247,15 +262,14 @@ Result<Device> load_device(const std::string& name_or_path) {
       for (const std::string& name : available_devices()) names += (names.empty() ? "" : ", ") + name;
       return Error{{}, fmt::format("device '{}': no such file, and not a device name (expected a path to a "
                                    "device file or one of: {})",
-                                   name_or_path, names.empty() ? "none found in " + devices_dir() : names)};
+                                   name_or_path, names.empty() ? "none found in " + devices_dir() : names),
+                   ErrorKind::usage};
     }
     path = shipped;
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Error{{path, 0, 0}, "cannot read the device file"};
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_device(text.str(), path);
+  Result<std::string> text = read_input_file(path, "the device file", kMaxDeviceFileBytes);
+  if (!text) return text.error();
+  return parse_device(*text, path);
 }
 
 }  // namespace mplan

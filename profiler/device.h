@@ -47,9 +47,9 @@ struct Device {
 // line and column and say what was expected.
 Result<Device> parse_device(const std::string& yaml_text, const std::string& file);
 
-// `name_or_path` is tried as a path first, then as a name in
-// <MPLAN_SOURCE_DIR>/examples/devices/<name>.yaml. The error for an unknown
-// name lists the names there.
+// `name_or_path` is tried as a path first, then as a name in the shipped
+// device files, <devices_dir()>/<name>.yaml (profiler/install_paths.h). The
+// error for an unknown name lists the names there.
 Result<Device> load_device(const std::string& name_or_path);
 
 // The folder of the shipped device files and the names in it, sorted.

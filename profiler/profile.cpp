@@ -13,6 +13,10 @@
 #include <set>
 #include <sstream>
 
+#include "frontend/input_file.h"
+#include "frontend/shape_inference.h"
+#include "profiler/input_json.h"
+
 namespace mplan {
 
 using nlohmann::json;
@@ -83,8 +87,9 @@ Result<TransferLine> read_line(const Reader& r, const json& parent, const std::s
   MPLAN_TRY_ASSIGN(latency, r.member(node, at, "latency_ms", json::value_t::number_float));
   MPLAN_TRY_ASSIGN(bandwidth, r.member(node, at, "bytes_per_s", json::value_t::number_float));
   TransferLine line{latency.get<double>(), bandwidth.get<double>()};
-  if (!(line.bytes_per_s > 0) || line.latency_ms < 0)
-    return r.error(at, "expected latency_ms >= 0 and bytes_per_s > 0");
+  // Bounded, so that every copy time is a finite number of milliseconds.
+  if (!(line.bytes_per_s >= 1 && line.bytes_per_s <= 1e15) || !(line.latency_ms >= 0 && line.latency_ms <= 1e6))
+    return r.error(at, "expected latency_ms in 0..1e6 and bytes_per_s in 1..1e15");
   return line;
 }
 
@@ -96,6 +101,11 @@ Result<std::vector<int64_t>> parse_sub_batches(const std::string& text, int64_t 
     for (int64_t b = 1; b < batch; b *= 2) result.push_back(b);
     result.push_back(batch);
   } else if (text == "all") {
+    if (batch > kMaxProfileSubBatches)
+      return Error{{}, fmt::format("--sub-batches all: the batch {} would make {} sizes; a profile has at most {} "
+                                   "(use pow2 or a list)",
+                                   batch, batch, kMaxProfileSubBatches),
+                   ErrorKind::usage};
     for (int64_t b = 1; b <= batch; ++b) result.push_back(b);
   } else {
     std::stringstream list(text);
@@ -105,13 +115,17 @@ Result<std::vector<int64_t>> parse_sub_batches(const std::string& text, int64_t 
       auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), value);
       if (ec != std::errc() || end != item.data() + item.size() || item.empty())
         return Error{{}, fmt::format("--sub-batches: '{}' is not a whole number (expected pow2, all, or a "
-                                     "comma-separated list such as 1,8,32)", item)};
-      if (value < 1 || value > batch)
-        return Error{{}, fmt::format("--sub-batches: {} is outside 1..{} (the model's batch)", value, batch)};
+                                     "comma-separated list such as 1,8,32)", item), ErrorKind::usage};
+      // Sizes above the model's batch are allowed: a profile may serve
+      // `compile --batch` of a larger batch (issue 12).
+      if (value < 1 || value > kMaxSizeField)
+        return Error{{}, fmt::format("--sub-batches: {} is outside 1..{}", value, kMaxSizeField), ErrorKind::usage};
+      if (static_cast<int64_t>(result.size()) >= kMaxProfileSubBatches)
+        return Error{{}, fmt::format("--sub-batches: more than {} sizes", kMaxProfileSubBatches), ErrorKind::usage};
       result.push_back(value);
     }
     if (result.empty())
-      return Error{{}, "--sub-batches: expected pow2, all, or a comma-separated list such as 1,8,32"};
+      return Error{{}, "--sub-batches: expected pow2, all, or a comma-separated list such as 1,8,32", ErrorKind::usage};
   }
   std::sort(result.begin(), result.end());
   result.erase(std::unique(result.begin(), result.end()), result.end());
@@ -179,39 +193,22 @@ std::string profile_to_json(const Profile& p) {
     entries.push_back(json{{"signature", e.signature}, {"layers", e.layers}, {"tasks", std::move(tasks)}});
   }
   root["layers"] = std::move(entries);
-  return root.dump(1) + "\n";
+  return root.dump(1, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
 Result<Profile> parse_profile(const std::string& text, const std::string& file) {
-  json root;
-  try {
-    root = json::parse(text);
-  } catch (const json::parse_error& e) {
-    // Byte offset -> line and column, so a truncated file says where it stops.
-    const size_t at = std::min<size_t>(e.byte > 0 ? e.byte - 1 : 0, text.size());
-    int line = 1, column = 1;
-    for (size_t i = 0; i < at; ++i) {
-      if (text[i] == '\n') {
-        ++line;
-        column = 1;
-      } else {
-        ++column;
-      }
-    }
-    const bool truncated = e.byte >= text.size();
-    return Error{{file, line, column},
-                 truncated ? "not a complete JSON document: the profile is truncated"
-                           : fmt::format("not valid JSON ({})", e.what())};
-  }
+  Result<json> parsed = parse_input_json<json>(text, file);
+  if (!parsed) return parsed.error();
+  const json& root = *parsed;
   Reader r(file);
   if (!root.is_object()) return r.error("(top level)", "expected a JSON object (an mplan profile)");
   MPLAN_TRY_ASSIGN(format, r.member(root, "", "format", json::value_t::string));
   if (format.get<std::string>() != kFormat)
     return r.error("format", fmt::format("expected \"{}\", got \"{}\"", kFormat, format.get<std::string>()));
   MPLAN_TRY_ASSIGN(version, r.member(root, "", "version", json::value_t::number_integer));
-  if (version.get<int>() != Profile::kVersion)
+  if (version.get<int64_t>() != Profile::kVersion)
     return r.error("version", fmt::format("this mplan reads version {}, the file is version {}", Profile::kVersion,
-                                          version.get<int>()));
+                                          version.dump()));
   Profile p;
   MPLAN_TRY_ASSIGN(cost_model, r.member(root, "", "cost_model", json::value_t::string));
   p.cost_model = cost_model.get<std::string>();
@@ -221,8 +218,9 @@ Result<Profile> parse_profile(const std::string& text, const std::string& file) 
   MPLAN_TRY_ASSIGN(engines, r.member(device, "device", "copy_engines", json::value_t::number_integer));
   p.device_name = device_name.get<std::string>();
   p.device_memory_bytes = memory.get<int64_t>();
-  p.copy_engines = engines.get<int>();
-  if (p.device_memory_bytes <= 0) return r.error("device.memory_bytes", "expected a positive size");
+  p.copy_engines = engines.get<int64_t>() == 1 ? 1 : engines.get<int64_t>() == 2 ? 2 : 0;
+  if (p.device_memory_bytes <= 0 || p.device_memory_bytes > kMaxProfileBytes)
+    return r.error("device.memory_bytes", fmt::format("expected a size in 1..{}", kMaxProfileBytes));
   if (p.copy_engines < 1 || p.copy_engines > 2) return r.error("device.copy_engines", "expected 1 or 2");
   MPLAN_TRY_ASSIGN(transfers, r.member(root, "", "transfers", json::value_t::object));
   auto h2d = read_line(r, transfers, "transfers", "host_to_device");
@@ -235,15 +233,20 @@ Result<Profile> parse_profile(const std::string& text, const std::string& file) 
   MPLAN_TRY_ASSIGN(model_name, r.member(model, "model", "name", json::value_t::string));
   MPLAN_TRY_ASSIGN(batch, r.member(model, "model", "batch", json::value_t::number_integer));
   p.model_name = model_name.get<std::string>();
+  if (!batch.is_number_integer() || batch.get<int64_t>() < 1 || batch.get<int64_t>() > kMaxSizeField)
+    return r.error("model.batch", fmt::format("expected a whole number in 1..{}", kMaxSizeField));
   p.batch = batch.get<int64_t>();
   MPLAN_TRY_ASSIGN(sub_batches, r.member(root, "", "sub_batches", json::value_t::array));
+  if (static_cast<int64_t>(sub_batches.size()) > kMaxProfileSubBatches)
+    return r.error("sub_batches", fmt::format("more than {} sizes", kMaxProfileSubBatches));
   for (const json& b : sub_batches) {
-    if (!b.is_number_integer() || b.get<int64_t>() < 1)
-      return r.error("sub_batches", "expected an array of whole numbers >= 1");
+    if (!b.is_number_integer() || b.get<int64_t>() < 1 || b.get<int64_t>() > kMaxSizeField)
+      return r.error("sub_batches", fmt::format("expected an array of whole numbers in 1..{}", kMaxSizeField));
     p.sub_batches.push_back(b.get<int64_t>());
   }
-  if (!std::is_sorted(p.sub_batches.begin(), p.sub_batches.end()) || p.sub_batches.empty())
-    return r.error("sub_batches", "expected a non-empty ascending array");
+  if (p.sub_batches.empty() || std::adjacent_find(p.sub_batches.begin(), p.sub_batches.end(),
+                                                  std::greater_equal<int64_t>()) != p.sub_batches.end())
+    return r.error("sub_batches", "expected a non-empty, strictly ascending array");
 
   MPLAN_TRY_ASSIGN(layers, r.member(root, "", "layers", json::value_t::array));
   std::set<std::string> seen;
@@ -269,9 +272,11 @@ Result<Profile> parse_profile(const std::string& text, const std::string& file) 
         const std::string b_at = kind_at + "." + b_text;
         int64_t b = 0;
         auto [end, ec] = std::from_chars(b_text.data(), b_text.data() + b_text.size(), b);
-        if (ec != std::errc() || end != b_text.data() + b_text.size() || b < 1)
-          return r.error(b_at, "expected a sub-batch (a whole number >= 1) as the key");
+        if (ec != std::errc() || end != b_text.data() + b_text.size() || b < 1 || b > kMaxSizeField)
+          return r.error(b_at, fmt::format("expected a sub-batch (a whole number in 1..{}) as the key", kMaxSizeField));
         if (!options.is_array() || options.empty()) return r.error(b_at, "expected a non-empty array of options");
+        if (series.size() >= static_cast<size_t>(kMaxProfileSubBatches) && !series.count(b))
+          return r.error(kind_at, fmt::format("more than {} sub-batches", kMaxProfileSubBatches));
         std::vector<TaskOption>& list = series[b];
         for (size_t k = 0; k < options.size(); ++k) {
           const json& o = options[k];
@@ -281,8 +286,13 @@ Result<Profile> parse_profile(const std::string& text, const std::string& file) 
           MPLAN_TRY_ASSIGN(time, r.member(o, o_at, "time_ms", json::value_t::number_float));
           MPLAN_TRY_ASSIGN(workspace, r.member(o, o_at, "workspace_bytes", json::value_t::number_integer));
           TaskOption option{algorithm.get<std::string>(), time.get<double>(), workspace.get<int64_t>()};
-          if (!(option.time_ms >= 0) || option.workspace_bytes < 0)
-            return r.error(o_at, "expected time_ms >= 0 and workspace_bytes >= 0");
+          // Bounded (issue 12): a time of 1e308 ms would make every simulated
+          // figure infinite, a workspace near 2^63 overflow every sum.
+          if (!(option.time_ms >= 0 && option.time_ms <= kMaxProfileTimeMs) || option.workspace_bytes < 0 ||
+              option.workspace_bytes > kMaxProfileBytes || !workspace.is_number_integer() ||
+              (workspace.is_number_unsigned() && workspace.get<uint64_t>() > static_cast<uint64_t>(kMaxProfileBytes)))
+            return r.error(o_at, fmt::format("expected time_ms in 0..{:g} and workspace_bytes in 0..{}",
+                                             kMaxProfileTimeMs, kMaxProfileBytes));
           list.push_back(std::move(option));
         }
         std::stable_sort(list.begin(), list.end(), [](const TaskOption& a, const TaskOption& b2) {
@@ -296,11 +306,9 @@ Result<Profile> parse_profile(const std::string& text, const std::string& file) 
 }
 
 Result<Profile> load_profile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Error{{path, 0, 0}, "cannot read the profile (no such file, or not readable)"};
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_profile(text.str(), path);
+  Result<std::string> text = read_input_file(path, "the profile", kMaxProfileFileBytes);
+  if (!text) return text.error();
+  return parse_profile(*text, path);
 }
 
 Status check_profile_covers(const Profile& profile, const Tdfg& tdfg, const std::vector<int64_t>& required,
@@ -335,6 +343,25 @@ Status check_profile_covers(const Profile& profile, const Tdfg& tdfg, const std:
                                  who, task_kind_name(task.kind), b, join_numbers(profile.sub_batches))};
   }
   return Ok{};
+}
+
+Status check_profile_reaches_batch(const Profile& profile, int64_t batch, const std::string& file) {
+  const int64_t largest = profile.sub_batches.empty() ? 0 : profile.sub_batches.back();
+  if (largest >= batch) return Ok{};
+  std::vector<int64_t> missing;
+  for (int64_t b = 1; b < batch && missing.size() < 40; b *= 2)
+    if (b > largest) missing.push_back(b);
+  missing.push_back(batch);
+  std::vector<int64_t> wanted = profile.sub_batches;
+  wanted.insert(wanted.end(), missing.begin(), missing.end());
+  return Error{{file, 0, 0},
+               fmt::format("covers sub-batches up to {} only, but the batch is {}: it lacks sub-batches {}. Make a "
+                           "profile that reaches the batch: mplan profile MODEL ... --sub-batches {}",
+                           largest, batch, join_numbers(missing), [&] {
+                             std::string list;
+                             for (int64_t b : wanted) list += (list.empty() ? "" : ",") + std::to_string(b);
+                             return list;
+                           }())};
 }
 
 RecordedCostModel::RecordedCostModel(Profile profile, std::string file)

@@ -45,8 +45,17 @@ struct Profile {
   std::vector<ProfileEntry> entries;
 };
 
+// Bounds of a profile's figures: a task time (11.6 days) and a byte count
+// (a workspace, the device's memory).
+inline constexpr double kMaxProfileTimeMs = 1e9;
+inline constexpr int64_t kMaxProfileBytes = int64_t{1} << 60;
+
+// The most sub-batch sizes one profile holds.
+inline constexpr int64_t kMaxProfileSubBatches = 4096;
+
 // Sub-batch lists of `mplan profile --sub-batches`: "pow2" (1, 2, 4, ... and
-// the batch), "all" (1..batch), or "LIST" ("1,8,32"). Errors name the flag.
+// the batch), "all" (1..batch), or "LIST" ("1,8,32"; sizes above the batch
+// are allowed, for `compile --batch`). Errors name the flag.
 Result<std::vector<int64_t>> parse_sub_batches(const std::string& text, int64_t batch);
 
 // Asks `model` for every task of the TDFG at every sub-batch, once per signature.
@@ -63,6 +72,13 @@ Result<Profile> load_profile(const std::string& path);
 // naming the layer, task and sub-batch that is missing.
 Status check_profile_covers(const Profile& profile, const Tdfg& tdfg,
                             const std::vector<int64_t>& required_sub_batches, const std::string& file);
+
+// Ok if the profile's largest sub-batch reaches `batch` (a plan may run the
+// whole batch as one sub-batch); otherwise an Error that lists the sizes the
+// profile lacks (the powers of two above its largest, and the batch) and how
+// to make them (issue 12). Extrapolating past the largest recorded size would
+// plan with times nobody measured.
+Status check_profile_reaches_batch(const Profile& profile, int64_t batch, const std::string& file);
 
 // Serves a profile. Sub-batches between recorded ones are interpolated
 // linearly per algorithm; past the largest, time and workspace grow in

@@ -3,13 +3,17 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
-#include <sstream>
+#include <filesystem>
+#include <system_error>
+#include <vector>
 
 namespace mplan::rt {
 
 int64_t NpyArray::elements() const {
+  // The reader bounds the product (at most 2^60); arrays built in code must too.
   int64_t count = 1;
-  for (int64_t d : shape) count *= d;
+  for (int64_t d : shape)
+    if (__builtin_mul_overflow(count, d, &count)) return -1;
   return count;
 }
 
@@ -89,60 +93,154 @@ bool write_npy(const std::string& path, const char* descr, const void* data,
 
 }  // namespace
 
+namespace {
+
+// What the header says; the data starts at data_offset.
+struct NpyHeader {
+  NpyType type = NpyType::f32;
+  std::vector<int64_t> shape;
+  uint64_t data_bytes = 0;
+  uint64_t data_offset = 0;
+};
+
+// The shape tuple's text "(2, 3)", "(5,)" or "()": whole numbers only, each
+// and their product (times 4 bytes) without overflow.
+bool parse_shape(const std::string& text, const std::string& name, std::vector<int64_t>* shape,
+                 uint64_t* data_bytes, std::string* error) {
+  if (text.size() < 2 || text.front() != '(' || text.back() != ')')
+    return fail(error, name, "the header's shape is not a tuple such as (2, 3): " + text);
+  shape->clear();
+  uint64_t count = 1;
+  size_t i = 1;
+  const size_t end = text.size() - 1;
+  bool expect_number = true, seen_comma_after_last = false;
+  while (i < end) {
+    const char c = text[i];
+    if (c == ' ') {
+      ++i;
+      continue;
+    }
+    if (expect_number && c >= '0' && c <= '9') {
+      uint64_t d = 0;
+      while (i < end && text[i] >= '0' && text[i] <= '9') {
+        if (d > (uint64_t{1} << 62) / 10) return fail(error, name, "a dimension of the shape is too large: " + text);
+        d = d * 10 + static_cast<uint64_t>(text[i] - '0');
+        ++i;
+      }
+      if (__builtin_mul_overflow(count, d, &count) || count > (uint64_t{1} << 60))
+        return fail(error, name, "the shape " + text + " has too many elements");
+      shape->push_back(static_cast<int64_t>(d));
+      expect_number = false;
+      seen_comma_after_last = false;
+      continue;
+    }
+    if (!expect_number && c == ',') {
+      expect_number = true;
+      seen_comma_after_last = true;
+      ++i;
+      continue;
+    }
+    return fail(error, name, "the header's shape is not a tuple of whole numbers: " + text);
+  }
+  if (expect_number && !shape->empty() && !seen_comma_after_last)
+    return fail(error, name, "the header's shape is malformed: " + text);
+  if (shape->size() > 32) return fail(error, name, "the shape " + text + " has more than 32 dimensions");
+  *data_bytes = count * 4;
+  return true;
+}
+
+bool parse_header(const uint8_t* data, size_t size, const std::string& name, NpyHeader* out, std::string* error) {
+  if (size < 10 || std::memcmp(data, "\x93NUMPY", 6) != 0)
+    return fail(error, name, "not a .npy file (expected the magic \\x93NUMPY)");
+  const int major = data[6];
+  uint32_t header_length = 0;
+  size_t prefix = 0;
+  if (major == 1) {
+    header_length = data[8] | (data[9] << 8);
+    prefix = 10;
+  } else if (major == 2 || major == 3) {
+    if (size < 12) return fail(error, name, "truncated header");
+    header_length = data[8] | (data[9] << 8) | (data[10] << 16) | (static_cast<uint32_t>(data[11]) << 24);
+    prefix = 12;
+  } else {
+    return fail(error, name, "unsupported .npy version " + std::to_string(major) + " (expected 1, 2 or 3)");
+  }
+  if (header_length > kNpyMaxHeaderBytes)
+    return fail(error, name, "the header claims " + std::to_string(header_length) + " bytes, more than the " +
+                                 std::to_string(kNpyMaxHeaderBytes) + " accepted");
+  if (size - prefix < header_length) return fail(error, name, "truncated header");
+  const std::string header(reinterpret_cast<const char*>(data + prefix), header_length);
+  std::string descr, fortran, shape_text;
+  if (!header_value(header, "descr", &descr) || !header_value(header, "fortran_order", &fortran) ||
+      !header_value(header, "shape", &shape_text))
+    return fail(error, name, "header lacks descr, fortran_order or shape");
+  while (!fortran.empty() && fortran.back() == ' ') fortran.pop_back();
+  while (!descr.empty() && descr.back() == ' ') descr.pop_back();
+  if (descr == "'<f4'") {
+    out->type = NpyType::f32;
+  } else if (descr == "'<i4'") {
+    out->type = NpyType::i32;
+  } else {
+    return fail(error, name, "dtype " + descr + " is not supported (expected '<f4' or '<i4')");
+  }
+  if (fortran != "False") return fail(error, name, "Fortran order is not supported (expected C order)");
+  if (!parse_shape(shape_text, name, &out->shape, &out->data_bytes, error)) return false;
+  out->data_offset = prefix + header_length;
+  return true;
+}
+
+// The data size the header promises against what the file holds, before
+// anything is allocated.
+bool check_data_size(const NpyHeader& h, uint64_t file_size, const std::string& name, std::string* error) {
+  const uint64_t available = file_size - h.data_offset;
+  std::string shape = "(";
+  for (size_t i = 0; i < h.shape.size(); ++i) shape += (i ? ", " : "") + std::to_string(h.shape[i]);
+  shape += ")";
+  if (available < h.data_bytes)
+    return fail(error, name, "data ends early: expected " + std::to_string(h.data_bytes / 4) + " elements of shape " +
+                                 shape + " (" + std::to_string(h.data_bytes) + " bytes), the file holds " +
+                                 std::to_string(available) + " bytes of data");
+  if (available > h.data_bytes)
+    return fail(error, name, "the file has " + std::to_string(available - h.data_bytes) +
+                                 " bytes after the data of shape " + shape);
+  return true;
+}
+
+}  // namespace
+
+bool npy_parse(const uint8_t* data, size_t size, const std::string& name, NpyArray* array, std::string* error) {
+  if (!is_little_endian_host()) return fail(error, name, "reading .npy needs a little-endian host");
+  NpyHeader h;
+  if (!parse_header(data, size, name, &h, error)) return false;
+  if (!check_data_size(h, size, name, error)) return false;
+  array->type = h.type;
+  array->shape = h.shape;
+  array->bytes.assign(data + h.data_offset, data + h.data_offset + h.data_bytes);
+  return true;
+}
+
 bool npy_read(const std::string& path, NpyArray* array, std::string* error) {
   if (!is_little_endian_host()) return fail(error, path, "reading .npy needs a little-endian host");
   std::ifstream in(path, std::ios::binary);
   if (!in) return fail(error, path, "cannot open for reading");
-  unsigned char preamble[8];
-  if (!in.read(reinterpret_cast<char*>(preamble), 8) || std::memcmp(preamble, "\x93NUMPY", 6) != 0)
-    return fail(error, path, "not a .npy file (expected the magic \\x93NUMPY)");
-  const int major = preamble[6];
-  uint32_t header_length = 0;
-  if (major == 1) {
-    unsigned char len[2];
-    if (!in.read(reinterpret_cast<char*>(len), 2)) return fail(error, path, "truncated header");
-    header_length = len[0] | (len[1] << 8);
-  } else if (major == 2 || major == 3) {
-    unsigned char len[4];
-    if (!in.read(reinterpret_cast<char*>(len), 4)) return fail(error, path, "truncated header");
-    header_length = len[0] | (len[1] << 8) | (len[2] << 16) | (static_cast<uint32_t>(len[3]) << 24);
-  } else {
-    return fail(error, path, "unsupported .npy version " + std::to_string(major) + " (expected 1, 2 or 3)");
-  }
-  std::string header(header_length, '\0');
-  if (!in.read(header.data(), header_length)) return fail(error, path, "truncated header");
-
-  std::string descr, fortran, shape_text;
-  if (!header_value(header, "descr", &descr) || !header_value(header, "fortran_order", &fortran) ||
-      !header_value(header, "shape", &shape_text))
-    return fail(error, path, "header lacks descr, fortran_order or shape");
-  if (descr == "'<f4'") {
-    array->type = NpyType::f32;
-  } else if (descr == "'<i4'") {
-    array->type = NpyType::i32;
-  } else {
-    return fail(error, path, "dtype " + descr + " is not supported (expected '<f4' or '<i4')");
-  }
-  if (fortran != "False") return fail(error, path, "Fortran order is not supported (expected C order)");
-  array->shape.clear();
-  std::string dims = shape_text.substr(1, shape_text.size() - 2);  // strip ( )
-  std::stringstream stream(dims);
-  std::string item;
-  while (std::getline(stream, item, ',')) {
-    size_t first = item.find_first_not_of(' ');
-    if (first == std::string::npos) continue;
-    try {
-      int64_t d = std::stoll(item.substr(first));
-      if (d < 0) return fail(error, path, "negative dimension in shape " + shape_text);
-      array->shape.push_back(d);
-    } catch (...) {
-      return fail(error, path, "bad shape " + shape_text);
-    }
-  }
-  const int64_t count = array->elements();
-  array->bytes.resize(static_cast<size_t>(count) * 4);
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return fail(error, path, "not a regular file");
+  const uint64_t file_size = std::filesystem::file_size(path, ec);
+  if (ec) return fail(error, path, "cannot read its size: " + ec.message());
+  // The header first: at most its prefix and kNpyMaxHeaderBytes.
+  std::vector<uint8_t> head(static_cast<size_t>(std::min<uint64_t>(file_size, 12 + kNpyMaxHeaderBytes)));
+  if (!in.read(reinterpret_cast<char*>(head.data()), static_cast<std::streamsize>(head.size())))
+    return fail(error, path, "truncated header");
+  NpyHeader h;
+  if (!parse_header(head.data(), head.size(), path, &h, error)) return false;
+  if (!check_data_size(h, file_size, path, error)) return false;
+  in.clear();
+  in.seekg(static_cast<std::streamoff>(h.data_offset));
+  array->type = h.type;
+  array->shape = h.shape;
+  array->bytes.resize(static_cast<size_t>(h.data_bytes));
   if (!in.read(reinterpret_cast<char*>(array->bytes.data()), static_cast<std::streamsize>(array->bytes.size())))
-    return fail(error, path, "data ends early: expected " + std::to_string(count) + " elements of shape " + shape_text);
+    return fail(error, path, "data ends early (the file changed while it was read)");
   return true;
 }
 

@@ -24,8 +24,19 @@ struct NpyArray {
   const int32_t* i32() const { return reinterpret_cast<const int32_t*>(bytes.data()); }
 };
 
-// Reads path into *array. On failure returns false and sets *error.
+// Reads path into *array. On failure returns false and sets *error, naming
+// the file and what is wrong. Hostile files are refused before anything is
+// allocated from them (issue 12): every dimension and their product are
+// checked for overflow, and the data the header promises must be exactly
+// what the file holds; the header itself is at most kNpyMaxHeaderBytes.
 bool npy_read(const std::string& path, NpyArray* array, std::string* error);
+
+// The same over bytes in memory (`name` names them in messages); the reader
+// of npy_read, exposed for the fuzzer and tests.
+bool npy_parse(const uint8_t* data, size_t size, const std::string& name, NpyArray* array, std::string* error);
+
+// The largest .npy header accepted (numpy writes a few hundred bytes).
+inline constexpr uint32_t kNpyMaxHeaderBytes = 1u << 16;
 // Writes count = product(shape) elements from data. On failure returns false and
 // sets *error.
 bool npy_write_f32(const std::string& path, const float* data, const std::vector<int64_t>& shape,

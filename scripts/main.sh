@@ -12,10 +12,12 @@ cmake --build build -j"${jobs}" --target mplan mplan_runtime
 
 model=examples/models/cifar_small.yaml
 out=out/cifar_small
-mkdir -p "$out"
+# The profile lives beside the output folder: compile replaces that folder as a whole.
+profile=out/cifar_small.profile.json
+mkdir -p out
 set -x
 ./build/cli/mplan bounds "$model" --device k40
-./build/cli/mplan profile "$model" --backend cpu -o "$out/profile.json"
-./build/cli/mplan compile "$model" --budget 8MiB --profile "$out/profile.json" -o "$out" --build
+./build/cli/mplan profile "$model" --backend cpu -o "$profile"
+./build/cli/mplan compile "$model" --budget 8MiB --profile "$profile" -o "$out" --build
 ./build/cli/mplan inspect "$out/plan.json"
 "$out/build/train" --steps 10 --lr 0.05 --seed 1

@@ -59,7 +59,9 @@ void invoke(const OpTask& task, const InvocationContext& ctx, Invocation& out) {
 extern const OpSpec concat_spec = {
     .op = Op::concat,
     .name = "concat",
-    .min_inputs = 2,
+    // A concat of one input is the identity: torchvision's DenseNet and ONNX's
+    // Concat have it (issue 12).
+    .min_inputs = 1,
     .max_inputs = -1,
     .infer_shape = infer_shape,
     .bp1_needs = bp1_needs,

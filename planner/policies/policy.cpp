@@ -5,6 +5,7 @@
 #include <string>
 
 #include "frontend/bytes.h"
+#include "planner/plan_limits.h"
 #include "planner/planner.h"
 #include "planner/policies/baselines.h"
 #include "planner/sub_batch.h"
@@ -99,7 +100,7 @@ void run_vdnn_plus(PolicyOutcome* out, const Tdfg& tdfg, const CostModel& cost, 
     }
   };
   for (int64_t b : candidates) consider(b);
-  for (int64_t b = candidates.front() / 2; !have && b >= 1; b /= 2) consider(b);
+  for (int64_t b = candidates.front() / 2; !have && b >= 1 && check_rounds(tdfg, batch, b).ok(); b /= 2) consider(b);
   if (!have) {
     out->feasible = false;
     out->note = last_failure;
@@ -156,6 +157,14 @@ PolicyOutcome run_policy(PolicyKind kind, const Tdfg& tdfg, const CostModel& cos
   int64_t arena = align_down(options.budget_bytes - resident_region_bytes(tdfg));
   PolicyOutcome out;
   out.kind = kind;
+  // Issue 12: a plan's rounds are bounded before anything is simulated.
+  if (kind != PolicyKind::ideal) {
+    Status limit = check_plan_size(tdfg, cost, arena, batch, options.scheduler.sub_batch);
+    if (!limit) {
+      out.note = limit.error().message;
+      return out;
+    }
+  }
   int64_t plan_budget = options.budget_bytes;
   BaselineRun full{{batch}, arena, 1};
   auto vdnn = [&](VdnnOffload o, VdnnAlgorithms a) { take(&out, run_vdnn(tdfg, cost, full, o, a)); };

@@ -50,13 +50,13 @@ inline std::string example_model(const std::string& stem) {
   return std::string(MPLAN_SOURCE_DIR) + "/examples/models/" + stem + ".yaml";
 }
 
-// Runs `mplan args...` with stdout and stderr sent to files in `scratch`
+// Runs `exe args...` with stdout and stderr sent to files in `scratch`
 // (files, not pipes: no deadlock whatever the output size).
-inline MplanRun run_mplan(const std::vector<std::string>& args, const fs::path& scratch) {
+inline MplanRun run_mplan_at(const std::string& exe, const std::vector<std::string>& args, const fs::path& scratch) {
   MplanRun result;
   const std::string out_path = (scratch / ".mplan_stdout").string();
   const std::string err_path = (scratch / ".mplan_stderr").string();
-  std::vector<std::string> argv_text{MPLAN_EXE};
+  std::vector<std::string> argv_text{exe};
   argv_text.insert(argv_text.end(), args.begin(), args.end());
   std::vector<char*> argv;
   for (std::string& a : argv_text) argv.push_back(a.data());
@@ -86,6 +86,11 @@ inline MplanRun run_mplan(const std::vector<std::string>& args, const fs::path& 
   return result;
 }
 
+// Runs the built `mplan args...` (MPLAN_EXE).
+inline MplanRun run_mplan(const std::vector<std::string>& args, const fs::path& scratch) {
+  return run_mplan_at(MPLAN_EXE, args, scratch);
+}
+
 inline bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
@@ -112,6 +117,9 @@ class MplanTest : public ::testing::Test {
 
   MplanRun mplan(std::initializer_list<std::string> args) const { return run_mplan(args, dir_); }
   MplanRun mplan(const std::vector<std::string>& args) const { return run_mplan(args, dir_); }
+  MplanRun run_mplan_at(const std::string& exe, const std::vector<std::string>& args) const {
+    return cli_test::run_mplan_at(exe, args, dir_);
+  }
   std::string path(const std::string& name) const { return (dir_ / name).string(); }
 
   // The files in the temporary folder, apart from the captured outputs.

@@ -133,7 +133,8 @@ TEST(BackwardEdges, ConcatReadsOnlyTheGradientAndWritesEachInput) {
 }
 
 TEST(BackwardEdges, SoftmaxXentReadsProbabilitiesAndLabels) {
-  Tdfg tdfg = checked(sandwich({}));
+  const Model model = sandwich({});  // outlives the Tdfg, which points at it (ASan: stack-use-after-scope)
+  Tdfg tdfg = checked(model);
   expect_access(tdfg, "FP(loss)", {"Y[fc]", "labels"}, {"Y[loss]", "loss"});
   expect_access(tdfg, "BP1(loss)", {"Y[loss]", "labels"}, {"dY[fc]"});
   EXPECT_EQ(tdfg.gradient_of[tdfg.model->layers.size() - 1], kNoBlock) << "the loss has no dY";

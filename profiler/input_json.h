@@ -1,0 +1,123 @@
+#pragma once
+// JSON input files (profile.json, plan.json) parsed strictly (issue 12):
+// nlohmann's parser, plus what it lets through silently or throws past its
+// parse_error: a key given twice in one object (nlohmann keeps the last), a
+// number beyond a double ("1e999": out_of_range), and nesting deeper than
+// any of mplan's formats has (a guard for the readers' own recursion). Every
+// problem is an Error with the file and a line and column (syntax) or the
+// JSON path ("layers[3].tasks.FP") of the offending value.
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "frontend/error.h"
+#include "frontend/input_file.h"
+
+namespace mplan {
+
+// Objects and arrays nested deeper than this are refused; mplan's formats
+// nest at most 5 deep.
+inline constexpr int kMaxJsonDepth = 32;
+
+namespace json_input_detail {
+
+// Where the parser is, for messages: one frame per open object or array.
+struct Frame {
+  bool array = false;
+  size_t index = 0;          // arrays: elements completed so far
+  std::string key;           // objects: the latest key
+  std::set<std::string> keys;
+};
+
+inline std::string path_of(const std::vector<Frame>& frames) {
+  std::string path;
+  for (const Frame& f : frames) {
+    if (f.array) {
+      path += fmt::format("[{}]", f.index);
+    } else if (!f.key.empty()) {
+      path += (path.empty() ? "" : ".") + f.key;
+    }
+  }
+  return path.empty() ? std::string("(top level)") : path;
+}
+
+struct Refusal {
+  std::string message;
+};
+
+}  // namespace json_input_detail
+
+// Parses `text` (named `file` in messages) as one JSON document of type Json
+// (nlohmann::json or nlohmann::ordered_json).
+template <typename Json>
+Result<Json> parse_input_json(const std::string& text, const std::string& file) {
+  using namespace json_input_detail;
+  if (Status utf8 = check_utf8(text, file); !utf8) return utf8.error();
+  std::vector<Frame> frames;
+  auto element_done = [&frames] {
+    if (!frames.empty() && frames.back().array) ++frames.back().index;
+  };
+  typename Json::parser_callback_t callback = [&](int /*depth*/, typename Json::parse_event_t event,
+                                                  Json& parsed) -> bool {
+    using Event = typename Json::parse_event_t;
+    switch (event) {
+      case Event::object_start:
+      case Event::array_start:
+        if (static_cast<int>(frames.size()) >= kMaxJsonDepth)
+          throw Refusal{fmt::format("{}: objects and arrays nested more than {} deep", path_of(frames),
+                                    kMaxJsonDepth)};
+        frames.push_back(Frame{event == Event::array_start, 0, {}, {}});
+        break;
+      case Event::key: {
+        Frame& f = frames.back();
+        f.key = parsed.template get<std::string>();
+        if (!f.keys.insert(f.key).second)
+          throw Refusal{fmt::format("{}: the key \"{}\" is given twice in one object", path_of(frames), f.key)};
+        break;
+      }
+      case Event::object_end:
+      case Event::array_end:
+        frames.pop_back();
+        element_done();
+        break;
+      case Event::value:
+        element_done();
+        break;
+    }
+    return true;
+  };
+  try {
+    return Json::parse(text, callback);
+  } catch (const Refusal& refusal) {
+    return Error{SourceLocation{file, 0, 0}, refusal.message};
+  } catch (const typename Json::parse_error& e) {
+    // e.byte is 1-based: the byte after the last one read.
+    const size_t at = std::min<size_t>(e.byte > 0 ? e.byte - 1 : 0, text.size());
+    if (text.find_first_not_of(" \t\r\n") == std::string::npos)
+      return Error{SourceLocation{file, 1, 1}, "not valid JSON: the file is empty"};
+    if (e.byte >= text.size())
+      return Error{location_of_offset(text, at, file),
+                   "not valid JSON: the file is truncated (it ends before the document does)"};
+    std::string what = e.what();
+    // nlohmann's text: "[json.exception.parse_error.101] parse error at line 1, column 1: syntax error ..."
+    const size_t colon = what.find(": ", what.find("parse error"));
+    return Error{location_of_offset(text, at, file),
+                 "not valid JSON: " + (colon == std::string::npos ? what : what.substr(colon + 2))};
+  } catch (const typename Json::out_of_range& e) {
+    // "number overflow parsing '1e999'": nlohmann reports it as out_of_range.
+    std::string what = e.what();
+    const size_t close = what.find("] ");
+    return Error{SourceLocation{file, 0, 0},
+                 fmt::format("{}: {} (a number beyond the range of a double)", path_of(frames),
+                             close == std::string::npos ? what : what.substr(close + 2))};
+  } catch (const typename Json::exception& e) {
+    return Error{SourceLocation{file, 0, 0}, fmt::format("{}: not valid JSON: {}", path_of(frames), e.what())};
+  }
+}
+
+}  // namespace mplan
