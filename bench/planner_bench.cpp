@@ -113,7 +113,6 @@ Row plan_row(const Loaded& l, const CostModel& cost, int64_t budget, PlanOptions
 int64_t minimum_feasible_budget(const Loaded& l, const CostModel& cost, int64_t hi) {
   int64_t lo = 0;  // fails
   PlanOptions o;
-  o.max_sub_batch_candidates = 2;  // feasibility does not depend on the candidates
   while (hi - lo > 16 * kMiB) {
     int64_t mid = lo + (hi - lo) / 2;
     o.budget_bytes = mid;

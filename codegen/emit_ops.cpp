@@ -233,11 +233,12 @@ Lines elementwise_lines(const Emitter& e, const char* name) {
   if (e.task.kind == TaskKind::FP)
     return {fmt::format("{}_forward({}, {}, {});", name, e.f32(e.input()), e.f32(e.output()), count)};
   BlockId dx = e.input_gradient(0);
+  // In place (Task::in_place): dX is written over dY, never added to it.
+  const std::string accumulate = dx == e.gradient() ? "false" : e.accumulate_input_gradient(dx);
   if (e.layer->op == Op::relu)
     return {fmt::format("relu_backward({}, {}, {}, {}, {});", e.f32(e.output()), e.dy(), e.f32(dx), count,
-                        e.accumulate_input_gradient(dx))};
-  return {fmt::format("{}_backward({}, {}, {}, {});", name, e.dy(), e.f32(dx), count,
-                      e.accumulate_input_gradient(dx))};
+                        accumulate)};
+  return {fmt::format("{}_backward({}, {}, {}, {});", name, e.dy(), e.f32(dx), count, accumulate)};
 }
 
 Lines global_avgpool_lines(const Emitter& e) {
@@ -259,6 +260,10 @@ Lines batchnorm_lines(const Emitter& e) {
   const std::string saved = e.f32(e.saved());
   switch (e.task.kind) {
     case TaskKind::FP: {
+      if (e.call.recompute)  // from the saved statistics; the running ones stay as they are
+        return {fmt::format("batchnorm_forward_saved({}, {}, {} + {}, {}, {} + {}, {}, {}, {}, {});", e.f32(e.input()),
+                            e.f32(e.weight()), e.f32(e.weight()), C, saved, saved, C, e.f32(e.output()), e.n(),
+                            channels, hw)};
       const std::string state = e.f32(e.tdfg.state_of[e.task.layer]);
       return {fmt::format("batchnorm_forward_train({}, {}, {} + {}, {}, {}, {} + {}, {} + {}, {} + {}, {}, {}, {}, "
                           "{}, {});",

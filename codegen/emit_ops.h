@@ -26,6 +26,9 @@ struct ComputeCall {
   std::map<BlockId, std::string> region_of;
   std::string workspace_region;          // "" when the step has no workspace
   int64_t workspace_bytes = 0;
+  // A recompute step (Step::recompute): the task re-runs with its
+  // Task::recompute_reads / recompute_writes (batchnorm from its saved statistics).
+  bool recompute = false;
 };
 
 // Statements (without indentation) that run inside the step's closure on the

@@ -428,9 +428,12 @@ class ProgramEmitter {
           call.samples = plan_.sub_batches[step.round];
           for (int32_t r = 0; r < step.round; ++r) call.first_sample += plan_.sub_batches[r];
         }
-        for (size_t i = 0; i < task.reads.size(); ++i) call.region_of[task.reads[i]] = buffer_names_.at(step.reads[i]);
-        for (size_t i = 0; i < task.writes.size(); ++i)
-          call.region_of[task.writes[i]] = buffer_names_.at(step.writes[i]);
+        // A recompute step lists the buffers of the task's recompute signature (plan.h).
+        call.recompute = step.recompute;
+        const std::vector<BlockId>& reads = step.recompute ? task.recompute_reads : task.reads;
+        const std::vector<BlockId>& writes = step.recompute ? task.recompute_writes : task.writes;
+        for (size_t i = 0; i < reads.size(); ++i) call.region_of[reads[i]] = buffer_names_.at(step.reads[i]);
+        for (size_t i = 0; i < writes.size(); ++i) call.region_of[writes[i]] = buffer_names_.at(step.writes[i]);
         if (step.workspace != kNoBuffer) {
           call.workspace_region = buffer_names_[step.workspace];
           call.workspace_bytes = plan_.buffers[step.workspace].bytes;
@@ -440,8 +443,8 @@ class ProgramEmitter {
         // Debug mode: NaN must not be laundered (relu turns NaN into 0), so every
         // float output is checked right where it is written.
         std::string checked;
-        for (size_t i = 0; i < task.writes.size(); ++i) {
-          const Block& block = tdfg_.blocks[task.writes[i]];
+        for (size_t i = 0; i < writes.size(); ++i) {
+          const Block& block = tdfg_.blocks[writes[i]];
           if (block.kind == BlockKind::saved && block.bytes_per_sample > 0 && task.op == Op::dropout) continue;  // mask bytes
           if (block.kind == BlockKind::labels) continue;
           const std::string& name = buffer_names_.at(step.writes[i]);

@@ -79,6 +79,12 @@ void batchnorm_forward_train(const float* x, const float* gamma, const float* be
                              float* save_mean, float* save_invstd, float* running_mean,
                              float* running_var, int64_t n, int64_t c, int64_t hw, float eps,
                              float momentum);
+// Recomputation of a training-mode forward pass (a plan's recompute step,
+// SuperNeurons §3.4): y from x with the mean and inverse std that
+// batchnorm_forward_train saved, the running statistics untouched; y is
+// bit-identical to the forward pass's.
+void batchnorm_forward_saved(const float* x, const float* gamma, const float* beta, const float* save_mean,
+                             const float* save_invstd, float* y, int64_t n, int64_t c, int64_t hw);
 // Evaluation mode: normalises with the running statistics.
 void batchnorm_forward_inference(const float* x, const float* gamma, const float* beta,
                                  const float* running_mean, const float* running_var, float* y,

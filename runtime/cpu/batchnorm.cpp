@@ -6,6 +6,26 @@
 #include "runtime/ops.h"
 
 namespace mplan::rt {
+namespace {
+
+// y = x * scale + shift for one channel, from the saved (float) mean and
+// inverse std: the forward pass and its recomputation share it, so a
+// recomputed y is bit-identical.
+void normalise_channel(const float* x, float gamma, float beta, float mean, float invstd, float* y, int64_t n,
+                       int64_t c, int64_t hw, int64_t ch) {
+  const float scale = static_cast<float>(static_cast<double>(gamma) * invstd);
+  const float shift = static_cast<float>(beta - static_cast<double>(mean) * gamma * invstd);
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t i = 0; i < hw; ++i) y[(b * c + ch) * hw + i] = x[(b * c + ch) * hw + i] * scale + shift;
+}
+
+}  // namespace
+
+void batchnorm_forward_saved(const float* x, const float* gamma, const float* beta, const float* save_mean,
+                             const float* save_invstd, float* y, int64_t n, int64_t c, int64_t hw) {
+  for (int64_t ch = 0; ch < c; ++ch)
+    normalise_channel(x, gamma[ch], beta[ch], save_mean[ch], save_invstd[ch], y, n, c, hw, ch);
+}
 
 void batchnorm_forward_train(const float* x, const float* gamma, const float* beta, float* y,
                              float* save_mean, float* save_invstd, float* running_mean,
@@ -32,10 +52,7 @@ void batchnorm_forward_train(const float* x, const float* gamma, const float* be
     running_mean[ch] = static_cast<float>((1.0 - momentum) * running_mean[ch] + momentum * mean);
     running_var[ch] =
         static_cast<float>((1.0 - momentum) * running_var[ch] + momentum * var_unbiased);
-    const float scale = static_cast<float>(gamma[ch] * invstd);
-    const float shift = static_cast<float>(beta[ch] - mean * gamma[ch] * invstd);
-    for (int64_t b = 0; b < n; ++b)
-      for (int64_t i = 0; i < hw; ++i) y[(b * c + ch) * hw + i] = x[(b * c + ch) * hw + i] * scale + shift;
+    normalise_channel(x, gamma[ch], beta[ch], save_mean[ch], save_invstd[ch], y, n, c, hw, ch);
   }
 }
 

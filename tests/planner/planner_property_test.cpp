@@ -10,6 +10,7 @@
 #include "frontend/parse.h"
 #include "planner/planner.h"
 #include "planner/sub_batch.h"
+#include "planner/verify.h"
 #include "planner_test_util.h"
 #include "tdfg/bounds.h"
 
@@ -128,6 +129,8 @@ TEST(PlannerProperty, PlansAreConsistentAndDeterministic) {
       Result<Plan> a = make_plan(g->tdfg, cost, o);
       ASSERT_TRUE(a.ok()) << a.error().to_string();
       expect_consistent(g->tdfg, *a);
+      const std::vector<Violation> violations = verify_plan(*a, g->tdfg);
+      EXPECT_TRUE(violations.empty()) << to_string(violations.front());
       if (::testing::Test::HasFailure()) return;
       Result<Plan> b = make_plan(g->tdfg, cost, o);
       ASSERT_TRUE(b.ok());
@@ -160,7 +163,6 @@ TEST(PlannerProperty, ScreeningPicksWhatSimulatingEveryCandidatePicks) {
     for (double f : {1.2, 2.0, 4.0}) {
       PlanOptions o;
       o.budget_bytes = static_cast<int64_t>(f * static_cast<double>(min_bytes));
-      o.max_sub_batch_candidates = 12;
       Result<Plan> screened = make_plan(g->tdfg, cost, o);
       o.screen_sub_batches = false;
       Result<Plan> every = make_plan(g->tdfg, cost, o);
@@ -233,7 +235,7 @@ TEST(PlannerProperty, UnevenSubBatchesCoverTheBatch) {
 TEST(PlannerProperty, SplitBatchAndCandidates) {
   EXPECT_EQ(split_batch(128, 48), (std::vector<int64_t>{48, 48, 32}));
   EXPECT_EQ(split_batch(64, 64), (std::vector<int64_t>{64}));
-  std::vector<int64_t> c = sub_batch_candidates(/*batch=*/128, /*eq3_start=*/48, /*largest_feasible=*/60, 8);
+  std::vector<int64_t> c = sub_batch_candidates(/*batch=*/128, /*eq3_start=*/48, /*largest_feasible=*/60);
   EXPECT_NE(std::find(c.begin(), c.end(), 48), c.end());
   EXPECT_NE(std::find(c.begin(), c.end(), 60), c.end());
   EXPECT_NE(std::find(c.begin(), c.end(), 43), c.end());  // 3 balanced rounds: 43, 43, 42

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "frontend/parse.h"
-#include "planner/policies/baselines.h"
+#include "planner/deciders/deciders.h"
 #include "planner/policy.h"
 #include "planner/sub_batch.h"
 #include "planner/verify.h"
