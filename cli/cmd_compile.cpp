@@ -53,7 +53,9 @@ struct CompileOptions {
   int copy_engines = 0;
   bool batch_given = false, sub_batch_given = false, copy_engines_given = false;
   bool no_prefetch = false, lean_algorithms = false;
-  bool no_recompute = false, no_early_offload = false, split_batchnorm = false;
+  bool no_recompute = false, no_early_offload = false;
+  std::string batchnorm = "prefer-one";  // --batchnorm (planner/planner.h BatchnormRounds)
+  bool batchnorm_given = false;
   std::string workspace = "undivided";  // --workspace (planner/workspace_mode.h)
   std::string dump_lp;                  // --dump-lp: the WD problem in CPLEX LP format (wd modes)
   std::string policy = "mplan";         // --policy (planner/policy.h)
@@ -65,6 +67,7 @@ struct Checked {
   int64_t budget_bytes = 0;
   WorkspaceMode workspace;
   PolicyKind policy = PolicyKind::mplan;
+  PlanOptions::BatchnormRounds batchnorm = PlanOptions::BatchnormRounds::prefer_one;
 };
 
 std::string policy_names() {
@@ -96,6 +99,10 @@ Checked check_flags(const CompileOptions& o) {
     fail(fmt::format("--copy-engines must be 1 (one copy stream shared by both directions) or 2 (one per "
                      "direction), got {}",
                      o.copy_engines));
+  if (o.batchnorm == "prefer-one") c.batchnorm = PlanOptions::BatchnormRounds::prefer_one;
+  else if (o.batchnorm == "one") c.batchnorm = PlanOptions::BatchnormRounds::one;
+  else if (o.batchnorm == "any") c.batchnorm = PlanOptions::BatchnormRounds::any;
+  else fail(fmt::format("--batchnorm '{}': expected prefer-one, one or any", o.batchnorm));
   if (!parse_policy(o.policy, &c.policy))
     fail(fmt::format("--policy '{}': unknown policy; expected one of {}", o.policy, policy_names()));
   // The layer-wise policies follow their papers' rules and have none of the
@@ -109,7 +116,7 @@ Checked check_flags(const CompileOptions& o) {
                        : !o.dump_lp.empty()     ? "--dump-lp"
                        : o.no_recompute         ? "--no-recompute"
                        : o.no_early_offload     ? "--no-early-offload"
-                       : o.split_batchnorm      ? "--split-batchnorm"
+                       : o.batchnorm_given      ? "--batchnorm"
                                                 : nullptr;
     if (flag != nullptr)
       fail(fmt::format("{} is an option of the planner (--policy mplan or modnn), not of --policy {}", flag,
@@ -208,7 +215,7 @@ void run_compile(const CompileOptions& o) {
   options.scheduler.select_algorithms = !o.lean_algorithms;
   options.scheduler.recompute = !o.no_recompute;
   options.scheduler.early_offload = !o.no_early_offload;
-  options.scheduler.split_batchnorm = o.split_batchnorm;
+  options.scheduler.batchnorm_rounds = checked.batchnorm;
   options.scheduler.workspace = checked.workspace.use;
   options.scheduler.workspace_bytes = checked.workspace.bytes;
   PolicyOutcome outcome = run_policy(checked.policy, tdfg, *cost, options);
@@ -308,9 +315,11 @@ void setup_compile(CLI::App& command) {
   command.add_flag("--no-early-offload", o->no_early_offload,
                    "Offload blocks only when an allocation needs their room (mplan's planner otherwise copies "
                    "long-lived blocks out early when the round does not fit)");
-  command.add_flag("--split-batchnorm", o->split_batchnorm,
-                   "Let the planner split a model with batchnorm layers into sub-batches by simulated time alone "
-                   "(default: one round, full-batch statistics, whenever a plan of one round fits)");
+  auto* batchnorm = command.add_option(
+      "--batchnorm", o->batchnorm,
+      "Rounds of a model with batchnorm layers (statistics are per round): prefer-one (default: one round, "
+      "full-batch statistics, unless that needs offloading or recomputation and is more than 10% slower than "
+      "splitting); one (one round whenever it fits); any (the sub-batch by simulated time alone)");
   command.add_option("--policy", o->policy,
                      "Scheduling policy (planner/policy.h): mplan (default: mplan's own planner), modnn (moDNN as "
                      "published), vdnn-all-m, vdnn-all-p, vdnn-conv-m, vdnn-conv-p, vdnn-dyn, vdnn+, superneurons, "
@@ -326,7 +335,8 @@ void setup_compile(CLI::App& command) {
                      "the whole pool in turn)");
   command.add_option("-o,--out", o->out_dir, "Output folder (created if missing)")->required();
   command.add_flag("--build", o->build, "Also build the training program: cmake -S DIR -B DIR/build && cmake --build DIR/build");
-  command.callback([o, batch, sub_batch, engines, workspace] {
+  command.callback([o, batch, sub_batch, engines, workspace, batchnorm] {
+    o->batchnorm_given = batchnorm->count() > 0;
     o->workspace_given = workspace->count() > 0;
     o->batch_given = batch->count() > 0;
     o->sub_batch_given = sub_batch->count() > 0;

@@ -49,13 +49,18 @@ struct PlanOptions {
   // copy long-lived blocks to the host early when the round does not fit.
   bool recompute = true;
   bool early_offload = true;
-  // Batch normalisation: a model with batchnorm layers runs as one round
-  // (full-batch statistics, as plain training computes them) whenever any
-  // plan of one round fits, however much slower; split only when memory
-  // forces it. true: choose the sub-batch by simulated time alone (the
-  // statistics are then per sub-batch). Never: a round in which a batchnorm
-  // layer sees fewer than two values per channel.
-  bool split_batchnorm = false;
+  // Batch normalisation: what the rounds of a model with batchnorm layers may
+  // be (statistics are per round). prefer_one: one round, full-batch
+  // statistics as plain training computes them, whenever a plan of one round
+  // needs no offloading or recomputation, or costs at most
+  // batchnorm_tolerance more than the fastest plan of several rounds; else
+  // split (memory forces it, and the plan says so). one: one round whenever
+  // any plan of one round fits. any: the sub-batch by simulated time alone.
+  // In every mode no round is planned where a batchnorm layer would see fewer
+  // than two values per channel.
+  enum class BatchnormRounds { prefer_one, one, any };
+  BatchnormRounds batchnorm_rounds = BatchnormRounds::prefer_one;
+  double batchnorm_tolerance = 0.10;
   // Workspace use of conv tasks (planner/workspace_mode.h): undivided (one
   // cuDNN call per task and round); dynamic: each conv task also chooses
   // among its desirable micro-batch configurations (mu-cuDNN §III-C1,

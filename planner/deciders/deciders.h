@@ -40,6 +40,11 @@ struct ModnnRules {
   bool early_offload = false;
   // How much more than the excess to copy early, in multiples of the largest task's need.
   double early_offload_margin = 1.0;
+  // Eq. 4 with the copy queue: a later task's prefetch waits for the earlier
+  // ones, so each task's urgency counts the transfers queued before it and
+  // every prefetch up to the last urgent task starts now (moDNN stops at the
+  // first task that need not start yet).
+  bool queued_prefetch = false;
 };
 std::unique_ptr<Decider> make_modnn_decider(const ModnnRules& rules);
 

@@ -4,6 +4,7 @@
 // prefetching from thrashing.
 
 #include <algorithm>
+#include <cstdlib>
 #include <limits>
 #include <vector>
 
@@ -25,6 +26,7 @@ class ModnnDecider final : public Decider {
   void start_round(IterationSim& sim, int32_t r) override {
     early_bytes_ = 0;
     early_target_bytes_ = rules_.early_offload ? excess_bytes(sim, r) : 0;
+    if (std::getenv("MPLAN_DEBUG_EARLY")) fprintf(stderr, "round %d early target %lld capacity %lld\n", r, (long long)early_target_bytes_, (long long)sim.memory().capacity_bytes());
   }
 
   // Cheap blocks whose recomputation needs nothing kept longer than it is anyway.
@@ -84,54 +86,50 @@ void ModnnDecider::missing_at(IterationSim& sim, int64_t p, std::vector<int32_t>
   for (BlockId b : sim.outputs_at(k)) *need_bytes += sim.reserved_bytes(sim.instance_bytes(sim.instance(r, b)));
 }
 
-// The round's liveness peak (every block from its first to its last use at
-// this sub-batch; with recomputation, droppable blocks not between their
-// forward and backward uses) less the arena, plus the margin: what early
-// offloads must cover. 0 when the round fits.
+// What early offloads must cover in round r: the round's liveness peak (every
+// block from its first to its last use at this sub-batch, plus the workspace
+// of each task's fastest option, the room Eq. 5 would like) less the arena,
+// plus the margin; 0 when the round fits. The copies must also overlap the
+// computation: no more than the copy engine moves out during the forward
+// pass and back during the backward pass (the rest is left to eviction when
+// room is needed, and to recomputation where that is on).
 int64_t ModnnDecider::excess_bytes(IterationSim& sim, int32_t r) const {
   const Tdfg& tdfg = sim.tdfg();
   const int32_t n = sim.task_count();
   std::vector<int64_t> delta(n + 1, 0);
   int64_t largest_task = 0;
+  double forward_ms = 0, backward_ms = 0;
   for (int32_t k = 0; k < n; ++k) {
     int64_t need = 0;
     for (BlockId b : sim.inputs_at(k)) need += sim.reserved_bytes(sim.instance_bytes(sim.instance(r, b)));
     for (BlockId b : sim.outputs_at(k)) need += sim.reserved_bytes(sim.instance_bytes(sim.instance(r, b)));
     largest_task = std::max(largest_task, need);
+    const double ms = sim.fast_time(sim.pos(r, k));
+    (tdfg.tasks[sim.task_at(k)].kind == TaskKind::FP ? forward_ms : backward_ms) += ms;
   }
   for (BlockId b = 0; b < static_cast<BlockId>(tdfg.blocks.size()); ++b) {
     const std::vector<int32_t>& u = sim.uses(b);
     if (tdfg.blocks[b].resident || u.empty()) continue;
     const int64_t bytes = sim.reserved_bytes(sim.instance_bytes(sim.instance(r, b)));
-    int32_t last_forward = u.front();
-    for (int32_t p : u)
-      if (tdfg.tasks[sim.task_at(p)].kind == TaskKind::FP) last_forward = p;
-    auto next = std::upper_bound(u.begin(), u.end(), last_forward);
-    if (rules_.recompute && next != u.end() && recompute_is_free_of_extensions(sim, b) &&
-        tdfg.blocks[b].kind == BlockKind::output) {
-      bool cheap = true;
-      for (TaskId w : tdfg.blocks[b].writers)
-        cheap = cheap && tdfg.tasks[w].kind == TaskKind::FP && !tdfg.tasks[w].has_algorithms &&
-                !tdfg.tasks[w].recompute_writes.empty();
-      if (cheap) {
-        delta[u.front()] += bytes;
-        delta[last_forward + 1] -= bytes;
-        delta[*next] += bytes;
-        delta[u.back() + 1] -= bytes;
-        continue;
-      }
-    }
     delta[u.front()] += bytes;
     delta[u.back() + 1] -= bytes;
   }
   int64_t live = 0, peak = 0;
   for (int32_t k = 0; k < n; ++k) {
     live += delta[k];
-    peak = std::max(peak, live);
+    const int64_t ws = rules_.select_algorithms ? sim.options_of(sim.task_at(k), r).front().workspace_bytes : 0;
+    peak = std::max(peak, live + (ws > 0 ? sim.reserved_bytes(ws) : 0));
   }
   const int64_t excess = peak - sim.memory().capacity_bytes();
   if (excess <= 0) return 0;
-  return excess + static_cast<int64_t>(rules_.early_offload_margin * static_cast<double>(largest_task));
+  double margin = rules_.early_offload_margin;
+  if (const char* m = std::getenv("MPLAN_MARGIN")) margin = std::atof(m);
+  // Bytes one copy direction moves in a millisecond (from a 64 MiB copy).
+  const int64_t probe = int64_t{64} << 20;
+  const double bytes_per_ms = static_cast<double>(probe) / sim.cost().device_to_host_ms(probe);
+  const double overlap_ms = std::min(forward_ms, backward_ms);
+  const auto movable = static_cast<int64_t>(bytes_per_ms * overlap_ms);
+  return std::min(excess + static_cast<int64_t>(margin * static_cast<double>(largest_task)), movable);
 }
 
 // Algorithm 1 lines 9-14 and Eq. 5: gain = T_base - T_alg - T_off,alg -
@@ -182,9 +180,11 @@ size_t ModnnDecider::choose_option(IterationSim& sim, int32_t r, int32_t k, cons
     double pre_ms = 0;
     if (!pooled && prefetch_need > 0 && o.workspace_bytes > 0 &&
         sim.memory().free_bytes() - sim.reserved_bytes(o.workspace_bytes) < prefetch_need) {
-      // The prefetch waits for t to end: s is delayed by what does not overlap.
-      const double start = std::max(now_ms + off_ms + o.time_ms, sim.timeline().free_at_ms(kH2dSlot));
-      pre_ms = std::max(0.0, start + prefetch_ms - (now_ms + o.time_ms + gap_ms));
+      // The prefetch waits for t to end: s is delayed by what does not
+      // overlap the tasks between (t's own delay off_ms is counted once, above).
+      const double t_end = now_ms + off_ms + o.time_ms;
+      const double start = std::max(t_end, sim.timeline().free_at_ms(kH2dSlot));
+      pre_ms = std::max(0.0, start + prefetch_ms - (t_end + gap_ms));
     }
     const double gain = opts[lean].time_ms - o.time_ms - off_ms - pre_ms;
     if (gain > best_gain) {
@@ -201,6 +201,12 @@ size_t ModnnDecider::choose_option(IterationSim& sim, int32_t r, int32_t k, cons
 // s that need not start now, that would not fit beside t (line 16, predicted
 // by comparing its need and t's with the arena), or for which no room can be
 // made without touching blocks needed up to s.
+//
+// mplan (ModnnRules::queued_prefetch): the copies queue on one stream, so a
+// later task's prefetch starts only after the earlier ones; Eq. 4 is asked of
+// each s with the transfers of every s before it, and all prefetches up to
+// the last s that must start now are issued (moDNN stops at the first s that
+// need not start, even when a later, larger one must).
 void ModnnDecider::before_issue(IterationSim& sim, int32_t r, int32_t k, double task_ms) {
   if (!rules_.prefetch) return;
   const int64_t here = sim.here();
@@ -208,26 +214,36 @@ void ModnnDecider::before_issue(IterationSim& sim, int32_t r, int32_t k, double 
   for (BlockId b : sim.inputs_at(k)) t_need += sim.reserved_bytes(sim.instance_bytes(sim.instance(r, b)));
   for (BlockId b : sim.outputs_at(k)) t_need += sim.reserved_bytes(sim.instance_bytes(sim.instance(r, b)));
   const double t_end_ms = sim.timeline().free_at_ms(kComputeSlot) + task_ms;
+  const double start_ms = std::max(t_end_ms, sim.timeline().free_at_ms(sim.timeline().h2d_slot()));
   double est_ms = t_end_ms;  // EST(s), from the fastest options of the tasks between
+  double queued_ms = 0;      // transfers of the s before, in the queue
   const int64_t last = std::min(sim.last_pos(), here + rules_.lookahead_tasks);
+  std::vector<std::pair<int64_t, std::vector<int32_t>>> pending;  // (s, its missing inputs)
+  size_t urgent = 0;  // prefetches for pending[0, urgent) must start now
   for (int64_t p = here + 1; p <= last; ++p) {
     std::vector<int32_t> missing;
     int64_t s_need = 0;
     missing_at(sim, p, &missing, &s_need);
-    if (s_need + t_need > sim.memory().capacity_bytes()) return;  // line 16
+    if (s_need + t_need > sim.memory().capacity_bytes()) break;  // line 16
     if (!missing.empty()) {
       double trans_ms = 0;
       for (int32_t i : missing) trans_ms += sim.cost().host_to_device_ms(sim.instance_bytes(i));
+      queued_ms += trans_ms;
+      pending.emplace_back(p, std::move(missing));
       // Eq. 4: T + Talg(t) + sum Ttrans(d) > EST(s) -> start now.
-      const double start_ms = std::max(t_end_ms, sim.timeline().free_at_ms(sim.timeline().h2d_slot()));
-      if (!(start_ms + trans_ms > est_ms)) return;  // lines 26-27
-      for (int32_t i : missing) {
-        if (sim.state(i).buffer != kNoBuffer) continue;
-        if (!sim.load(i, RoomRequest{sim.instance_bytes(i), sim.timeline().h2d_slot(), p, RoomRequest::Purpose::prefetch}))
-          return;  // lines 21-25
-      }
+      const bool now = start_ms + (rules_.queued_prefetch ? queued_ms : trans_ms) > est_ms;
+      if (now) urgent = pending.size();
+      else if (!rules_.queued_prefetch) break;  // lines 26-27
     }
     est_ms += sim.fast_time(p);
+  }
+  for (size_t j = 0; j < urgent; ++j) {
+    for (int32_t i : pending[j].second) {
+      if (sim.state(i).buffer != kNoBuffer) continue;
+      if (!sim.load(i, RoomRequest{sim.instance_bytes(i), sim.timeline().h2d_slot(), pending[j].first,
+                                   RoomRequest::Purpose::prefetch}))
+        return;  // lines 21-25
+    }
   }
 }
 

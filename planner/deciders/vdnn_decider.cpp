@@ -65,15 +65,23 @@ class VdnnDecider final : public Decider {
     sim.sync_compute_after(sim.last_copies());
     if (task.kind == TaskKind::FP || task.kind == TaskKind::update) return;
     const std::vector<Layer>& layers = sim.tdfg().model->layers;
+    // What this layer's task still has to place: a prefetch must leave room for it.
+    int64_t needed = 0;
+    for (BlockId b : sim.inputs_at(k))
+      if (sim.state(sim.instance(r, b)).buffer == kNoBuffer) needed += sim.reserved_bytes(sim.instance_bytes(sim.instance(r, b)));
+    for (BlockId b : sim.outputs_at(k)) needed += sim.reserved_bytes(sim.instance_bytes(sim.instance(r, b)));
     for (LayerId id = task.layer - 1; id >= 0; --id) {
       if (!offloaded_by_layer_[id].empty() && !prefetched_[id]) {
         prefetched_[id] = true;
         for (BlockId b : offloaded_by_layer_[id]) {
           const int32_t i = sim.instance(r, b);
           const InstanceState& s = sim.state(i);
-          // A prefetch that does not fit is skipped (the layer loads it on demand).
-          if (s.buffer == kNoBuffer && s.host_valid)
-            sim.load(i, RoomRequest{sim.instance_bytes(i), kH2dSlot, sim.here(), RoomRequest::Purpose::prefetch});
+          // A prefetch that does not fit beside this layer is skipped (its
+          // layer loads it on demand), as vDNN's allocator would refuse it.
+          if (s.buffer != kNoBuffer || !s.host_valid) continue;
+          const int64_t bytes = sim.reserved_bytes(sim.instance_bytes(i));
+          if (sim.memory().free_bytes() - bytes < needed) continue;
+          sim.load(i, RoomRequest{sim.instance_bytes(i), kH2dSlot, sim.here(), RoomRequest::Purpose::prefetch});
         }
         return;
       }

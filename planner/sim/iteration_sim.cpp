@@ -181,7 +181,10 @@ std::optional<Reservation> IterationSim::reserve(const RoomRequest& request) {
   std::optional<int64_t> offset = mm_.allocate(id, request.bytes);
   if (!offset) {
     offset = decider_.make_room(*this, request);
-    if (!offset) return std::nullopt;
+    if (!offset) {
+      failed_bytes_ = request.bytes;
+      return std::nullopt;
+    }
     if (*offset == kBestFit) {
       offset = mm_.allocate(id, request.bytes);
       if (!offset) return std::nullopt;
@@ -521,6 +524,7 @@ void IterationSim::issue_task(int32_t r, int32_t k, size_t option, const std::op
   choice.workspace_bytes = o.workspace_bytes;
   choice.gain_ms = decider_.last_gain_ms();
   choice.micro_batches = micro_batches_of(t, r, option);
+  slower_options_ms_ += o.time_ms - options_of(t, r).front().time_ms;
   if (o.workspace_bytes > 0 && in_pool(t, r)) {
     MPLAN_CHECK(mm_.reserved_bytes(o.workspace_bytes) <= opt_.arena_bytes - pool_offset_,
                 "task " + task.name + "'s workspace exceeds the wd pool");
@@ -575,12 +579,7 @@ void IterationSim::run_task(int32_t r, int32_t k) {
     ok = try_task(r, k, &option, &workspace);
   }
   const Task& task = tdfg_.tasks[order_[k]];
-  if (!ok) {
-    int64_t need = 0;
-    for (BlockId b : inputs_[k]) need += mm_.reserved_bytes(instance_bytes(instance(r, b)));
-    for (BlockId b : outputs_[k]) need += mm_.reserved_bytes(instance_bytes(instance(r, b)));
-    infeasible("task " + task.name + " (its blocks)", need);
-  }
+  if (!ok) infeasible("task " + task.name, failed_bytes_);
   decider_.before_issue(*this, r, k, options_of(order_[k], r)[option].time_ms);
   issue_task(r, k, option, workspace);
   decider_.after_task(*this, r, k);
@@ -641,6 +640,7 @@ SimResult IterationSim::run() {
   result.recompute_steps = std::move(recompute_steps_);
   result.recomputed_tasks = static_cast<int32_t>(result.recompute_steps.size());
   result.offloaded_blocks.assign(offloaded_.begin(), offloaded_.end());
+  result.slower_options_ms = slower_options_ms_;
   return result;
 }
 

@@ -77,6 +77,10 @@ struct SimResult {
   int32_t recomputed_tasks = 0;      // compute steps that re-run an FP task
   std::vector<int32_t> recompute_steps;
   std::vector<BlockId> offloaded_blocks;  // blocks copied to the host in round 0, each once
+  // Time the tasks lost to options slower than their fastest (a workspace that
+  // did not fit, or Eq. 5's penalties): where it is 0 and nothing was
+  // evicted, other placements and levers cannot make the plan faster.
+  double slower_options_ms = 0;
 };
 
 // Runs the iteration with `decider`.
@@ -294,8 +298,10 @@ class IterationSim {
   PlanSummary summary_;
   std::vector<int32_t> recompute_steps_;
   std::set<BlockId> offloaded_;
+  double slower_options_ms_ = 0;
   int32_t cur_r_ = 0, cur_k_ = 0;
   int64_t generation_ = 0;
+  int64_t failed_bytes_ = 0;         // the last allocation no room could be made for
 };
 
 }  // namespace mplan

@@ -46,7 +46,7 @@ TEST_F(CompilePolicy, SchedulerFlagsAreRefusedForALayerWisePolicy) {
   const MplanRun r = mplan({"compile", example_model("cifar_small"), "--budget", "64MiB", "--policy", "vdnn-all-m",
                             "--sub-batch", "8", "-o", path("out")});
   EXPECT_NE(r.exit_code, 0) << r.describe();
-  EXPECT_TRUE(contains(r.err, "--sub-batch is an option of moDNN's scheduler")) << r.describe();
+  EXPECT_TRUE(contains(r.err, "--sub-batch is an option of the planner")) << r.describe();
   EXPECT_FALSE(fs::exists(path("out/plan.json")));
 }
 
