@@ -57,11 +57,13 @@ class SuperNeuronsDecider final : public Decider {
     const Tdfg& tdfg = sim.tdfg();
     for (TaskId w : tdfg.blocks[b].writers)
       if (!cheap_op(tdfg.tasks[w].op)) return false;
-    // Its recomputation's inputs must be kept anyway: checkpoints, host data, or recomputed themselves.
+    // Its recomputation's inputs must be kept anyway: checkpoints, host data,
+    // recomputed themselves, or needed until after b is (batchnorm's saved statistics).
     for (TaskId w : tdfg.blocks[b].writers)
       for (BlockId x : tdfg.tasks[w].recompute_reads) {
         if (tdfg.blocks[x].resident || x == b) continue;
-        if (!cached(sim, x) && !sim.host_sourced(x) && !dropping_[x]) return false;
+        const bool kept = !sim.uses(x).empty() && sim.uses(x).back() >= sim.uses(b).back();
+        if (!cached(sim, x) && !sim.host_sourced(x) && !dropping_[x] && !kept) return false;
       }
     dropping_[b] = true;
     keep_[b] = keep_recomputed(sim, b);

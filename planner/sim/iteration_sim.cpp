@@ -352,13 +352,16 @@ bool IterationSim::recompute(int32_t inst) {
       if (!ensure(xi)) return false;
     }
   }
-  // Blocks the recomputation writes besides b (dropout's mask): rewritten in place, or made anew.
+  // Blocks the recomputation writes besides b (dropout's mask): rewritten in
+  // place, or made anew (and freed right after if no later task needs them).
+  std::vector<int32_t> scratch;
   for (TaskId w : writers) {
     for (BlockId x : tdfg_.tasks[w].recompute_writes) {
       if (x == b) continue;
       const int32_t xi = instance(r, x);
       locked_.insert(xi);
       if (inst_[xi].buffer != kNoBuffer) continue;
+      if (last_use_[x] < cur_k_) scratch.push_back(xi);
       std::optional<Reservation> res =
           reserve(RoomRequest{instance_bytes(xi), kComputeSlot, here(), RoomRequest::Purpose::recompute});
       if (!res) return false;
@@ -383,6 +386,7 @@ bool IterationSim::recompute(int32_t inst) {
       xs.dropped = false;
     }
   }
+  for (int32_t xi : scratch) release(xi);
   return true;
 }
 
