@@ -52,16 +52,25 @@ OffloadScheme OffloadSchemeFinder::find(IterationSim& sim, const RoomRequest& re
         if (u >= 0) g.users_end_ms = std::max(g.users_end_ms, timeline.step(u).end_ms);
       const bool soon = next != IterationSim::kNever && next - here <= costs_.lookahead_tasks;
       const int64_t bytes = sim.instance_bytes(inst);
+      const double refetch_ms = costs_.refetch_cost && soon ? sim.cost().host_to_device_ms(bytes) : 0.0;
       if (s.host_valid) {
-        if (costs_.refetch_cost && soon) g.future_ms = sim.cost().host_to_device_ms(bytes);
-      } else if (costs_.drop_droppable && sim.droppable(inst)) {
-        g.drop = true;
-        g.future_ms = sim.recompute_ms(inst);
+        g.future_ms = refetch_ms;
       } else {
         g.needs_copy = true;
         g.writer_end_ms = bs.last_writer >= 0 ? timeline.step(bs.last_writer).end_ms : 0.0;
         g.copy_ms = sim.cost().device_to_host_ms(bytes);
-        if (costs_.refetch_cost && soon) g.future_ms = sim.cost().host_to_device_ms(bytes);
+        g.future_ms = refetch_ms;
+        // A droppable block leaves the cheaper way: dropped (its recomputation
+        // later) or offloaded (its copy now and, if needed soon, back).
+        if (costs_.drop_droppable && sim.droppable(inst)) {
+          const double recompute_ms = sim.recompute_ms(inst);
+          if (recompute_ms <= g.copy_ms + refetch_ms) {
+            g.drop = true;
+            g.needs_copy = false;
+            g.copy_ms = 0;
+            g.future_ms = recompute_ms;
+          }
+        }
       }
       scan_.push_back(g);
     }

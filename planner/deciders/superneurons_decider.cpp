@@ -1,8 +1,9 @@
 // SuperNeurons (papers/superneurons.txt §3) as a Decider:
 // - liveness analysis (§3.2): every block freed after its last use (the simulator);
-// - unified tensor pool with the tensor cache (§3.3): conv outputs (the
+// - unified tensor pool with the tensor cache (§3.3): conv and FC outputs (the
 //   checkpoints) stay on the device until an allocation fails, then the least
-//   recently used unlocked ones are offloaded (Alg. 2, LRU.out); in the
+//   recently used unlocked ones are offloaded, then other unlocked tensors
+//   (Alg. 2, LRU.out); in the
 //   backward pass, at each conv layer, the tensors the backward computation
 //   needs up to the previous conv layer are prefetched (§3.3.1 "Prefetching");
 // - cost-aware recomputation (§3.4): outputs of cheap layers (activation,
@@ -33,6 +34,14 @@ bool cheap_op(Op op) { return op == Op::relu || op == Op::pool || op == Op::lrn 
 
 class SuperNeuronsDecider final : public Decider {
  public:
+  // SuperNeurons' heap has no defragmentation. Where holes alone stop an
+  // allocation (LRU.out found enough free bytes but not in one range), this
+  // decider falls back to moDNN's: evict everything and reload what the layer
+  // needs, so that a budget that holds the layer's tensors is never refused
+  // for where earlier tensors happened to lie (the comparison is of levers,
+  // not of allocators).
+  bool defragment_on_failure() const override { return true; }
+
   void start_round(IterationSim& sim, int32_t r) override {
     const Tdfg& tdfg = sim.tdfg();
     // §3.4 step 1: l_peak, the largest need of one layer (task) at this sub-batch.
@@ -46,11 +55,13 @@ class SuperNeuronsDecider final : public Decider {
     keep_.assign(tdfg.blocks.size(), true);
   }
 
-  // §3.3: the tensor cache holds conv outputs (and input data, which the host has).
+  // §3.3: the checkpoints, the outputs of compute-intensive layers (CONV and
+  // FC), and input data (which the host has).
   bool cached(const IterationSim& sim, BlockId b) const {
     const Block& block = sim.tdfg().blocks[b];
     if (block.kind == BlockKind::input) return true;
-    return block.kind == BlockKind::output && sim.tdfg().model->layers[block.layer].op == Op::conv;
+    const Op op = sim.tdfg().model->layers[block.layer].op;
+    return block.kind == BlockKind::output && (op == Op::conv || op == Op::linear);
   }
 
   bool may_drop(const IterationSim& sim, BlockId b) override {
@@ -81,22 +92,29 @@ class SuperNeuronsDecider final : public Decider {
     return lean;
   }
 
-  // Alg. 2 LRU.out: evict the least recently used cached tensor the running
-  // task does not use, until the request fits. Prefetches and workspaces never evict.
+  // Alg. 2 LRU.out: offload the least recently used unlocked tensors (not
+  // used by the running layer) until the request fits, checkpoints first
+  // (§3.3.1 offloads only them), then any tensor of the cache (Alg. 2 takes
+  // every unlocked one). Prefetches and workspaces never evict.
   std::optional<int64_t> make_room(IterationSim& sim, const RoomRequest& request) override {
     if (request.purpose == RoomRequest::Purpose::workspace || request.purpose == RoomRequest::Purpose::prefetch)
       return std::nullopt;
-    while (!sim.memory().fits(request.bytes)) {
-      int32_t victim = -1;
-      for (const auto& [stamp, inst] : sim.lru()) {
-        if (!sim.locked(inst) && cached(sim, sim.block_of(inst)) && sim.state(inst).created) {
-          victim = inst;
-          break;
+    for (bool checkpoints_only : {true, false}) {
+      while (!sim.memory().fits(request.bytes)) {
+        int32_t victim = -1;
+        for (const auto& [stamp, inst] : sim.lru()) {
+          const BlockId b = sim.block_of(inst);
+          if (!sim.locked(inst) && sim.state(inst).created && (!checkpoints_only || cached(sim, b))) {
+            victim = inst;
+            break;
+          }
         }
+        if (victim < 0) break;
+        if (dropping_[sim.block_of(victim)] && sim.droppable(victim)) sim.drop(victim);
+        else sim.evict(victim);
       }
-      if (victim < 0) return std::nullopt;
-      sim.evict(victim);
     }
+    if (!sim.memory().fits(request.bytes)) return std::nullopt;
     return IterationSim::kBestFit;
   }
 

@@ -301,6 +301,30 @@ TEST(Policy, VdnnFindPrefetchLayerStopsAtAConv) {
   expect_verified(conv, tdfg, "cifar_small");
 }
 
+// SuperNeurons has every lever vDNN-all has (offloading any layer's output)
+// and more (recomputation, the tensor cache): wherever vdnn-all-m finds a
+// plan, superneurons does too, at every budget from Eq. 2's minimum to twice
+// the ideal's need.
+TEST(Policy, SuperNeuronsFeasibleWhereverVdnnAllIs) {
+  for (const char* stem : {"cifar_small", "every_op", "every_op_nobn"}) {
+    SCOPED_TRACE(stem);
+    const Model model = load_example(stem);
+    const Tdfg tdfg = build_tdfg(model);
+    const AnalyticCostModel cost = k40();
+    const int64_t lo = minimum_budget(tdfg, cost).bytes, hi = 2 * ideal_budget_bytes(tdfg, cost, model.batch);
+    int vdnn_feasible = 0;
+    for (int i = 0; i <= 40; ++i) {
+      PolicyOptions o;
+      o.budget_bytes = lo + (hi - lo) * i / 40;
+      if (!run_policy(PolicyKind::vdnn_all_m, tdfg, cost, o).feasible) continue;
+      ++vdnn_feasible;
+      PolicyOutcome sn = run_policy(PolicyKind::superneurons, tdfg, cost, o);
+      EXPECT_TRUE(sn.feasible) << o.budget_bytes << " bytes: " << sn.note;
+    }
+    EXPECT_GT(vdnn_feasible, 10);
+  }
+}
+
 TEST(Policy, NamesRoundTrip) {
   for (PolicyKind k : all_policies()) {
     PolicyKind parsed;

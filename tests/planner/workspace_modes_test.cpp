@@ -197,11 +197,16 @@ void expect_inside_pool(const Tdfg& tdfg, const Plan& plan, int64_t pool, const 
     EXPECT_EQ(c.workspace_offset, pool_offset);
     EXPECT_LE(align_up(c.workspace_bytes), align_up(pool));
   }
+  int64_t largest_workspace = 0;
   for (const Buffer& b : plan.buffers) {
+    if (b.workspace_of != kNoTask) largest_workspace = std::max(largest_workspace, align_up(b.bytes));
     if (b.resident || b.workspace_of != kNoTask) continue;
     EXPECT_LE(b.offset + align_up(std::max<int64_t>(1, b.bytes)), pool_offset)
         << "block buffer " << b.id << " enters the pool";
   }
+  // Most bytes live at once counts the workspace in use, not the whole reserved pool.
+  EXPECT_LE(plan.summary.peak_live_bytes, pool_offset + largest_workspace);
+  EXPECT_LE(plan.summary.peak_live_bytes, plan.summary.peak_arena_bytes);
 }
 
 TEST(WorkspaceModes, TightLimitsSplitKernelsIntoMicroBatches) {
