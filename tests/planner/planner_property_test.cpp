@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 #include <sstream>
 
@@ -37,8 +38,13 @@ std::string generate_model(uint32_t seed) {
     return name;
   };
   auto relu = [&](const std::string& in) {
+    std::string from = in;
+    if (pick(0, 2) == 0) {  // a batchnorm before some ReLUs (recomputable from the conv's output)
+      from = "bn" + std::to_string(id++);
+      y << "  - {name: " << from << ", op: batchnorm, in: " << in << "}\n";
+    }
     std::string name = "r" + std::to_string(id++);
-    y << "  - {name: " << name << ", op: relu, in: " << in << "}\n";
+    y << "  - {name: " << name << ", op: relu, in: " << from << "}\n";
     return name;
   };
   int channels = 4;
@@ -111,8 +117,10 @@ std::unique_ptr<Generated> generate(uint32_t seed) {
 }
 
 TEST(PlannerProperty, PlansAreConsistentAndDeterministic) {
-  FakeCost cost;
+  int recomputing = 0, offloading = 0;  // plans that recompute, that offload
   for (uint32_t seed = 1; seed <= 12; ++seed) {
+    FakeCost cost;
+    cost.copy_ms_per_mb = seed % 3 == 0 ? 20.0 : 1.0;  // slow copies make recomputing pay
     std::unique_ptr<Generated> g = generate(seed);
     ASSERT_NE(g, nullptr);
     SCOPED_TRACE("seed " + std::to_string(seed));
@@ -131,6 +139,8 @@ TEST(PlannerProperty, PlansAreConsistentAndDeterministic) {
       expect_consistent(g->tdfg, *a);
       const std::vector<Violation> violations = verify_plan(*a, g->tdfg);
       EXPECT_TRUE(violations.empty()) << to_string(violations.front());
+      recomputing += std::any_of(a->steps.begin(), a->steps.end(), [](const Step& s) { return s.recompute; });
+      offloading += a->summary.offload_count > 0 ? 1 : 0;
       if (::testing::Test::HasFailure()) return;
       Result<Plan> b = make_plan(g->tdfg, cost, o);
       ASSERT_TRUE(b.ok());
@@ -149,6 +159,10 @@ TEST(PlannerProperty, PlansAreConsistentAndDeterministic) {
     EXPECT_NE(none.error().message.find(g->tdfg.tasks[min.task].name), std::string::npos)
         << none.error().message;
   }
+  // The verifier has checked plans that use each lever.
+  EXPECT_GT(recomputing, 0);
+  EXPECT_GT(offloading, 0);
+  std::printf("%d plans recompute, %d offload\n", recomputing, offloading);
 }
 
 TEST(PlannerProperty, ScreeningPicksWhatSimulatingEveryCandidatePicks) {
