@@ -57,8 +57,8 @@ IterationSim::IterationSim(const Tdfg& tdfg, const CostModel& cost, const SimOpt
   next_use_cache_.assign(inst_.size(), -1);
   options_cache_.resize(tdfg_.tasks.size());
   may_drop_.assign(block_count_, false);
-  const int64_t resident_offset = place_resident_blocks(tdfg_, buffers_, resident_buffer_);
-  (void)resident_offset;
+  // Resident blocks: fixed offsets in the resident region, block order.
+  place_resident_blocks(tdfg_, buffers_, resident_buffer_);
   bstate_.resize(buffers_.size());
 }
 
@@ -547,8 +547,7 @@ void IterationSim::issue_task(int32_t r, int32_t k, size_t option, const std::op
     choice.workspace = commit(*workspace, kNoBlock, t, r, -1);
     choice.workspace_offset = workspace->offset;
   }
-  const int32_t step = compute_step(t, r, o, choice.workspace, /*recompute=*/false, extra_after_);
-  (void)step;
+  compute_step(t, r, o, choice.workspace, /*recompute=*/false, extra_after_);
   for (BlockId b : task.reads) {
     if (tdfg_.blocks[b].resident) continue;
     InstanceState& s = inst_[instance(r, b)];
