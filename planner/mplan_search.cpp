@@ -238,34 +238,48 @@ void SchedulerSearch::search_candidate(Search& search, Candidate c, int64_t larg
   // An abandoned first try still gets its variants: one of them may beat the
   // best (so screening picks what simulating everything picks).
   if (published_ || (first.feasible && !could_improve(first))) return;
+  // Every combination of the levers that are on (recomputation, early
+  // offloads, prefetching): a plan is never worse than loading on demand, or
+  // than any lever left out.
   std::vector<ModnnRules> variants;
   for (bool recompute : {base_.recompute, false}) {
     for (bool early : {base_.early_offload, false}) {
-      if (recompute == base_.recompute && early == base_.early_offload) continue;
-      ModnnRules r = base_;
-      r.recompute = recompute;
-      r.early_offload = early;
-      if (std::none_of(variants.begin(), variants.end(), [&](const ModnnRules& q) {
-            return q.recompute == r.recompute && q.early_offload == r.early_offload;
-          }))
-        variants.push_back(r);
+      for (bool prefetch : {base_.prefetch, false}) {
+        ModnnRules r = base_;
+        r.recompute = recompute;
+        r.early_offload = early;
+        r.prefetch = prefetch;
+        const bool same_as_base = recompute == base_.recompute && early == base_.early_offload && prefetch == base_.prefetch;
+        const bool seen = std::any_of(variants.begin(), variants.end(), [&](const ModnnRules& q) {
+          return q.recompute == r.recompute && q.early_offload == r.early_offload && q.prefetch == r.prefetch;
+        });
+        if (!same_as_base && !seen) variants.push_back(r);
+      }
     }
   }
-  if (base_.prefetch) {
-    ModnnRules r = base_;
-    r.prefetch = false;  // never worse than loading on demand: both are simulated
-    variants.push_back(r);
-  }
+  // The stacked placement, with every lever and with the rules that did best
+  // for this candidate.
+  ModnnRules best_rules = base_;
+  double best_ms = first.feasible ? first.plan.summary.simulated_ms : -1;
   for (const ModnnRules& r : variants) {
     c.decider = modnn_factory(r);
     c.label = label + " [" + rules_text(r, false) + "]";
-    search.consider(c);
+    const SimResult& sim = search.consider(c);
+    if (sim.feasible && (best_ms < 0 || sim.plan.summary.simulated_ms < best_ms)) {
+      best_ms = sim.plan.summary.simulated_ms;
+      best_rules = r;
+    }
   }
   if (large_block_bytes > 0) {
     c.large_block_bytes = large_block_bytes;
-    c.decider = modnn_factory(base_);
-    c.label = label + " [" + rules_text(base_, true) + "]";
-    search.consider(c);
+    const bool best_is_base = best_rules.recompute == base_.recompute &&
+                              best_rules.early_offload == base_.early_offload && best_rules.prefetch == base_.prefetch;
+    for (int i = 0; i < (best_is_base ? 1 : 2); ++i) {
+      const ModnnRules& r = i == 0 ? base_ : best_rules;
+      c.decider = modnn_factory(r);
+      c.label = label + " [" + rules_text(r, true) + "]";
+      search.consider(c);
+    }
   }
 }
 
