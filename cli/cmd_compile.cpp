@@ -1,10 +1,10 @@
 // `mplan compile model.yaml --budget SIZE [--device NAME|FILE | --profile FILE] [--batch B]
 //  [--copy-engines 1|2] [--sub-batch b] [--policy NAME] -o DIR`: plans one
 // training iteration under the budget with a policy (planner/policy.h; the
-// default, mplan, is moDNN's scheduler of planner/planner.h or, where one
-// simulates faster, vDNN's or SuperNeurons' rules, the same plan as the
-// `mplan compare` row of that name), checks the plan with the independent
-// verifier (planner/verify.h) and writes DIR/plan.json, DIR/trace.json,
+// default, mplan, is mplan's own plan search, planner/planner.h; the others
+// are the papers' policies, the same plans as the `mplan compare` rows of
+// those names), checks the plan with the independent verifier
+// (planner/verify.h) and writes DIR/plan.json, DIR/trace.json,
 // DIR/memory.svg, DIR/model.yaml (the model, for `mplan verify DIR`) and the
 // program. Every flag is checked before anything is computed, nothing is
 // written unless the plan is made and verified, and the folder is replaced as
@@ -63,6 +63,9 @@ struct CompileOptions {
   int copy_engines = 0;
   bool batch_given = false, sub_batch_given = false, copy_engines_given = false;
   bool no_prefetch = false, lean_algorithms = false;
+  bool no_recompute = false, no_early_offload = false;
+  std::string batchnorm = "prefer-one";  // --batchnorm (planner/planner.h BatchnormRounds)
+  bool batchnorm_given = false;
   std::string workspace = "undivided";  // --workspace (planner/workspace_mode.h)
   std::string dump_lp;                  // --dump-lp: the WD problem in CPLEX LP format (wd modes)
   std::string policy = "mplan";         // --policy (planner/policy.h)
@@ -78,6 +81,7 @@ struct Checked {
   PolicyKind policy = PolicyKind::mplan;
   codegen::Target target = codegen::Target::cpu;
   std::string target_line;  // what compile prints about the target
+  PlanOptions::BatchnormRounds batchnorm = PlanOptions::BatchnormRounds::prefer_one;
 };
 
 // Whether this machine has an NVIDIA GPU (its driver lists one), for the
@@ -117,6 +121,10 @@ Checked check_flags(const CompileOptions& o) {
     fail_usage(fmt::format("--copy-engines must be 1 (one copy stream shared by both directions) or 2 (one per "
                      "direction), got {}",
                      o.copy_engines));
+  if (o.batchnorm == "prefer-one") c.batchnorm = PlanOptions::BatchnormRounds::prefer_one;
+  else if (o.batchnorm == "one") c.batchnorm = PlanOptions::BatchnormRounds::one;
+  else if (o.batchnorm == "any") c.batchnorm = PlanOptions::BatchnormRounds::any;
+  else fail_usage(fmt::format("--batchnorm '{}': expected prefer-one, one or any", o.batchnorm));
   if (!parse_policy(o.policy, &c.policy))
     fail_usage(fmt::format("--policy '{}': unknown policy; expected one of {}", o.policy, policy_names()));
   // The layer-wise policies follow their papers' rules and have none of the
@@ -128,10 +136,19 @@ Checked check_flags(const CompileOptions& o) {
                        : o.lean_algorithms      ? "--lean-algorithms"
                        : o.workspace_given      ? "--workspace"
                        : !o.dump_lp.empty()     ? "--dump-lp"
+                       : o.no_recompute         ? "--no-recompute"
+                       : o.no_early_offload     ? "--no-early-offload"
+                       : o.batchnorm_given      ? "--batchnorm"
                                                 : nullptr;
     if (flag != nullptr)
-      fail_usage(fmt::format("{} is an option of moDNN's scheduler (--policy mplan or modnn), not of --policy {}",
-                             flag, o.policy));
+      fail_usage(fmt::format("{} is an option of the planner (--policy mplan or modnn), not of --policy {}", flag,
+                             o.policy));
+  }
+  if (c.policy == PolicyKind::modnn) {
+    // moDNN as published has neither lever.
+    const char* flag = o.no_recompute ? "--no-recompute" : o.no_early_offload ? "--no-early-offload" : nullptr;
+    if (flag != nullptr)
+      fail_usage(fmt::format("{} is a lever of mplan's planner; --policy modnn has none to turn off", flag));
   }
   if (!o.device.empty() && !o.profile.empty())
     fail_usage("--device and --profile exclude each other: a profile names its own device");
@@ -177,6 +194,11 @@ std::string summary_text(const Plan& plan, const std::string& device_line, size_
   out += fmt::format("copies: {} offloads ({} to host), {} prefetches ({} to device), stall {:.3f} ms\n",
                      s.offload_count, format_bytes(s.bytes_to_host), s.prefetch_count,
                      format_bytes(s.bytes_to_device), s.stall_ms);
+  if (s.defragmentation_count > 0 || s.bytes_to_host > 0)
+    out += fmt::format("memory: peak live {}, fragmentation {:.1f}%, {} defragmentation{}\n",
+                       format_bytes(s.peak_live_bytes), 100.0 * s.fragmentation, s.defragmentation_count,
+                       s.defragmentation_count == 1 ? "" : "s");
+  for (const std::string& note : s.notes) out += "note: " + note + "\n";
   out += fmt::format("verified: {} steps, {} buffers, {} events: no violations\n", plan.steps.size(),
                      plan.buffers.size(), events);
   return out;
@@ -268,6 +290,9 @@ void run_compile(const CompileOptions& o) {
   options.scheduler.copy_engines = o.copy_engines_given ? o.copy_engines : 0;
   options.scheduler.prefetch = !o.no_prefetch;
   options.scheduler.select_algorithms = !o.lean_algorithms;
+  options.scheduler.recompute = !o.no_recompute;
+  options.scheduler.early_offload = !o.no_early_offload;
+  options.scheduler.batchnorm_rounds = checked.batchnorm;
   options.scheduler.workspace = checked.workspace.use;
   options.scheduler.workspace_bytes = checked.workspace.bytes;
   PolicyOutcome outcome = run_policy(checked.policy, tdfg, *cost, options);
@@ -291,6 +316,10 @@ void run_compile(const CompileOptions& o) {
   const WorkspaceReport& workspace_report = outcome.workspace_report;
   const std::string policy_line =
       fmt::format("policy: {}{}\n", o.policy, outcome.note.empty() ? "" : " (" + outcome.note + ")");
+  const std::string recompute_line =
+      outcome.recomputed_tasks > 0 ? fmt::format("recomputed: {} forward steps run again in the backward pass\n",
+                                                 outcome.recomputed_tasks)
+                                   : std::string();
   if (plan.task_names.empty())
     for (const Task& t : tdfg.tasks) plan.task_names.push_back(t.name);
   if (plan.block_names.empty())
@@ -367,6 +396,7 @@ void run_compile(const CompileOptions& o) {
 
   fmt::print("{}", policy_line);
   fmt::print("{}", summary_text(plan, device_line, static_cast<size_t>(plan.event_count)));
+  fmt::print("{}", recompute_line);
   fmt::print("wrote: {}, {}, {}, {} (the model, for `mplan verify`)\n", (dir / "plan.json").string(),
              (dir / "trace.json").string(), (dir / "memory.svg").string(), (dir / kModelCopyFile).string());
   fmt::print("{}", checked.target_line);
@@ -394,21 +424,34 @@ void setup_compile(CLI::App& command) {
   auto* engines = command.add_option("--copy-engines", o->copy_engines,
                                      "1: one copy stream for both directions (moDNN); 2: one per direction "
                                      "(default: what the device has)");
-  command.add_flag("--no-prefetch", o->no_prefetch, "Load offloaded blocks only when needed (no prefetching)");
+  command.add_flag("--no-prefetch", o->no_prefetch,
+                   "Load offloaded blocks only when needed (no prefetching; the planner otherwise tries both)");
   command.add_flag("--lean-algorithms", o->lean_algorithms,
                    "Always use the conv algorithm with the least workspace (no Eq. 5 selection)");
+  command.add_flag("--no-recompute", o->no_recompute,
+                   "Never drop and recompute blocks (mplan's planner otherwise does where it costs less than "
+                   "offloading them)");
+  command.add_flag("--no-early-offload", o->no_early_offload,
+                   "Offload blocks only when an allocation needs their room (mplan's planner otherwise copies "
+                   "long-lived blocks out early when the round does not fit)");
+  auto* batchnorm = command.add_option(
+      "--batchnorm", o->batchnorm,
+      "Rounds of a model with batchnorm layers (statistics are per round): prefer-one (default: one round, "
+      "full-batch statistics, unless that needs offloading or recomputation and is more than 10% slower than "
+      "splitting); one (one round whenever it fits); any (the sub-batch by simulated time alone)");
   command.add_option("--policy", o->policy,
-                     "Scheduling policy (planner/policy.h): mplan (default: moDNN's scheduler, or vDNN's or "
-                     "SuperNeurons' rules where they simulate faster; only moDNN's scheduler when a scheduler "
-                     "flag is given), modnn, vdnn-all-m, vdnn-all-p, vdnn-conv-m, vdnn-conv-p, vdnn-dyn, vdnn+, "
-                     "superneurons, or ideal (only where it fits the budget)");
+                     "Scheduling policy (planner/policy.h): mplan (default: mplan's own planner), modnn (moDNN as "
+                     "published), vdnn-all-m, vdnn-all-p, vdnn-conv-m, vdnn-conv-p, vdnn-dyn, vdnn+, superneurons, "
+                     "or ideal (only where it fits the budget)");
   auto* workspace = command.add_option("--workspace", o->workspace,
                      "Conv workspace use (mu-cuDNN): undivided (default); dynamic (each conv may run as "
                      "micro-batches chosen by Eq. 5's gain); wr:LIMIT (WR optimum under a per-kernel limit, "
-                     "e.g. wr:64MiB); wd:TOTAL (a pool of TOTAL bytes divided by the WD ILP, e.g. wd:1GiB); "
-                     "wd:auto (the pool size that simulates fastest)");
+                     "e.g. wr:64MiB); wd:TOTAL (a pool of TOTAL bytes at the top of the arena, each kernel's fastest "
+                     "configuration within it, e.g. wd:1GiB); wd:auto (the pool size that simulates fastest)");
   command.add_option("--dump-lp", o->dump_lp,
-                     "With --workspace wd:*: write the WD integer program (CPLEX LP format) to this file");
+                     "With --workspace wd:*: write mu-cuDNN's WD integer program (Eq. 1-4, CPLEX LP format) for "
+                     "the plan's kernels and pool to this file, for comparison (the plan itself gives every kernel "
+                     "the whole pool in turn)");
   command.add_option("-o,--out", o->out_dir, "Output folder (created if missing)")->required();
   command.add_option("--target", o->target,
                      "Backend of the generated program: cpu (runtime/cpu) or cuda (runtime/cuda: cuDNN, cuBLAS); "
@@ -416,7 +459,8 @@ void setup_compile(CLI::App& command) {
   command.add_flag("--build", o->build, "Also build the training program: cmake -S DIR -B DIR/build && cmake --build DIR/build");
   command.add_flag("--allow-oversubscribe", o->allow_oversubscribe,
                    "Accept a --budget above the device's memory (the device file's or profile's)");
-  command.callback([o, batch, sub_batch, engines, workspace] {
+  command.callback([o, batch, sub_batch, engines, workspace, batchnorm] {
+    o->batchnorm_given = batchnorm->count() > 0;
     o->workspace_given = workspace->count() > 0;
     o->batch_given = batch->count() > 0;
     o->sub_batch_given = sub_batch->count() > 0;

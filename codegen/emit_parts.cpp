@@ -58,10 +58,15 @@ Status check_plan(const Model& model, const Tdfg& tdfg, const Plan& plan) {
     if (step.task < 0 || step.task >= static_cast<TaskId>(tdfg.tasks.size()))
       return codegen_error(fmt::format("step {} names task {}, which the TDFG does not have", step.index, step.task));
     const Task& task = tdfg.tasks[step.task];
-    if (step.reads.size() != task.reads.size() || step.writes.size() != task.writes.size())
+    // A recompute step lists the task's recompute signature (plan.h Step::recompute).
+    const size_t reads = step.recompute ? task.recompute_reads.size() : task.reads.size();
+    const size_t writes = step.recompute ? task.recompute_writes.size() : task.writes.size();
+    if (step.recompute && (task.kind != TaskKind::FP || task.recompute_writes.empty()))
+      return codegen_error(fmt::format("step {} recomputes {}, which has no recompute signature", step.index,
+                                       task.name));
+    if (step.reads.size() != reads || step.writes.size() != writes)
       return codegen_error(fmt::format("step {} ({}) lists {} reads and {} writes; the task has {} and {}", step.index,
-                                       task.name, step.reads.size(), step.writes.size(), task.reads.size(),
-                                       task.writes.size()));
+                                       task.name, step.reads.size(), step.writes.size(), reads, writes));
     if (task.kind != TaskKind::update &&
         (step.round < 0 || step.round >= static_cast<int32_t>(plan.sub_batches.size())))
       return codegen_error(fmt::format("step {} ({}) has round {} of {}", step.index, task.name, step.round,

@@ -33,12 +33,16 @@ BlockId block_of(const Tdfg& tdfg, const Task& task, const TensorRef& ref) {
   return kNoBlock;
 }
 
-// The buffer the step gives a block: its read, else its write.
+// The buffer the step gives a block: its read, else its write. A recompute
+// step lists the buffers of the task's recompute signature (plan.h
+// Step::recompute; batch norm reads its saved statistics there).
 BufferId buffer_of(const Task& task, const Step& step, BlockId block) {
-  for (size_t i = 0; i < task.reads.size(); ++i)
-    if (task.reads[i] == block && i < step.reads.size()) return step.reads[i];
-  for (size_t i = 0; i < task.writes.size(); ++i)
-    if (task.writes[i] == block && i < step.writes.size()) return step.writes[i];
+  const std::vector<BlockId>& reads = step.recompute ? task.recompute_reads : task.reads;
+  const std::vector<BlockId>& writes = step.recompute ? task.recompute_writes : task.writes;
+  for (size_t i = 0; i < reads.size(); ++i)
+    if (reads[i] == block && i < step.reads.size()) return step.reads[i];
+  for (size_t i = 0; i < writes.size(); ++i)
+    if (writes[i] == block && i < step.writes.size()) return step.writes[i];
   return kNoBuffer;
 }
 
@@ -65,7 +69,9 @@ Result<StepCalls> step_calls(const Model& model, const Tdfg& tdfg, const Plan& p
     for (LayerId in : layer.inputs) {
       const BlockId g = in == kModelInput ? kNoBlock : tdfg.gradient_of[in];
       ctx.writes_input_gradient.push_back(contains(task.writes, g));
-      ctx.accumulates_input_gradient.push_back(contains(task.reads, g));
+      // In place (Task::in_place): dX is written over dY, whose block it
+      // shares and reads, never added to it.
+      ctx.accumulates_input_gradient.push_back(contains(task.reads, g) && g != tdfg.gradient_of[task.layer]);
     }
     const TaskChoice* choice = find_choice(plan, step.task, step.round);
     ctx.workspace_bytes = step.workspace != kNoBuffer ? plan.buffers.at(step.workspace).bytes : 0;

@@ -76,6 +76,24 @@ struct BackwardNeeds {
   bool saved = false;   // the saved block (dropout mask, batch-norm statistics)
 };
 
+// Whether FP may write Y into its input's block (in-place activations, as
+// Caffe, Torch and PyTorch do and as vDNN assumes; TdfgOptions::in_place).
+// The TDFG decides per layer: the input must have no other consumer.
+enum class InPlace {
+  never,
+  // Y replaces X's values (relu): the op's own backward must not read X, and
+  // it is refused where a backward task reads the input's block.
+  overwrites_input,
+  // Y holds X's values (flatten, a view): wherever X has no other consumer.
+  view,
+};
+
+// How the baselines' papers class a layer: vDNN offloads and prefetches
+// around CONV layers (vDNN §III); SuperNeurons checkpoints the outputs of
+// CONV and FC layers and recomputes the cheap ones, POOL, ACT, LRN and BN
+// (SuperNeurons §3.3-3.4).
+enum class PaperClass { other, conv, fully_connected, cheap };
+
 // Bytes of the saved block FP writes for BP: per sample and fixed.
 struct SavedBytes {
   int64_t per_sample = 0;
@@ -185,6 +203,19 @@ struct OpSpec {
   BackwardNeeds (*bp2_needs)(const Layer& layer) = nullptr;
   // FP reads and writes the state block (batch norm's running statistics).
   bool forward_updates_state = false;
+  // In-place FP and BP1 (dX written into dY's block) where the TDFG allows.
+  InPlace in_place = InPlace::never;
+  // A recomputed FP (SuperNeurons §3.4) reads the saved block instead of
+  // writing it and leaves the state alone: batch norm normalises again with
+  // the saved mean and inverse std (its invoke with ctx.recompute), so the
+  // recomputed Y is exact and the running statistics are updated once.
+  bool recompute_from_saved = false;
+  // FP's statistics are over the samples of the call (batch norm), so a
+  // split batch changes what the model learns: the planner prefers one round
+  // and refuses rounds with fewer than two values per channel (planner.md).
+  bool batch_statistics = false;
+  // The layer's class in the baselines' papers (planner/deciders).
+  PaperClass paper_class = PaperClass::other;
   // The loss: the model's last layer; FP reads the labels and writes the
   // round's loss, BP1 starts the backward pass from the labels (no dY).
   bool is_loss = false;

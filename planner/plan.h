@@ -148,10 +148,13 @@ struct Step {
   EventId records = kNoEvent;
   double start_ms = 0;
   double end_ms = 0;
-  // compute: this step re-runs an FP task of the round whose output was freed
-  // after the forward pass (SuperNeurons §3.4 recomputation); it reads and
-  // writes like the task's first run, into a new buffer of the output. Only
-  // tasks that write their output alone are recomputed (planner/policies/layer_sim.h).
+  // compute: this step re-runs an FP task of the round because a block it
+  // writes was dropped after the forward pass and is needed again
+  // (SuperNeurons §3.4 recomputation). Its reads and writes are the buffers
+  // of the task's recompute signature (Task::recompute_reads and
+  // recompute_writes, in that order): batchnorm recomputes Y from X, W and the
+  // saved statistics without touching the running ones; dropout writes Y and
+  // its mask again. It has no workspace and no choice of its own.
   bool recompute = false;
 };
 

@@ -1,10 +1,8 @@
 #pragma once
-// The bookkeeping both iteration simulators share (the moDNN scheduler,
-// planner/scheduler.cpp, and the layer-wise baseline driver,
-// planner/policies/layer_sim.cpp): per-block use positions, the resident
-// region, host slots, the reuse rule's freed ranges (plan.h), the ordering of
-// a compute step after the steps on its buffers, the update step, and the
-// finished Plan.
+// Bookkeeping of the iteration simulator (planner/sim/iteration_sim.h):
+// per-block use positions, the resident region, host slots, the reuse rule's
+// freed ranges (plan.h), the ordering of a compute step after the steps on
+// its buffers, the update step, and the finished Plan.
 
 #include <algorithm>
 #include <map>

@@ -1,7 +1,12 @@
 #pragma once
-// The planner's entry point (DESIGN.md, Planner): picks the sub-batch size
-// (moDNN §IV-A, Eq. 3 as the start, then the fastest simulated candidate) and
-// schedules the iteration with moDNN Algorithm 1 (planner/scheduler.h).
+// The planner's entry point (DESIGN.md, Planner): mplan's own plan for one
+// training iteration under a memory budget. The plan search
+// (planner/plan_search.h) simulates candidate plans -- sub-batch sizes, conv
+// workspace use, placements and the levers of mplan's decider (moDNN's
+// Algorithm 1 with recomputation, early offloads and the prefetch-thrash fix,
+// planner/deciders/deciders.h) -- on the iteration simulator
+// (planner/sim/iteration_sim.h) and keeps the fastest. docs/planner.md
+// explains the whole for a newcomer.
 
 #include <cstdint>
 
@@ -21,45 +26,54 @@ struct PlanOptions {
   // 1: one copy stream shared by both directions (moDNN's StrmD); 2: one per
   // direction (current GPUs); 0: what the cost model's device has.
   int copy_engines = 0;
-  // Fixed sub-batch size b (1..B); 0: choose (Eq. 3 start, then simulate candidates).
+  // Fixed sub-batch size b (1..B); 0: the search chooses.
   int64_t sub_batch = 0;
-  // Candidates simulated when choosing b, besides the Eq. 3 start: the
-  // neighbouring powers of two and divisors of B down to this many.
-  int max_sub_batch_candidates = 8;
   // Stop simulating a candidate once it cannot beat the best so far (true;
   // the same winner, faster), or simulate every candidate fully (false).
   bool screen_sub_batches = true;
   // Select conv algorithms by Eq. 5; false: always the leanest option.
   bool select_algorithms = true;
   // Prefetch ahead for future tasks (Algorithm 1 lines 15-27); false: load
-  // offloaded inputs only when their task needs them (on demand).
+  // offloaded inputs only when their task needs them (on demand). With it the
+  // search also simulates on-demand loading and keeps the faster.
   bool prefetch = true;
   // How far ahead (tasks) line 15's loop looks at most.
   int prefetch_lookahead_tasks = 64;
-  // Placement: blocks of at least a 1/large_block_divisor of the arena stack
-  // from its top and the rest from its bottom, so that holes left by small
-  // blocks do not split the room large ones need; 0: plain best fit. VGG-16
-  // at b = 64 in 4 GiB on the K40 (three 822 MB blocks per task in a 2.6 GB
-  // arena) defragments 7 times with plain best fit, 4 times with 16, and no
-  // row of bench/planner_bench got slower.
+  // Placement: blocks of at least a 1/large_block_divisor of the arena may
+  // stack from its top and the rest from its bottom, so that holes left by
+  // small blocks do not split the room large ones need; the search keeps
+  // that placement where it is strictly faster than plain best fit. 0: best fit only.
   int large_block_divisor = 16;
+  // mplan's levers (ModnnRules in planner/deciders/deciders.h): drop and
+  // recompute cheap blocks where that costs less than offloading them, and
+  // copy long-lived blocks to the host early when the round does not fit.
+  bool recompute = true;
+  bool early_offload = true;
+  // Batch normalisation: what the rounds of a model with batchnorm layers may
+  // be (statistics are per round). prefer_one: one round, full-batch
+  // statistics as plain training computes them, whenever a plan of one round
+  // needs no offloading or recomputation, or costs at most
+  // batchnorm_tolerance more than the fastest plan of several rounds; else
+  // split (memory forces it, and the plan says so). one: one round whenever
+  // any plan of one round fits. any: the sub-batch by simulated time alone.
+  // In every mode no round is planned where a batchnorm layer would see fewer
+  // than two values per channel.
+  enum class BatchnormRounds { prefer_one, one, any };
+  BatchnormRounds batchnorm_rounds = BatchnormRounds::prefer_one;
+  double batchnorm_tolerance = 0.10;
   // Workspace use of conv tasks (planner/workspace_mode.h): undivided (one
   // cuDNN call per task and round); dynamic: each conv task also chooses
   // among its desirable micro-batch configurations (mu-cuDNN §III-C1,
   // powerOfTwo sizes) by the gain of Eq. 5; wr: the WR optimum under the
-  // per-kernel limit workspace_bytes (§III-B); wd: the WD ILP's division of a
-  // pool of workspace_bytes reserved in the arena (§III-C); wd_auto: wd with
-  // the pool size whose plan simulates fastest. The choice goes into
-  // TaskChoice::micro_batches.
+  // per-kernel limit workspace_bytes (§III-B); wd: a pool of workspace_bytes
+  // reserved at the top of the arena, every kernel taking its WR optimum
+  // under the pool as its limit (one compute stream runs one kernel at a
+  // time, so that is the exact optimum of WD's objective; planner/workspace_mode.h);
+  // wd_auto: wd with the pool size whose plan simulates fastest.
   using Workspace = WorkspaceUse;
   Workspace workspace = Workspace::undivided;
   int64_t workspace_bytes = 0;  // wr: per-kernel limit; wd: the pool
 };
-
-// Plans one training iteration of `tdfg` under `options`. Errors: a budget
-// smaller than the minimum (the message gives the minimum, in bytes and human
-// units, and the task that sets it), a batch or sub-batch out of range.
-Result<Plan> make_plan(const Tdfg& tdfg, const CostModel& cost, const PlanOptions& options);
 
 // What the wd modes decided besides the plan: the pool and the WD problem of
 // the plan's rounds (for dump_wd_lp, `mplan compile --dump-lp`).
@@ -67,6 +81,13 @@ struct WorkspaceReport {
   int64_t pool_bytes = 0;     // 0 unless wd or wd_auto
   WdProblem wd_problem;       // empty unless wd or wd_auto
 };
+
+// Plans one training iteration of `tdfg` under `options` with mplan's own
+// search. Errors: a budget smaller than the minimum (the message gives the
+// minimum, in bytes and human units, and the task that sets it), a batch or
+// sub-batch out of range, a batchnorm layer that would see fewer than two
+// values per channel (the message gives the least budget that avoids it).
+Result<Plan> make_plan(const Tdfg& tdfg, const CostModel& cost, const PlanOptions& options);
 // The same, filling `report` (may be null).
 Result<Plan> make_plan(const Tdfg& tdfg, const CostModel& cost, const PlanOptions& options,
                        WorkspaceReport* report);

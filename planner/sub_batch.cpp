@@ -56,17 +56,32 @@ int64_t max_task_arena_bytes(const Tdfg& tdfg, const CostModel& cost, int64_t su
 
 namespace {
 
+// The largest task need at sub-batch b counting its blocks only (no
+// workspace): monotone in b, a lower bound of max_task_arena_bytes.
+int64_t max_task_block_bytes(const Tdfg& tdfg, int64_t sub_batch) {
+  int64_t most = 0;
+  for (TaskId t = 0; t < static_cast<TaskId>(tdfg.tasks.size()); ++t)
+    most = std::max(most, task_arena_bytes(tdfg, t, sub_batch, 0));
+  return most;
+}
+
 // The largest b in [1, batch] with max_task_arena_bytes(b) <= arena (0 if
-// none); binary search, as the need grows with b.
+// none). The need with a chosen option's workspace is not monotone in b (the
+// fastest algorithm, and so its workspace, changes with b: VGG-16 on the
+// P100 fits at 39 but not at 29), so bisection on it is wrong. The blocks
+// alone are monotone and a lower bound: bisect on them for the largest b
+// that could fit, then scan down to the first b that does.
 int64_t largest_fitting(const Tdfg& tdfg, const CostModel& cost, int64_t arena_bytes,
                         int64_t batch, bool fastest) {
-  int64_t lo = 0, hi = batch;  // lo fits (0 trivially), find the largest
+  int64_t lo = 0, hi = batch;  // blocks fit at lo (0 trivially); find the largest
   while (lo < hi) {
     int64_t mid = lo + (hi - lo + 1) / 2;
-    if (max_task_arena_bytes(tdfg, cost, mid, fastest) <= arena_bytes) lo = mid;
+    if (max_task_block_bytes(tdfg, mid) <= arena_bytes) lo = mid;
     else hi = mid - 1;
   }
-  return lo;
+  for (int64_t b = lo; b >= 1; --b)
+    if (max_task_arena_bytes(tdfg, cost, b, fastest) <= arena_bytes) return b;
+  return 0;
 }
 
 }  // namespace
@@ -89,29 +104,23 @@ std::vector<int64_t> split_batch(int64_t batch, int64_t sub_batch) {
   return rounds;
 }
 
-std::vector<int64_t> sub_batch_candidates(int64_t batch, int64_t eq3_start, int64_t largest_feasible,
-                                          int max_count) {
-  int64_t b0 = std::clamp<int64_t>(eq3_start, 1, batch);
-  int64_t bmax = std::clamp<int64_t>(largest_feasible, b0, batch);
-  auto balanced = [batch](int64_t b) {
-    int64_t rounds = (batch + b - 1) / b;
-    return (batch + rounds - 1) / rounds;
-  };
-  // In order of preference: kept first when there are too many.
-  std::vector<int64_t> wanted = {b0, bmax, balanced(b0), balanced(bmax)};
-  for (int64_t p = 1; p <= bmax; p *= 2) {
-    if (p > b0 / 8) wanted.push_back(p);  // powers of two near and above b0
+std::vector<int64_t> sub_batch_candidates(int64_t batch, int64_t eq3_start, int64_t largest_feasible) {
+  const int64_t b0 = std::clamp<int64_t>(eq3_start, 1, batch);
+  const int64_t bmax = std::clamp<int64_t>(largest_feasible, b0, batch);
+  auto rounds_of = [batch](int64_t b) { return (batch + b - 1) / b; };
+  std::set<int64_t> out = {b0, bmax, std::max<int64_t>(1, b0 / 2), std::max<int64_t>(1, b0 / 4)};
+  const int64_t fewest = rounds_of(bmax);
+  const int64_t most = std::min(batch, 2 * rounds_of(b0) + 1);
+  for (int64_t r = fewest; r <= most; ++r) {
+    const int64_t balanced = (batch + r - 1) / r;
+    if (balanced <= bmax) out.insert(balanced);
+    // The largest b with exactly r rounds: ceil(B / b) == r.
+    const int64_t largest = r == 1 ? batch : (batch - 1) / (r - 1);
+    if (largest <= bmax && largest >= 1 && rounds_of(largest) == r) out.insert(largest);
   }
-  wanted.push_back(std::max<int64_t>(1, b0 / 2));
-  wanted.push_back(std::max<int64_t>(1, b0 / 4));
-  std::vector<int64_t> out;
-  std::set<int64_t> seen;
-  for (int64_t b : wanted) {
-    if (static_cast<int>(out.size()) >= std::max(2, max_count)) break;
-    if (b >= 1 && b <= batch && seen.insert(b).second) out.push_back(b);
-  }
-  std::sort(out.begin(), out.end());
-  return out;
+  for (int64_t p = 1; p <= bmax; p *= 2)
+    if (p >= b0 / 4) out.insert(p);
+  return std::vector<int64_t>(out.begin(), out.end());
 }
 
 }  // namespace mplan

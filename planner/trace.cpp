@@ -95,7 +95,8 @@ const char* stream_title(StreamKind stream) {
 
 std::string plan_step_label(const Plan& plan, const Step& step) {
   switch (step.kind) {
-    case StepKind::compute: return plan_task_name(plan, step.task) + round_suffix(step.round);
+    case StepKind::compute:
+      return (step.recompute ? "recompute " : "") + plan_task_name(plan, step.task) + round_suffix(step.round);
     case StepKind::offload: return "offload " + buffer_label(plan, step.buffer);
     case StepKind::prefetch: return "prefetch " + buffer_label(plan, step.buffer);
     case StepKind::alloc: return "alloc " + buffer_label(plan, step.buffer);

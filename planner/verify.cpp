@@ -892,44 +892,40 @@ class Verifier {
     const std::string who = task.name + " " + round_name(step.round);
     const size_t cell = task_round_index(step.task, step.round);
     if (step.recompute) {
-      // SuperNeurons §3.4 recomputation (plan.h Step::recompute): a second run
-      // of an FP task that writes one non-resident block alone, after its first run.
-      const bool alone = task.writes.size() == 1 && valid_block(task.writes.front()) &&
-                         !tdfg_.blocks[task.writes.front()].resident;
-      if (task.kind != TaskKind::FP || !alone)
-        add(s, ViolationKind::coverage,
-            fmt::format("{} is recomputed, but only FP tasks writing one non-resident block may be", who));
-      else if (compute_count_[cell] == 0)
-        add(s, ViolationKind::coverage, fmt::format("{} is recomputed before its first run", who));
+      check_recompute_step(s, step, task, cell, who);
     } else if (++compute_count_[cell] == 1) {
       compute_step_of_[cell] = s;
     } else {
       add(s, ViolationKind::coverage,
           fmt::format("{} runs again (first at step {})", who, compute_step_of_[cell]));
     }
-    if (step.reads.size() != task.reads.size() || step.writes.size() != task.writes.size())
+    // A recompute step lists the buffers of the task's recompute signature.
+    const std::vector<BlockId>& task_reads = step.recompute ? task.recompute_reads : task.reads;
+    const std::vector<BlockId>& task_writes = step.recompute ? task.recompute_writes : task.writes;
+    if (step.reads.size() != task_reads.size() || step.writes.size() != task_writes.size())
       add(s, ViolationKind::bad_step,
-          fmt::format("{} lists {} read and {} written buffers; the task reads {} and writes {} blocks", who,
-                      step.reads.size(), step.writes.size(), task.reads.size(), task.writes.size()));
+          fmt::format("{} lists {} read and {} written buffers; the {} reads {} and writes {} blocks", who,
+                      step.reads.size(), step.writes.size(), step.recompute ? "recomputation" : "task",
+                      task_reads.size(), task_writes.size()));
     if (update) check_update(s, clock);
     if (task.kind == TaskKind::BP2 && update_step_ >= 0)
       add(s, ViolationKind::update_early,
           fmt::format("{} comes after the update ({})", who, step_name(update_step_)));
 
     // Reads first (an accumulating writer reads the block it writes).
-    for (size_t i = 0; i < std::min(step.reads.size(), task.reads.size()); ++i) {
+    for (size_t i = 0; i < std::min(step.reads.size(), task_reads.size()); ++i) {
       const BufferId id = step.reads[i];
       if (!usable(s, id, (who + " reads").c_str())) continue;
-      if (!matches_block(s, id, task.reads[i], step.round, who)) continue;
+      if (!matches_block(s, id, task_reads[i], step.round, who)) continue;
       check_read(s, id, clock, who, /*is_copy=*/false);
       BufferState& st = buffers_[id];
       note_use(id, s, k);
       st.reads_since_write[k] = s;
     }
-    for (size_t i = 0; i < std::min(step.writes.size(), task.writes.size()); ++i) {
+    for (size_t i = 0; i < std::min(step.writes.size(), task_writes.size()); ++i) {
       const BufferId id = step.writes[i];
       if (!usable(s, id, (who + " writes").c_str())) continue;
-      if (!matches_block(s, id, task.writes[i], step.round, who)) continue;
+      if (!matches_block(s, id, task_writes[i], step.round, who)) continue;
       check_write(s, id, k, clock, who);
       const Buffer& b = plan_.buffers[id];
       InstanceState& inst = instance(b);
@@ -939,7 +935,8 @@ class Verifier {
     }
     // The workspace: the choice's buffer, written (first) by this step.
     const TaskChoice* choice = choice_of_[cell];
-    const BufferId want = choice != nullptr ? choice->workspace : kNoBuffer;
+    // A recomputation runs without workspace (only tasks without algorithms are recomputed).
+    const BufferId want = choice != nullptr && !step.recompute ? choice->workspace : kNoBuffer;
     if (choice != nullptr && step.workspace != want)
       add(s, ViolationKind::bad_step,
           fmt::format("{} uses workspace buffer {}, but its choice names {}", who, step.workspace, want));
@@ -954,6 +951,22 @@ class Verifier {
         buffers_[step.workspace].reads_since_write[k] = s;
       }
     }
+  }
+
+  // SuperNeurons §3.4 recomputation (plan.h Step::recompute): a second run of
+  // an FP task that has a recompute signature (Task::recompute_reads /
+  // recompute_writes: batchnorm from its saved statistics, dropout's mask
+  // again), after the task's own run in the round. What it reads must be
+  // current like any read; what it writes becomes the block's latest content.
+  void check_recompute_step(int32_t s, const Step& step, const Task& task, size_t cell, const std::string& who) {
+    if (task.kind != TaskKind::FP || task.recompute_writes.empty())
+      add(s, ViolationKind::coverage,
+          fmt::format("{} is recomputed, but only FP tasks with a recompute signature (Task::recompute_writes) may be",
+                      who));
+    else if (compute_count_[cell] == 0)
+      add(s, ViolationKind::coverage, fmt::format("{} is recomputed before its first run", who));
+    if (step.workspace != kNoBuffer)
+      add(s, ViolationKind::bad_step, fmt::format("the recomputation of {} uses a workspace", who));
   }
 
   // moDNN: gradients accumulate over every round before the update (§IV-A).

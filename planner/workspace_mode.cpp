@@ -117,4 +117,11 @@ int64_t fastest_total_workspace_bytes(const WdProblem& problem) {
   return total;
 }
 
+int64_t largest_fastest_workspace_bytes(const WdProblem& problem) {
+  int64_t largest = 0;
+  for (const microbatch::WdKernel& k : problem.kernels)
+    if (!k.configurations.empty()) largest = std::max(largest, k.configurations.back().workspace_bytes());
+  return largest;
+}
+
 }  // namespace mplan

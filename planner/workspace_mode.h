@@ -7,10 +7,18 @@
 //               configurations (§III-C1) as well
 //   wr:LIMIT    Workspace Reuse (§III-B): every conv kernel takes the WR
 //               optimum under a per-kernel limit of LIMIT bytes
-//   wd:TOTAL    Workspace Division (§III-C, Eq. 1-4): one pool of TOTAL bytes
-//               reserved in the arena for the whole iteration; the ILP divides
-//               it among the kernels (GLPK); each task's workspace lies at the
-//               pool's start (tasks run one at a time on the compute stream)
+//   wd:TOTAL    Workspace Division (§III-C): one pool of TOTAL bytes reserved
+//               at the top of the arena for the whole iteration. mu-cuDNN's WD
+//               divides the pool among the kernels (Eq. 4: the *sum* of their
+//               workspaces within it) because its frameworks keep every
+//               layer's workspace allocated at once. A plan runs its kernels
+//               one at a time on one compute stream, so each kernel may use
+//               the whole pool in turn: the exact optimum of WD's objective
+//               under the true constraint (each workspace within the pool) is
+//               every kernel's WR optimum with the pool as its limit, and
+//               that is what wd means here; each workspace lies at the
+//               pool's start. (The ILP of Eq. 1-4 is kept for --dump-lp and
+//               for comparison: its division is never faster.)
 //   wd:auto     wd with the pool size whose plan simulates fastest
 //
 // A kernel here is a conv task at one sub-batch size (rounds of equal size
@@ -70,7 +78,10 @@ WdProblem wd_problem(const Tdfg& tdfg, const CostModel& cost, const std::vector<
 Result<KernelConfigurations> wd_configurations(const WdProblem& problem, int64_t pool_bytes);
 
 // Σ over the kernels of their fastest configuration's workspace: the pool at
-// which WD gives every kernel its WR optimum without limit.
+// which mu-cuDNN's WD gives every kernel its WR optimum without limit.
 int64_t fastest_total_workspace_bytes(const WdProblem& problem);
+// The largest fastest configuration's workspace over the kernels: the pool
+// at which every kernel, run one at a time, takes its fastest configuration.
+int64_t largest_fastest_workspace_bytes(const WdProblem& problem);
 
 }  // namespace mplan

@@ -28,16 +28,33 @@ LiveInterval live_interval(const Tdfg& tdfg, BlockId b) {
   return interval;
 }
 
-// moDNN Eq. 1 without workspace: the non-resident blocks task t reads or writes.
-int64_t task_footprint_bytes(const Tdfg& tdfg, const Task& task, int64_t sub_batch) {
+// moDNN Eq. 1 without workspace: the non-resident blocks task t reads or
+// writes, each aligned as a plan places it when `aligned`.
+int64_t task_footprint_bytes(const Tdfg& tdfg, const Task& task, int64_t sub_batch, bool aligned) {
   std::vector<BlockId> touched = task.reads;
   touched.insert(touched.end(), task.writes.begin(), task.writes.end());
   std::sort(touched.begin(), touched.end());
   touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
   int64_t total = 0;
-  for (BlockId b : touched)
-    if (!tdfg.blocks[b].resident) total += tdfg.blocks[b].bytes(sub_batch);
+  for (BlockId b : touched) {
+    if (tdfg.blocks[b].resident) continue;
+    const int64_t bytes = tdfg.blocks[b].bytes(sub_batch);
+    total += aligned ? aligned_block_bytes(bytes) : bytes;
+  }
   return total;
+}
+
+// The op table's scratch of task t at sub-batch 1 (aligned; 0 for the update
+// and for tasks that choose an algorithm, whose leanest has no workspace).
+int64_t task_scratch_bytes(const Tdfg& tdfg, TaskId t) {
+  const Task& task = tdfg.tasks[t];
+  if (t == tdfg.update_task || task.has_algorithms || tdfg.model == nullptr) return 0;
+  const Layer& layer = tdfg.model->layers.at(task.layer);
+  const OpSpec& spec = op_spec(layer.op);
+  if (spec.scratch_bytes == nullptr) return 0;
+  const std::vector<Shape> inputs = tdfg.model->input_shapes(task.layer);
+  const int64_t bytes = spec.scratch_bytes(OpTask{layer, inputs, layer.output, task.kind}, 1);
+  return bytes > 0 ? aligned_block_bytes(bytes) : 0;
 }
 
 }  // namespace
@@ -82,16 +99,22 @@ MemoryBounds compute_bounds(const Tdfg& tdfg, int64_t batch) {
     }
   }
 
-  // moDNN Eq. 2: Mmin = SW + max_t (sum of I(t) and O(t) at sub-batch 1).
+  // moDNN Eq. 2: Mmin = SW + max_t (sum of I(t) and O(t) at sub-batch 1),
+  // with the leanest option's workspace: none for a convolution (implicit
+  // GEMM), the op table's fixed scratch for the others (batch norm's BP1), as
+  // the planner counts it (planner/sub_batch.h minimum_budget).
   int64_t largest_task_bytes = -1;
   for (TaskId t = 0; t < static_cast<TaskId>(tdfg.tasks.size()); ++t) {
-    const int64_t bytes = task_footprint_bytes(tdfg, tdfg.tasks[t], 1);
+    const int64_t bytes = task_footprint_bytes(tdfg, tdfg.tasks[t], 1, /*aligned=*/true) + task_scratch_bytes(tdfg, t);
     if (bytes > largest_task_bytes) {
       largest_task_bytes = bytes;
       bounds.modnn_min_task = t;
     }
   }
-  bounds.modnn_min_bytes = bounds.weight_bytes + std::max<int64_t>(largest_task_bytes, 0);
+  int64_t resident_region = 0;
+  for (const Block& block : tdfg.blocks)
+    if (block.resident) resident_region += aligned_block_bytes(block.bytes(1));
+  bounds.modnn_min_bytes = resident_region + std::max<int64_t>(largest_task_bytes, 0);
 
   if (tdfg.model != nullptr) {
     const Model& model = *tdfg.model;
@@ -99,9 +122,10 @@ MemoryBounds compute_bounds(const Tdfg& tdfg, int64_t batch) {
       LayerBytes row;
       row.layer = l;
       row.parameters = model.parameter_count(l);
+      // A block shared by layers computed in place counts once, for the layer that creates it.
       for (BlockId b : {tdfg.output_of[l], tdfg.saved_of[l]})
-        if (b != kNoBlock) row.forward_bytes += tdfg.blocks[b].bytes(batch);
-      if (tdfg.gradient_of[l] != kNoBlock)
+        if (b != kNoBlock && tdfg.blocks[b].layer == l) row.forward_bytes += tdfg.blocks[b].bytes(batch);
+      if (tdfg.gradient_of[l] != kNoBlock && tdfg.blocks[tdfg.gradient_of[l]].layer == l)
         row.backward_bytes = tdfg.blocks[tdfg.gradient_of[l]].bytes(batch);
       bounds.layers.push_back(row);
     }

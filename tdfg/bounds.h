@@ -2,12 +2,21 @@
 // Memory bounds of a TDFG without any planning (issue 2): what weights take,
 // the naive network-wide allocation, the liveness peak, and moDNN's Mmin.
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
 #include "tdfg/tdfg.h"
 
 namespace mplan {
+
+// Plans place every block at a multiple of this many bytes (cudaMalloc's
+// alignment; planner/plan.h kPlanAlignmentBytes is the same).
+inline constexpr int64_t kBlockAlignmentBytes = 256;
+// The bytes a block of `bytes` takes in a plan: rounded up to the alignment, at least one unit.
+inline int64_t aligned_block_bytes(int64_t bytes) {
+  return (std::max<int64_t>(1, bytes) + kBlockAlignmentBytes - 1) / kBlockAlignmentBytes * kBlockAlignmentBytes;
+}
 
 struct LayerBytes {
   LayerId layer = kModelInput;
@@ -30,7 +39,10 @@ struct MemoryBounds {
   TaskId liveness_peak_task = kNoTask;
   // moDNN Eq. 2: SW + max over tasks of its non-resident inputs and outputs at
   // sub-batch 1 (zero-workspace algorithms); and the task that sets it (the
-  // earliest one on a tie). A block both read and written counts once.
+  // earliest one on a tie). A block both read and written counts once. Every
+  // block counts as a plan places it, rounded up to kBlockAlignmentBytes (at
+  // least one unit), so that this is exactly the least budget `mplan compile`
+  // accepts when the leanest algorithms need no workspace.
   int64_t modnn_min_bytes = 0;
   TaskId modnn_min_task = kNoTask;
   std::vector<LayerBytes> layers;

@@ -64,7 +64,7 @@ BackwardNeeds bp2_needs(const Layer& layer) {
 
 class Builder {
  public:
-  explicit Builder(const Model& model) : model_(model) {
+  Builder(const Model& model, const TdfgOptions& options) : model_(model), options_(options) {
     const size_t n = model.layers.size();
     tdfg_.model = &model;
     tdfg_.output_of.assign(n, kNoBlock);
@@ -81,6 +81,7 @@ class Builder {
   Tdfg build() {
     check_model();
     find_gradients();
+    find_in_place();
     make_blocks();
     for (LayerId l = 0; l < layer_count(); ++l) add_forward(l);
     for (LayerId l = layer_count() - 1; l >= 0; --l) {
@@ -88,6 +89,7 @@ class Builder {
       if (has_bp1(l)) add_bp1(l);
     }
     add_update();
+    add_recompute_signatures();
     check_order_is_topological(tdfg_);
     return std::move(tdfg_);
   }
@@ -131,6 +133,43 @@ class Builder {
       if (!receives_gradient_[l]) continue;
       for (LayerId in : layer(l).inputs)
         if (in != kModelInput && needs_gradient_[in]) receives_gradient_[in] = true;
+    }
+  }
+
+  // In-place activations (TdfgOptions::in_place). in_place_[l]: l's output
+  // shares the block of its only input p. p's output must have no other
+  // consumer (its gradient is then dX of l alone, so BP1(l) may write it into
+  // dY[l]'s block); for a ReLU, no backward task may read p's output (the
+  // ReLU overwrites it), counting every layer that already shares p's block.
+  // A flatten changes no value, so it only needs the single consumer.
+  void find_in_place() {
+    const LayerId n = layer_count();
+    in_place_.assign(n, false);
+    if (!options_.in_place) return;
+    std::vector<int> consumers(n, 0);
+    for (LayerId l = 0; l < n; ++l)
+      for (LayerId in : layer(l).inputs)
+        if (in != kModelInput) ++consumers[in];
+    // root_[l]: the layer whose FP creates l's output block.
+    root_.assign(n, 0);
+    for (LayerId l = 0; l < n; ++l) {
+      root_[l] = l;
+      const Layer& ly = layer(l);
+      const InPlace mode = op_spec(ly.op).in_place;
+      if (mode == InPlace::never) continue;
+      if (ly.inputs.size() != 1 || ly.inputs[0] == kModelInput) continue;
+      const LayerId p = ly.inputs[0];
+      if (consumers[p] != 1 || is_loss(p)) continue;
+      if (mode == InPlace::overwrites_input) {
+        bool output_read_backward = false;
+        for (LayerId q = root_[p]; q <= p; ++q) {
+          if (root_[q] != root_[p]) continue;
+          output_read_backward = output_read_backward || bp1_needs(layer(q)).output || bp2_needs(layer(q)).output;
+        }
+        if (output_read_backward) continue;
+      }
+      in_place_[l] = true;
+      root_[l] = root_[p];
     }
   }
 
@@ -179,8 +218,18 @@ class Builder {
       if (state_elements > 0)
         tdfg_.state_of[l] = add_block("state[" + ly.name + "]", BlockKind::optimizer_state, l, 0,
                                       state_elements * dtype, true);
-      tdfg_.output_of[l] = add_block("Y[" + ly.name + "]", BlockKind::output, l,
-                                     ly.output.elements() * dtype, 0, false);
+      if (in_place_[l]) {
+        // Shares its input's block; the name lists every layer that writes it.
+        const BlockId shared = tdfg_.output_of[ly.inputs[0]];
+        MPLAN_CHECK(tdfg_.blocks[shared].bytes_per_sample == ly.output.elements() * dtype,
+                    "build_tdfg: in-place layer '" + ly.name + "' changes its input's size");
+        tdfg_.output_of[l] = shared;
+        std::string& name = tdfg_.blocks[shared].name;
+        name.insert(name.size() - 1, "+" + ly.name);
+      } else {
+        tdfg_.output_of[l] = add_block("Y[" + ly.name + "]", BlockKind::output, l,
+                                       ly.output.elements() * dtype, 0, false);
+      }
       // What FP keeps for BP (a dropout mask, batch-norm statistics): the op table's.
       if (const OpSpec& spec = op_spec(ly.op); spec.saved != nullptr) {
         const SavedBytes saved = spec.saved(ly, model_.input_shapes(l), ly.output);
@@ -191,10 +240,19 @@ class Builder {
       if (is_loss(l))
         tdfg_.loss_block = add_block("loss", BlockKind::loss, l, 0, 4, false);
     }
-    for (LayerId l = 0; l < layer_count(); ++l)
-      if (has_gradient_block(l))
-        tdfg_.gradient_of[l] = add_block("dY[" + layer(l).name + "]", BlockKind::gradient, l,
-                                         layer(l).output.elements() * dtype, 0, false);
+    for (LayerId l = 0; l < layer_count(); ++l) {
+      if (!has_gradient_block(l)) continue;
+      const LayerId p = layer(l).inputs.empty() ? kModelInput : layer(l).inputs[0];
+      if (in_place_[l] && tdfg_.gradient_of[p] != kNoBlock) {
+        // BP1(l) writes dX into dY[l]: one block, named like the output.
+        tdfg_.gradient_of[l] = tdfg_.gradient_of[p];
+        std::string& name = tdfg_.blocks[tdfg_.gradient_of[l]].name;
+        name.insert(name.size() - 1, "+" + layer(l).name);
+        continue;
+      }
+      tdfg_.gradient_of[l] = add_block("dY[" + layer(l).name + "]", BlockKind::gradient, l,
+                                       layer(l).output.elements() * dtype, 0, false);
+    }
   }
 
   BlockId produced(LayerId in) const {
@@ -243,6 +301,7 @@ class Builder {
   void add_forward(LayerId l) {
     const TaskId t = add_task(TaskKind::FP, l);
     tdfg_.fp_of[l] = t;
+    tdfg_.tasks[t].in_place = in_place_[l];
     for (LayerId in : distinct_inputs(l)) reads(t, produced(in));
     if (tdfg_.weight_of[l] != kNoBlock) reads(t, tdfg_.weight_of[l]);
     if (op_spec(layer(l).op).forward_updates_state && tdfg_.state_of[l] != kNoBlock) {
@@ -277,6 +336,7 @@ class Builder {
   void add_bp1(LayerId l) {
     const TaskId t = add_task(TaskKind::BP1, l);
     tdfg_.bp1_of[l] = t;
+    tdfg_.tasks[t].in_place = in_place_[l] && tdfg_.gradient_of[l] == tdfg_.gradient_of[layer(l).inputs[0]];
     read_needs(t, l, bp1_needs(layer(l)));
     for (LayerId in : distinct_inputs(l)) {
       if (in == kModelInput || !needs_gradient_[in]) continue;
@@ -301,14 +361,40 @@ class Builder {
     }
   }
 
+  // Task::recompute_reads / recompute_writes of every FP task but the loss.
+  void add_recompute_signatures() {
+    for (LayerId l = 0; l < layer_count(); ++l) {
+      if (is_loss(l)) continue;
+      Task& task = tdfg_.tasks[tdfg_.fp_of[l]];
+      if (op_spec(layer(l).op).recompute_from_saved && tdfg_.saved_of[l] != kNoBlock) {
+        // Batch norm: Y = gamma * (X - mean) * invstd + beta with the saved
+        // statistics; the running ones (state) are left alone.
+        for (LayerId in : distinct_inputs(l)) task.recompute_reads.push_back(produced(in));
+        if (tdfg_.weight_of[l] != kNoBlock) task.recompute_reads.push_back(tdfg_.weight_of[l]);
+        task.recompute_reads.push_back(tdfg_.saved_of[l]);
+        task.recompute_writes.push_back(tdfg_.output_of[l]);
+        continue;
+      }
+      // Any other op runs exactly as it first did (dropout draws the same
+      // mask: a pure function of seed, step, sample and element).
+      for (BlockId b : task.reads)
+        if (!tdfg_.blocks[b].resident || tdfg_.blocks[b].kind == BlockKind::weight) task.recompute_reads.push_back(b);
+      for (BlockId b : task.writes)
+        if (!tdfg_.blocks[b].resident) task.recompute_writes.push_back(b);
+    }
+  }
+
   const Model& model_;
+  const TdfgOptions options_;
   Tdfg tdfg_;
   std::vector<bool> needs_gradient_;
   std::vector<bool> receives_gradient_;
+  std::vector<bool> in_place_;
+  std::vector<LayerId> root_;
 };
 
 }  // namespace
 
-Tdfg build_tdfg(const Model& model) { return Builder(model).build(); }
+Tdfg build_tdfg(const Model& model, const TdfgOptions& options) { return Builder(model, options).build(); }
 
 }  // namespace mplan

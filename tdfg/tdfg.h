@@ -72,6 +72,20 @@ struct Task {
   std::vector<BlockId> writes; // blocks written
   // Conv tasks choose an algorithm that may need workspace (cost model).
   bool has_algorithms = false;
+  // FP(relu) or FP(flatten) computed in place: it reads and writes the one
+  // block its input and output share (TdfgOptions::in_place); its BP1 writes
+  // dX into dY's block the same way.
+  bool in_place = false;
+  // How the task runs again when a block it writes is recomputed
+  // (SuperNeurons §3.4): what the recomputation reads and writes. Both empty
+  // when the task is never recomputed (backward tasks, the update, the loss).
+  // Equal to reads / writes except for exactly recomputable state:
+  // FP(batchnorm) recomputes Y from X, W and the saved mean and inverse std
+  // (reads saved, leaves the running statistics alone); FP(dropout) writes Y
+  // and the mask again (the mask is a pure function of seed, step, sample and
+  // element, runtime/cpu/dropout.cpp).
+  std::vector<BlockId> recompute_reads;
+  std::vector<BlockId> recompute_writes;
 };
 
 struct Tdfg {
@@ -82,7 +96,8 @@ struct Tdfg {
   BlockId input_block = kNoBlock;
   BlockId labels_block = kNoBlock;
   BlockId loss_block = kNoBlock;
-  // Per layer: its blocks, kNoBlock where it has none.
+  // Per layer: its blocks, kNoBlock where it has none. Layers computed in
+  // place share their input's output and gradient blocks.
   std::vector<BlockId> output_of, gradient_of, weight_of, weight_grad_of, state_of, saved_of;
   // Per layer: its tasks, kNoTask where it has none.
   std::vector<TaskId> fp_of, bp1_of, bp2_of;
@@ -91,13 +106,24 @@ struct Tdfg {
   int64_t resident_bytes() const;
 };
 
+struct TdfgOptions {
+  // In-place activations (as Caffe, Torch and PyTorch do, and as vDNN assumes):
+  // a ReLU whose input has no other consumer and no backward task that needs
+  // it writes its output into its input's block, and its BP1 writes dX into
+  // dY's block; a flatten (a view) does the same whenever its input has no
+  // other consumer. The two layers then share one output block, named
+  // "Y[a+b]" (and one gradient block, "dY[a+b]"), created by the first
+  // layer's FP and rewritten by the in-place FP.
+  bool in_place = true;
+};
+
 // Builds the TDFG of a validated model. Aborts (MPLAN_CHECK) on an invalid
 // Model: validation is the frontend's job. Order: FP(l) in layer order, then in
 // reverse layer order BP2(l) (if l has parameters) before BP1(l), then the
 // update; the order is checked against the data dependencies (Boost.Graph,
 // tdfg/task_graph.h). FP(batchnorm) reads and writes state (running stats);
 // the update reads every W, dW and state and writes W and state.
-Tdfg build_tdfg(const Model& model);
+Tdfg build_tdfg(const Model& model, const TdfgOptions& options = {});
 
 // Checks structural invariants (ids in range, every read block has a writer
 // earlier in the order, resident blocks are not per-sample, ...); returns the

@@ -116,6 +116,7 @@ extern const OpSpec conv_spec = {
     .parameters = parameters,
     .bp1_needs = bp1_needs,
     .bp2_needs = bp2_needs,
+    .paper_class = PaperClass::conv,
     .has_algorithms = true,
     .signature = signature,
     .invoke = invoke,

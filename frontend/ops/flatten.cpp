@@ -1,4 +1,5 @@
-// flatten: [C, H, W] -> [C*H*W] (a copy, as the runtime keeps buffers apart).
+// flatten: [C, H, W] -> [C*H*W]: a copy, or nothing where the TDFG computes it
+// in place (InPlace::view: Y and X then share one block, dX and dY too).
 
 #include "frontend/ops/op_helpers.h"
 
@@ -31,6 +32,7 @@ extern const OpSpec flatten_spec = {
     .name = "flatten",
     .infer_shape = infer_shape,
     .bp1_needs = bp1_needs,
+    .in_place = InPlace::view,
     .work = work,
     .invoke = invoke,
 };

@@ -91,6 +91,7 @@ extern const OpSpec linear_spec = {
     .parameters = parameters,
     .bp1_needs = bp1_needs,
     .bp2_needs = bp2_needs,
+    .paper_class = PaperClass::fully_connected,
     .signature = signature,
     .work = work,
     .invoke = invoke,

@@ -59,6 +59,7 @@ extern const OpSpec lrn_spec = {
     .read_fields = read_fields,
     .infer_shape = infer_shape,
     .bp1_needs = bp1_needs,
+    .paper_class = PaperClass::cheap,
     .signature = signature,
     .work = work,
     .invoke = invoke,

@@ -98,6 +98,7 @@ extern const OpSpec pool_spec = {
     .read_fields = read_fields,
     .infer_shape = infer_shape,
     .bp1_needs = bp1_needs,
+    .paper_class = PaperClass::cheap,
     .signature = signature,
     .work = work,
     .invoke = invoke,

@@ -33,6 +33,8 @@ extern const OpSpec relu_spec = {
     .name = "relu",
     .infer_shape = infer_shape,
     .bp1_needs = bp1_needs,
+    .in_place = InPlace::overwrites_input,
+    .paper_class = PaperClass::cheap,
     .work = work,
     .invoke = invoke,
 };

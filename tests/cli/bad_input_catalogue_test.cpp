@@ -315,7 +315,7 @@ std::vector<Case> catalogue() {
   add({"compile_copy_engines_three", {}, compile_with({"--copy-engines", "3"}), 2, "--copy-engines must be 1", "@out"});
   add({"compile_policy_unknown", {}, compile_with({"--policy", "fastest"}), 2, "--policy 'fastest': unknown policy", "@out"});
   add({"compile_policy_flag_mismatch", {}, compile_with({"--policy", "vdnn-all-m", "--sub-batch", "2"}), 2,
-       "--sub-batch is an option of moDNN's scheduler", "@out"});
+       "--sub-batch is an option of the planner", "@out"});
   add({"compile_policy_ideal_too_small", {}, {"compile", "@good.yaml", "--budget", "20KiB", "--policy", "ideal", "-o", "@out"},
        3, "--policy ideal", "@out"});
   add({"compile_workspace_unknown", {}, compile_with({"--workspace", "huge"}), 2, "--workspace 'huge': expected undivided", "@out"});

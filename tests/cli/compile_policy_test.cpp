@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <set>
+
 #include "tests/cli/cli_test_util.h"
 
 namespace mplan::cli_test {
@@ -46,8 +48,58 @@ TEST_F(CompilePolicy, SchedulerFlagsAreRefusedForALayerWisePolicy) {
   const MplanRun r = mplan({"compile", example_model("cifar_small"), "--budget", "64MiB", "--policy", "vdnn-all-m",
                             "--sub-batch", "8", "-o", path("out")});
   EXPECT_NE(r.exit_code, 0) << r.describe();
-  EXPECT_TRUE(contains(r.err, "--sub-batch is an option of moDNN's scheduler")) << r.describe();
+  EXPECT_TRUE(contains(r.err, "--sub-batch is an option of the planner")) << r.describe();
   EXPECT_FALSE(fs::exists(path("out/plan.json")));
+}
+
+TEST_F(CompilePolicy, PlannerLeversAreRefusedWhereAPolicyHasNone) {
+  const MplanRun vdnn = mplan({"compile", example_model("cifar_small"), "--budget", "64MiB", "--policy",
+                               "vdnn-all-m", "--no-recompute", "-o", path("v")});
+  EXPECT_NE(vdnn.exit_code, 0) << vdnn.describe();
+  EXPECT_TRUE(contains(vdnn.err, "--no-recompute is an option of the planner")) << vdnn.describe();
+  const MplanRun modnn = mplan({"compile", example_model("cifar_small"), "--budget", "64MiB", "--policy", "modnn",
+                                "--no-early-offload", "-o", path("m")});
+  EXPECT_NE(modnn.exit_code, 0) << modnn.describe();
+  EXPECT_TRUE(contains(modnn.err, "has none to turn off")) << modnn.describe();
+  const MplanRun bad = mplan({"compile", example_model("every_op"), "--budget", "64MiB", "--batchnorm", "sometimes",
+                              "-o", path("b")});
+  EXPECT_NE(bad.exit_code, 0) << bad.describe();
+  EXPECT_TRUE(contains(bad.err, "--batchnorm 'sometimes': expected prefer-one, one or any")) << bad.describe();
+}
+
+TEST_F(CompilePolicy, BatchnormWithOneValuePerChannelIsRefusedWithTheLeastBudget) {
+  // every_op's bn2 normalises a vector: at moDNN's minimum only sub-batch 1 fits.
+  const MplanRun bounds = mplan({"bounds", example_model("every_op"), "--json"});
+  ASSERT_EQ(bounds.exit_code, 0) << bounds.describe();
+  const int64_t minimum = nlohmann::json::parse(bounds.out).at("modnn_min_bytes").get<int64_t>();
+  const MplanRun r = mplan({"compile", example_model("every_op"), "--budget", std::to_string(minimum), "-o",
+                            path("out")});
+  EXPECT_NE(r.exit_code, 0) << r.describe();
+  EXPECT_TRUE(contains(r.err, "fewer than two values per channel")) << r.describe();
+  EXPECT_TRUE(contains(r.err, "the least budget that runs rounds of 2 samples is")) << r.describe();
+  EXPECT_FALSE(fs::exists(path("out/plan.json")));
+}
+
+TEST_F(CompilePolicy, EveryBufferIsUsedAfterDefragmentation) {
+  // The budget of issue 11's report: defragmentation used to leave buffers
+  // allocated and freed with no step using them.
+  const MplanRun r = mplan({"compile", example_model("cifar_small"), "--budget", "1788084", "--workspace", "wr:1MiB",
+                            "-o", path("out")});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  const nlohmann::json plan = nlohmann::json::parse(read_file(path("out/plan.json")));
+  std::set<int64_t> used;
+  for (const auto& step : plan.at("steps")) {
+    const std::string kind = step.at("kind");
+    if (kind == "offload" || kind == "prefetch") used.insert(step.at("buffer").get<int64_t>());
+    for (const char* list : {"reads", "writes"})
+      if (step.contains(list))
+        for (const auto& b : step.at(list)) used.insert(b.get<int64_t>());
+    if (step.contains("workspace")) used.insert(step.at("workspace").get<int64_t>());
+  }
+  for (const auto& buffer : plan.at("buffers")) {
+    if (buffer.at("resident").get<bool>()) continue;
+    EXPECT_TRUE(used.count(buffer.at("id").get<int64_t>())) << "buffer " << buffer.at("id") << " is never used";
+  }
 }
 
 TEST_F(CompilePolicy, IdealIsRefusedUnlessItFits) {

@@ -4,12 +4,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 #include <sstream>
 
 #include "frontend/parse.h"
 #include "planner/planner.h"
 #include "planner/sub_batch.h"
+#include "planner/verify.h"
 #include "planner_test_util.h"
 #include "tdfg/bounds.h"
 
@@ -36,8 +38,13 @@ std::string generate_model(uint32_t seed) {
     return name;
   };
   auto relu = [&](const std::string& in) {
+    std::string from = in;
+    if (pick(0, 2) == 0) {  // a batchnorm before some ReLUs (recomputable from the conv's output)
+      from = "bn" + std::to_string(id++);
+      y << "  - {name: " << from << ", op: batchnorm, in: " << in << "}\n";
+    }
     std::string name = "r" + std::to_string(id++);
-    y << "  - {name: " << name << ", op: relu, in: " << in << "}\n";
+    y << "  - {name: " << name << ", op: relu, in: " << from << "}\n";
     return name;
   };
   int channels = 4;
@@ -110,8 +117,10 @@ std::unique_ptr<Generated> generate(uint32_t seed) {
 }
 
 TEST(PlannerProperty, PlansAreConsistentAndDeterministic) {
-  FakeCost cost;
+  int recomputing = 0, offloading = 0;  // plans that recompute, that offload
   for (uint32_t seed = 1; seed <= 12; ++seed) {
+    FakeCost cost;
+    cost.copy_ms_per_mb = seed % 3 == 0 ? 20.0 : 1.0;  // slow copies make recomputing pay
     std::unique_ptr<Generated> g = generate(seed);
     ASSERT_NE(g, nullptr);
     SCOPED_TRACE("seed " + std::to_string(seed));
@@ -128,6 +137,10 @@ TEST(PlannerProperty, PlansAreConsistentAndDeterministic) {
       Result<Plan> a = make_plan(g->tdfg, cost, o);
       ASSERT_TRUE(a.ok()) << a.error().to_string();
       expect_consistent(g->tdfg, *a);
+      const std::vector<Violation> violations = verify_plan(*a, g->tdfg);
+      EXPECT_TRUE(violations.empty()) << to_string(violations.front());
+      recomputing += std::any_of(a->steps.begin(), a->steps.end(), [](const Step& s) { return s.recompute; });
+      offloading += a->summary.offload_count > 0 ? 1 : 0;
       if (::testing::Test::HasFailure()) return;
       Result<Plan> b = make_plan(g->tdfg, cost, o);
       ASSERT_TRUE(b.ok());
@@ -146,6 +159,10 @@ TEST(PlannerProperty, PlansAreConsistentAndDeterministic) {
     EXPECT_NE(none.error().message.find(g->tdfg.tasks[min.task].name), std::string::npos)
         << none.error().message;
   }
+  // The verifier has checked plans that use each lever.
+  EXPECT_GT(recomputing, 0);
+  EXPECT_GT(offloading, 0);
+  std::printf("%d plans recompute, %d offload\n", recomputing, offloading);
 }
 
 TEST(PlannerProperty, ScreeningPicksWhatSimulatingEveryCandidatePicks) {
@@ -160,7 +177,6 @@ TEST(PlannerProperty, ScreeningPicksWhatSimulatingEveryCandidatePicks) {
     for (double f : {1.2, 2.0, 4.0}) {
       PlanOptions o;
       o.budget_bytes = static_cast<int64_t>(f * static_cast<double>(min_bytes));
-      o.max_sub_batch_candidates = 12;
       Result<Plan> screened = make_plan(g->tdfg, cost, o);
       o.screen_sub_batches = false;
       Result<Plan> every = make_plan(g->tdfg, cost, o);
@@ -233,7 +249,7 @@ TEST(PlannerProperty, UnevenSubBatchesCoverTheBatch) {
 TEST(PlannerProperty, SplitBatchAndCandidates) {
   EXPECT_EQ(split_batch(128, 48), (std::vector<int64_t>{48, 48, 32}));
   EXPECT_EQ(split_batch(64, 64), (std::vector<int64_t>{64}));
-  std::vector<int64_t> c = sub_batch_candidates(/*batch=*/128, /*eq3_start=*/48, /*largest_feasible=*/60, 8);
+  std::vector<int64_t> c = sub_batch_candidates(/*batch=*/128, /*eq3_start=*/48, /*largest_feasible=*/60);
   EXPECT_NE(std::find(c.begin(), c.end(), 48), c.end());
   EXPECT_NE(std::find(c.begin(), c.end(), 60), c.end());
   EXPECT_NE(std::find(c.begin(), c.end(), 43), c.end());  // 3 balanced rounds: 43, 43, 42

@@ -150,24 +150,27 @@ inline void expect_consistent(const Tdfg& tdfg, const Plan& plan) {
         break;
       case StepKind::compute: {
         const Task& task = tdfg.tasks[s.task];
-        runs[{s.task, s.round}]++;
-        ASSERT_EQ(s.reads.size(), task.reads.size());
-        ASSERT_EQ(s.writes.size(), task.writes.size());
-        for (size_t i = 0; i < task.reads.size(); ++i) {
+        if (!s.recompute) runs[{s.task, s.round}]++;
+        // A recomputation lists the buffers of the task's recompute signature.
+        const std::vector<BlockId>& reads = s.recompute ? task.recompute_reads : task.reads;
+        const std::vector<BlockId>& writes = s.recompute ? task.recompute_writes : task.writes;
+        ASSERT_EQ(s.reads.size(), reads.size());
+        ASSERT_EQ(s.writes.size(), writes.size());
+        for (size_t i = 0; i < reads.size(); ++i) {
           BufferId id = s.reads[i];
           ASSERT_GE(id, 0);
           const Buffer& b = plan.buffers[id];
-          EXPECT_EQ(b.block, task.reads[i]);
+          EXPECT_EQ(b.block, reads[i]);
           EXPECT_TRUE(b.resident || live.count(id)) << task.name << " reads a buffer not live";
           EXPECT_TRUE(has_data.count(id)) << task.name << " reads " << tdfg.blocks[b.block].name
                                           << " before it holds data";
           EXPECT_GE(s.start_ms + 1e-9, writer_end[id]);
           if (!b.resident) EXPECT_EQ(b.round, s.round);
         }
-        for (size_t i = 0; i < task.writes.size(); ++i) {
+        for (size_t i = 0; i < writes.size(); ++i) {
           BufferId id = s.writes[i];
           ASSERT_GE(id, 0);
-          EXPECT_EQ(plan.buffers[id].block, task.writes[i]);
+          EXPECT_EQ(plan.buffers[id].block, writes[i]);
           EXPECT_TRUE(plan.buffers[id].resident || live.count(id));
           first_write(id, s);
         }

@@ -7,12 +7,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "frontend/parse.h"
-#include "planner/policies/baselines.h"
+#include "planner/deciders/deciders.h"
 #include "planner/policy.h"
 #include "planner/sub_batch.h"
 #include "planner/verify.h"
@@ -249,6 +250,79 @@ TEST(Policy, VerifierRejectsMisplacedRecomputation) {
   bool coverage = false;
   for (const Violation& x : v) coverage = coverage || x.kind == ViolationKind::coverage;
   EXPECT_TRUE(coverage);
+}
+
+// SuperNeurons §3.4 step 2: a recomputed block whose segment and backward
+// need exceed l_peak (the largest layer's need) is memory-centric: freed
+// after each backward use and recomputed for the next. ResNet-18's first
+// batchnorm+ReLU block (Y[bn1+relu]) feeds the max pool, whose backward is the
+// largest need: it is recomputed once per backward reader, not once.
+TEST(Policy, SuperNeuronsRecomputesMemoryCentricBlocksForEachUse) {
+  const Model model = load_example("resnet18", 32);
+  const Tdfg tdfg = build_tdfg(model);
+  const AnalyticCostModel cost = k40();
+  PolicyOptions o;
+  o.budget_bytes = ideal_budget_bytes(tdfg, cost, model.batch);
+  PolicyOutcome sn = run_policy(PolicyKind::superneurons, tdfg, cost, o);
+  ASSERT_TRUE(sn.feasible) << sn.note;
+  std::map<std::pair<TaskId, int32_t>, int> runs;
+  for (int32_t s : sn.recompute_steps) runs[{sn.plan.steps[s].task, sn.plan.steps[s].round}]++;
+  int repeated = 0;
+  for (const auto& [key, n] : runs) repeated += n > 1 ? 1 : 0;
+  EXPECT_GT(repeated, 0) << "no block was recomputed memory-centric";
+  expect_verified(sn, tdfg, "resnet18");
+}
+
+// vDNN Fig. 10 (findPrefetchLayer): before a layer's backward pass, prefetch
+// the closest earlier layer that offloaded, but search no further than the
+// first conv layer. cifar_small with vdnn-conv-m offloads the inputs of
+// conv1 (X), conv2 and conv3. In the backward pass conv3's boundary prefetches
+// conv2's input; at pool2's boundary the search meets conv2 (already
+// prefetched) and stops, so X (conv1's input) is loaded again only at conv2's
+// boundary, after BP1(pool2) -- not with pool2 as a search past conv2 would.
+TEST(Policy, VdnnFindPrefetchLayerStopsAtAConv) {
+  const Model model = load_example("cifar_small");
+  const Tdfg tdfg = build_tdfg(model);
+  const AnalyticCostModel cost = k40();
+  PolicyOptions o;
+  o.budget_bytes = int64_t{64} << 20;
+  PolicyOutcome conv = run_policy(PolicyKind::vdnn_conv_m, tdfg, cost, o);
+  ASSERT_TRUE(conv.feasible) << conv.note;
+  const TaskId bp_pool2 = tdfg.bp1_of[model.find("pool2")];
+  int bp_pool2_step = -1, reload = -1, loads = 0;
+  for (const Step& s : conv.plan.steps) {
+    if (s.kind == StepKind::compute && s.task == bp_pool2) bp_pool2_step = s.index;
+    if (s.kind == StepKind::prefetch && conv.plan.buffers[s.buffer].block == tdfg.input_block && ++loads == 2)
+      reload = s.index;
+  }
+  ASSERT_GE(bp_pool2_step, 0);
+  ASSERT_GE(reload, 0) << "X must be loaded again for BP2(conv1)";
+  EXPECT_GT(reload, bp_pool2_step);
+  expect_verified(conv, tdfg, "cifar_small");
+}
+
+// SuperNeurons has every lever vDNN-all has (offloading any layer's output)
+// and more (recomputation, the tensor cache): wherever vdnn-all-m finds a
+// plan, superneurons does too, at every budget from Eq. 2's minimum to twice
+// the ideal's need.
+TEST(Policy, SuperNeuronsFeasibleWhereverVdnnAllIs) {
+  for (const char* stem : {"cifar_small", "every_op", "every_op_nobn"}) {
+    SCOPED_TRACE(stem);
+    const Model model = load_example(stem);
+    const Tdfg tdfg = build_tdfg(model);
+    const AnalyticCostModel cost = k40();
+    const int64_t lo = minimum_budget(tdfg, cost).bytes, hi = 2 * ideal_budget_bytes(tdfg, cost, model.batch);
+    int vdnn_feasible = 0;
+    for (int i = 0; i <= 40; ++i) {
+      PolicyOptions o;
+      o.budget_bytes = lo + (hi - lo) * i / 40;
+      if (!run_policy(PolicyKind::vdnn_all_m, tdfg, cost, o).feasible) continue;
+      ++vdnn_feasible;
+      PolicyOutcome sn = run_policy(PolicyKind::superneurons, tdfg, cost, o);
+      EXPECT_TRUE(sn.feasible) << o.budget_bytes << " bytes: " << sn.note;
+    }
+    EXPECT_GT(vdnn_feasible, 10);
+  }
 }
 
 TEST(Policy, NamesRoundTrip) {

@@ -2,7 +2,9 @@
 // edges must be exact, since liveness, offloading and recomputation follow them).
 //
 // Most models here are  conv0 -> <op under test "t"> -> flatten -> fc -> loss,
-// so that t's input (Y[conv0]) needs a gradient and t has a BP1.
+// so that t's input (Y[conv0]) needs a gradient and t has a BP1. The TDFGs
+// here are built without in-place activations, so that every layer has its
+// own blocks; tests/tdfg/in_place_test.cpp covers the shared ones.
 
 #include <gtest/gtest.h>
 
@@ -48,7 +50,7 @@ void expect_access(const Tdfg& tdfg, const std::string& task, const Names& reads
 }
 
 Tdfg checked(const Model& model) {
-  Tdfg tdfg = build_tdfg(model);
+  Tdfg tdfg = build_tdfg(model, TdfgOptions{.in_place = false});
   Status status = check_tdfg(tdfg);
   EXPECT_TRUE(status.ok()) << (status.ok() ? "" : status.error().to_string());
   return tdfg;

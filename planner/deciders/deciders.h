@@ -1,0 +1,65 @@
+#pragma once
+// The deciders of the scheduling policies (planner/sim/decider.h): moDNN's
+// Algorithm 1 -- with mplan's own levers on top -- vDNN's static and dynamic
+// rules, SuperNeurons' and the ideal's. planner/plan_search.h runs them over
+// the iteration simulator; planner/policy.h names them.
+
+#include <cstdint>
+#include <memory>
+
+#include "planner/sim/decider.h"
+
+namespace mplan {
+
+// moDNN Algorithm 1 (papers/modnn.txt §IV-B) and mplan's additions.
+struct ModnnRules {
+  // Eq. 5: conv tasks choose the option of best gain; false: the leanest.
+  bool select_algorithms = true;
+  // Lines 15-27: prefetch for later tasks when Eq. 4 says it must start now;
+  // false: offloaded blocks are loaded when their task needs them (on demand).
+  bool prefetch = true;
+  // How far ahead (tasks) line 15's loop looks, and how far the re-fetch cost
+  // of a victim reaches (planner/deciders/offload_scheme.h).
+  int lookahead_tasks = 64;
+  // A victim needed within the lookahead costs its re-fetch (the prefetch
+  // thrash fix; planner/deciders/offload_scheme.h).
+  bool refetch_cost = true;
+
+  // ---- mplan's levers (off: moDNN as published) ----
+  // Recomputation (SuperNeurons §3.4, chosen by cost): outputs of cheap
+  // layers (no algorithm choice: ReLU, batchnorm, pooling, LRN, dropout, add,
+  // concat, ...) whose recomputation's inputs live until they are needed
+  // anyway may be dropped when room is needed; a dropped block costs its
+  // recomputation, an offloaded one its copies.
+  bool recompute = false;
+  // Early offload (vDNN §III-B's overlap, decided by need): when the round's
+  // liveness peak exceeds the arena, the blocks made first in the forward pass
+  // and needed again only in the backward pass are copied to the host right
+  // after their last forward use, while the compute stream goes on, until
+  // their bytes cover the excess; evicting them later costs nothing.
+  bool early_offload = false;
+  // How much more than the excess to copy early, in multiples of the largest task's need.
+  double early_offload_margin = 1.0;
+  // Eq. 4 with the copy queue: a later task's prefetch waits for the earlier
+  // ones, so each task's urgency counts the transfers queued before it and
+  // every prefetch up to the last urgent task starts now (moDNN stops at the
+  // first task that need not start yet).
+  bool queued_prefetch = false;
+};
+std::unique_ptr<Decider> make_modnn_decider(const ModnnRules& rules);
+
+// vDNN §III-C: whose input feature maps are offloaded in the forward pass.
+enum class VdnnOffload { none, conv, all };
+// vDNN §III-C: memory-optimal (zero workspace), performance-optimal (fastest,
+// failing if its workspace does not fit), or the dynamic policy's greedy
+// downgrade (the fastest whose workspace fits the memory free at the step).
+enum class VdnnAlgorithms { memory_optimal, performance_optimal, greedy };
+std::unique_ptr<Decider> make_vdnn_decider(VdnnOffload offload, VdnnAlgorithms algorithms);
+
+// SuperNeurons §3.2-3.5 (planner/deciders/superneurons.cpp).
+std::unique_ptr<Decider> make_superneurons_decider();
+
+// Unlimited memory, fastest options, no copies but the input loads.
+std::unique_ptr<Decider> make_ideal_decider();
+
+}  // namespace mplan

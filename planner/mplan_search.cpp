@@ -1,0 +1,422 @@
+// mplan's plan search and moDNN's (planner/plan_search.h): the sub-batch
+// candidates, workspace pools, placements and ModnnRules levers, simulated on
+// the iteration simulator with the moDNN decider, fastest kept; batchnorm's
+// rounds as planner/planner.h says.
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <set>
+
+#include "frontend/bytes.h"
+#include "planner/deciders/deciders.h"
+#include "planner/plan_limits.h"
+#include "planner/search_internal.h"
+#include "planner/sub_batch.h"
+
+namespace mplan::search {
+namespace {
+
+std::function<std::unique_ptr<Decider>()> modnn_factory(const ModnnRules& rules) {
+  return [rules] { return make_modnn_decider(rules); };
+}
+
+std::string rules_text(const ModnnRules& r, bool stacked) {
+  std::vector<std::string> parts;
+  if (r.recompute) parts.push_back("recomputation");
+  if (r.early_offload) parts.push_back("early offloads");
+  if (!r.prefetch) parts.push_back("on-demand loads");
+  if (!r.queued_prefetch) parts.push_back("moDNN's published prefetch rule");
+  if (stacked) parts.push_back("large blocks stacked");
+  std::string out;
+  for (const std::string& p : parts) out += (out.empty() ? "" : ", ") + p;
+  return out.empty() ? "offloading only" : out;
+}
+
+// Whether other levers or placements could make the plan faster: it evicted
+// something, or a task ran slower than its fastest option.
+bool could_improve(const SimResult& r) {
+  const PlanSummary& s = r.plan.summary;
+  return s.offload_count > 0 || s.defragmentation_count > 0 || r.recomputed_tasks > 0 || s.prefetch_count > 0 ||
+         r.slower_options_ms > 1e-9;
+}
+
+// Whether the plan kept everything on the device (no copies but input data, no recomputation).
+bool needed_no_levers(const SimResult& r) {
+  const PlanSummary& s = r.plan.summary;
+  return s.offload_count == 0 && s.defragmentation_count == 0 && r.recomputed_tasks == 0 && s.prefetch_count == 0;
+}
+
+class SchedulerSearch {
+ public:
+  SchedulerSearch(PolicyKind policy, const Tdfg& tdfg, const CostModel& cost, int64_t batch, const PlanOptions& o)
+      : published_(policy == PolicyKind::modnn), tdfg_(tdfg), cost_(cost), batch_(batch), opt_(o) {}
+
+  Result<SearchResult> run();
+
+ private:
+  std::optional<Error> check();
+  int64_t blocks_arena_of(int64_t pool) const { return arena_ - (pool > 0 ? align_up(pool) : 0); }
+  std::vector<int64_t> candidates_for(int64_t blocks_arena);
+  const WdProblem& wd_problem_at(const std::vector<int64_t>& rounds);
+  std::vector<int64_t> pools();
+  // The candidate of sub-batch b with `pool`, or nothing (the reason kept in first_error_).
+  std::optional<Candidate> candidate(int64_t b, int64_t pool);
+  // Simulates every candidate size of `which` with every pool and its levers.
+  enum class Sizes { all, whole_batch, split };
+  void search_sizes(Search& search, Sizes which);
+  // One candidate: every lever on first; where that plan could improve, the
+  // variants (planner/plan_search.h).
+  void search_candidate(Search& search, Candidate c, int64_t large_block_bytes);
+  Error batchnorm_refusal(const std::string& why) const;
+
+  const bool published_;
+  const Tdfg& tdfg_;
+  const CostModel& cost_;
+  const int64_t batch_;
+  const PlanOptions& opt_;
+  int copy_engines_ = 2;
+  MinimumBudget min_;
+  int64_t resident_region_ = 0;
+  int64_t arena_ = 0;
+  int64_t least_round_ = 1;
+  bool wd_ = false;
+  ModnnRules base_;
+  std::optional<Error> first_error_;
+  std::map<std::vector<int64_t>, WdProblem> wd_problems_;
+};
+
+Error SchedulerSearch::batchnorm_refusal(const std::string& why) const {
+  const int64_t need = resident_region_ + max_task_arena_bytes(tdfg_, cost_, least_round_, /*fastest=*/false);
+  return budget_error(fmt::format(
+      "{}: a batchnorm layer of model '{}' would see fewer than two values per channel (every round needs at "
+      "least {} samples, as training with batch statistics does; PyTorch refuses the same); the least budget "
+      "that runs rounds of {} samples is {}",
+      why, tdfg_.model->name, least_round_, least_round_, bytes_text(need)));
+}
+
+std::optional<Error> SchedulerSearch::check() {
+  if (opt_.budget_bytes <= 0) return budget_error("the memory budget must be positive");
+  if (batch_ < 1) return budget_error("the batch must be at least 1");
+  if (opt_.sub_batch < 0 || opt_.sub_batch > batch_) {
+    return Error{SourceLocation{"--sub-batch", 0, 0}, "sub-batch " + std::to_string(opt_.sub_batch) +
+                                                          " is not between 1 and the batch " + std::to_string(batch_)};
+  }
+  copy_engines_ = opt_.copy_engines != 0 ? opt_.copy_engines : (published_ ? 1 : cost_.copy_engines());
+  if (copy_engines_ != 1 && copy_engines_ != 2) {
+    return Error{SourceLocation{"--copy-engines", 0, 0},
+                 "copy engines must be 1 or 2, not " + std::to_string(copy_engines_)};
+  }
+  // moDNN Eq. 2: below the minimum no schedule exists.
+  min_ = minimum_budget(tdfg_, cost_);
+  resident_region_ = resident_region_bytes(tdfg_);
+  arena_ = align_down(opt_.budget_bytes - resident_region_);
+  if (opt_.budget_bytes < min_.bytes || arena_ < min_.task_bytes) {
+    const std::string who = min_.task == kNoTask ? std::string("the resident weights") : "task " + tdfg_.tasks[min_.task].name;
+    return budget_error("budget " + bytes_text(opt_.budget_bytes) + " is below the minimum " + bytes_text(min_.bytes) +
+                        " for model '" + tdfg_.model->name + "': " + who + " needs " + bytes_text(min_.task_bytes) +
+                        " at sub-batch 1 besides the " + bytes_text(resident_region_) +
+                        " of weights, gradients and optimizer state");
+  }
+  // Issue 12: a plan's rounds are bounded before anything is simulated.
+  if (Status limit = check_plan_size(tdfg_, cost_, arena_, batch_, opt_.sub_batch); !limit) return limit.error();
+  // Batch normalisation needs two values per channel in every round.
+  least_round_ = least_batchnorm_round(tdfg_);
+  if (opt_.sub_batch > 0 && rounds_for(batch_, opt_.sub_batch, least_round_).empty())
+    return batchnorm_refusal("sub-batch " + std::to_string(opt_.sub_batch));
+  if (batch_ < least_round_) return batchnorm_refusal("the batch of " + std::to_string(batch_));
+  // The wd pool comes off the arena the blocks use.
+  wd_ = opt_.workspace == WorkspaceUse::wd || opt_.workspace == WorkspaceUse::wd_auto;
+  if (opt_.workspace == WorkspaceUse::wd && blocks_arena_of(opt_.workspace_bytes) <= 0) {
+    return Error{SourceLocation{}, "--workspace 'wd:" + format_bytes(opt_.workspace_bytes) +
+                                       "': the pool does not fit the arena of " + bytes_text(arena_) +
+                                       " (the budget less the resident weights)"};
+  }
+  if (opt_.workspace == WorkspaceUse::wd && blocks_arena_of(opt_.workspace_bytes) < min_.task_bytes) {
+    return Error{SourceLocation{},
+                 "--workspace 'wd:" + format_bytes(opt_.workspace_bytes) + "': the pool leaves " +
+                     bytes_text(std::max<int64_t>(0, blocks_arena_of(opt_.workspace_bytes))) + " of the arena of " +
+                     bytes_text(arena_) + ", less than the " + bytes_text(min_.task_bytes) + " that task " +
+                     tdfg_.tasks[min_.task].name + " needs at sub-batch 1"};
+  }
+  return std::nullopt;
+}
+
+// Sub-batch candidates for a blocks arena (planner/sub_batch.h), or the fixed
+// one; moDNN as published: its Eq. 3 start alone.
+std::vector<int64_t> SchedulerSearch::candidates_for(int64_t blocks_arena) {
+  const int64_t bmax = largest_feasible_sub_batch(tdfg_, cost_, blocks_arena, batch_);
+  if (opt_.sub_batch > 0) {
+    if (opt_.sub_batch > bmax) {
+      if (!first_error_)
+        first_error_ = Error{SourceLocation{"--sub-batch", 0, 0},
+                             "sub-batch " + std::to_string(opt_.sub_batch) + " does not fit the arena of " +
+                                 bytes_text(blocks_arena) + "; the largest that fits is " + std::to_string(bmax)};
+      return {};
+    }
+    return {opt_.sub_batch};
+  }
+  if (bmax < 1) return {};
+  const int64_t b0 = std::min(eq3_sub_batch(tdfg_, cost_, blocks_arena, batch_), bmax);
+  if (published_) return {b0};
+  std::vector<int64_t> sizes = sub_batch_candidates(batch_, b0, bmax);
+  // The Eq. 3 start first, then the others nearest it (in ratio), so a good
+  // plan is known early and screening stops the rest sooner.
+  std::stable_sort(sizes.begin(), sizes.end(), [b0](int64_t a, int64_t b) {
+    auto distance = [b0](int64_t x) {
+      return x >= b0 ? static_cast<double>(x) / static_cast<double>(b0) : static_cast<double>(b0) / static_cast<double>(x);
+    };
+    return distance(a) < distance(b);
+  });
+  return sizes;
+}
+
+// The WD problem of some rounds (desirable sets do not depend on the pool).
+const WdProblem& SchedulerSearch::wd_problem_at(const std::vector<int64_t>& rounds) {
+  auto it = wd_problems_.find(rounds);
+  if (it == wd_problems_.end()) it = wd_problems_.emplace(rounds, wd_problem(tdfg_, cost_, rounds)).first;
+  return it->second;
+}
+
+// Pools to try: none; the given one (wd); wd:auto: powers of four from 64 MiB
+// and the largest fastest workspace at each candidate, while the rest of the
+// arena holds the largest task at sub-batch 1.
+std::vector<int64_t> SchedulerSearch::pools() {
+  std::vector<int64_t> pools = {0};
+  if (opt_.workspace == WorkspaceUse::wd) pools = {opt_.workspace_bytes};
+  if (opt_.workspace == WorkspaceUse::wd_auto) {
+    for (int64_t p = int64_t{64} << 20; blocks_arena_of(p) >= min_.task_bytes; p *= 4) pools.push_back(p);
+    for (int64_t b : candidates_for(arena_)) {
+      std::vector<int64_t> rounds = rounds_for(batch_, b, least_round_);
+      if (rounds.empty()) continue;
+      const int64_t p = largest_fastest_workspace_bytes(wd_problem_at(rounds));
+      if (p > 0 && blocks_arena_of(p) >= min_.task_bytes) pools.push_back(p);
+    }
+    std::sort(pools.begin(), pools.end());
+    pools.erase(std::unique(pools.begin(), pools.end()), pools.end());
+  }
+  return pools;
+}
+
+std::optional<Candidate> SchedulerSearch::candidate(int64_t b, int64_t pool) {
+  if (Status limit = check_rounds(tdfg_, batch_, b); !limit) {  // issue 12: bounded rounds
+    if (!first_error_) first_error_ = limit.error();
+    return std::nullopt;
+  }
+  Candidate c;
+  c.rounds = rounds_for(batch_, b, least_round_);
+  if (c.rounds.empty()) return std::nullopt;
+  c.pool_bytes = pool;
+  c.dynamic = opt_.workspace == WorkspaceUse::dynamic;
+  c.label = fmt::format("sub-batch {}", c.rounds.front()) + (pool > 0 ? ", pool " + format_bytes(pool) : "");
+  if (opt_.workspace != WorkspaceUse::wr && !wd_) return c;
+  // wr: the per-kernel limit; wd: the pool is every kernel's limit (one compute stream).
+  const int64_t limit = opt_.workspace == WorkspaceUse::wr ? opt_.workspace_bytes : pool;
+  Result<KernelConfigurations> fixed = wr_configurations(tdfg_, cost_, c.rounds, limit);
+  if (!fixed.ok()) {
+    if (!first_error_) {
+      Error e = fixed.error();
+      if (wd_) e.message = "--workspace 'wd:" + format_bytes(pool) + "': " + e.message;
+      first_error_ = e;
+    }
+    return std::nullopt;
+  }
+  c.fixed = std::move(fixed).value();
+  // Each task must fit beside its fixed workspace (outside the pool for wr).
+  for (const auto& [key, conf] : c.fixed) {
+    const int64_t ws = opt_.workspace == WorkspaceUse::wr ? conf.workspace_bytes() : 0;
+    if (task_arena_bytes(tdfg_, key.first, key.second, ws) > blocks_arena_of(pool)) {
+      if (!first_error_)
+        first_error_ = Error{SourceLocation{}, "--workspace '" + workspace_mode_name({opt_.workspace, opt_.workspace_bytes}) +
+                                                   "': task " + tdfg_.tasks[key.first].name + " at sub-batch " +
+                                                   std::to_string(b) + " does not fit the arena of " +
+                                                   bytes_text(arena_) + " beside its workspace; use a smaller limit"};
+      return std::nullopt;
+    }
+  }
+  return c;
+}
+
+void SchedulerSearch::search_candidate(Search& search, Candidate c, int64_t large_block_bytes) {
+  const std::string label = c.label;
+  c.decider = modnn_factory(base_);
+  const SimResult& first = search.consider(c);
+  // An abandoned first try still gets its variants: one of them may beat the
+  // best (so screening picks what simulating everything picks).
+  if (published_ || (first.feasible && !could_improve(first))) return;
+  // Every combination of the levers that are on (recomputation, early
+  // offloads, prefetching): a plan is never worse than loading on demand, or
+  // than any lever left out.
+  std::vector<ModnnRules> variants;
+  for (bool recompute : {base_.recompute, false}) {
+    for (bool early : {base_.early_offload, false}) {
+      for (bool prefetch : {base_.prefetch, false}) {
+        ModnnRules r = base_;
+        r.recompute = recompute;
+        r.early_offload = early;
+        r.prefetch = prefetch;
+        const bool same_as_base = recompute == base_.recompute && early == base_.early_offload && prefetch == base_.prefetch;
+        const bool seen = std::any_of(variants.begin(), variants.end(), [&](const ModnnRules& q) {
+          return q.recompute == r.recompute && q.early_offload == r.early_offload && q.prefetch == r.prefetch;
+        });
+        if (!same_as_base && !seen) variants.push_back(r);
+      }
+    }
+  }
+  // moDNN's rules as published (no lever, each prefetch judged alone by
+  // Eq. 4, no copy queue): the levers are heuristics too, and under some cost
+  // models (the per-architecture tables of issue 13: ResNet-34 at 4 GiB on the
+  // K40) the published rules alone do better than any combination of them.
+  {
+    ModnnRules r = base_;
+    r.recompute = false;
+    r.early_offload = false;
+    r.queued_prefetch = false;
+    variants.push_back(r);
+  }
+  // The stacked placement, with every lever and with the rules that did best
+  // for this candidate.
+  ModnnRules best_rules = base_;
+  double best_ms = first.feasible ? first.plan.summary.simulated_ms : -1;
+  for (const ModnnRules& r : variants) {
+    c.decider = modnn_factory(r);
+    c.label = label + " [" + rules_text(r, false) + "]";
+    const SimResult& sim = search.consider(c);
+    if (sim.feasible && (best_ms < 0 || sim.plan.summary.simulated_ms < best_ms)) {
+      best_ms = sim.plan.summary.simulated_ms;
+      best_rules = r;
+    }
+  }
+  // With two copy engines the rules may move more than they gain (copies in
+  // both directions at once crowd the lookahead): moDNN as published, on one
+  // engine, too, unless the user fixed --copy-engines. ResNet-34 at 4 GiB on
+  // the K40 file: 1994 ms on one engine, 2198 ms on two.
+  if (copy_engines_ == 2 && opt_.copy_engines == 0) {
+    Candidate one = c;
+    one.copy_engines = 1;
+    one.decider = modnn_factory(variants.back());
+    one.label = label + " [" + rules_text(variants.back(), false) + ", one copy engine]";
+    search.consider(one);
+  }
+  if (large_block_bytes > 0) {
+    c.large_block_bytes = large_block_bytes;
+    const bool best_is_base = best_rules.recompute == base_.recompute &&
+                              best_rules.early_offload == base_.early_offload && best_rules.prefetch == base_.prefetch &&
+                              best_rules.queued_prefetch == base_.queued_prefetch;
+    for (int i = 0; i < (best_is_base ? 1 : 2); ++i) {
+      const ModnnRules& r = i == 0 ? base_ : best_rules;
+      c.decider = modnn_factory(r);
+      c.label = label + " [" + rules_text(r, true) + "]";
+      search.consider(c);
+    }
+  }
+}
+
+void SchedulerSearch::search_sizes(Search& search, Sizes which) {
+  std::set<std::pair<int64_t, int64_t>> tried;  // (pool, b)
+  auto excluded = [&](int64_t b) {
+    return (which == Sizes::whole_batch && b != batch_) || (which == Sizes::split && b == batch_);
+  };
+  auto try_size = [&](int64_t b, int64_t pool) {
+    if (excluded(b) || !tried.insert({pool, b}).second) return;
+    std::optional<Candidate> c = candidate(b, pool);
+    if (!c) return;
+    const int64_t blocks_arena = blocks_arena_of(pool);
+    const int64_t large = !published_ && opt_.large_block_divisor > 0 ? blocks_arena / opt_.large_block_divisor : 0;
+    search_candidate(search, *c, large);
+  };
+  std::map<int64_t, int64_t> largest_of_pool;  // pool -> the largest feasible b
+  for (int64_t pool : pools()) {
+    const std::vector<int64_t> sizes = candidates_for(blocks_arena_of(pool));
+    if (!sizes.empty()) largest_of_pool[pool] = *std::max_element(sizes.begin(), sizes.end());
+    for (int64_t b : sizes) try_size(b, pool);
+  }
+  // Local refinement: the simulated time is not smooth in b (an algorithm's
+  // tiling, where a block lands), so the neighbours of the best size are
+  // tried too, recentring while one is faster (ResNet-152 at 4 GiB on the
+  // K40: 33 samples per round is 1% faster than 32, its balanced neighbour).
+  if (published_ || opt_.sub_batch > 0 || !search.have()) return;
+  constexpr int64_t kRadius = 3;
+  for (int step = 0; step < 16; ++step) {
+    const int64_t center = search.best().plan.sub_batch;
+    const int64_t pool = search.best_candidate().pool_bytes;
+    const double before = search.best().plan.summary.simulated_ms;
+    for (int64_t d = 1; d <= kRadius; ++d)
+      for (int64_t b : {center + d, center - d})
+        if (b >= 1 && b <= largest_of_pool[pool]) try_size(b, pool);
+    if (!(search.best().plan.summary.simulated_ms < before)) break;
+  }
+}
+
+Result<SearchResult> SchedulerSearch::run() {
+  if (std::optional<Error> e = check()) return *e;
+  base_.select_algorithms = opt_.select_algorithms;
+  base_.prefetch = opt_.prefetch;
+  base_.lookahead_tasks = opt_.prefetch_lookahead_tasks;
+  base_.refetch_cost = true;
+  base_.recompute = !published_ && opt_.recompute;
+  base_.early_offload = !published_ && opt_.early_offload;
+  base_.queued_prefetch = !published_;
+
+  Search search(tdfg_, cost_, arena_, copy_engines_, opt_.screen_sub_batches);
+  std::string batchnorm_note;
+  const bool batchnorm_rounds = has_batchnorm(tdfg_) && opt_.sub_batch == 0 && !published_ &&
+                                opt_.batchnorm_rounds != PlanOptions::BatchnormRounds::any;
+  if (batchnorm_rounds) {
+    // Batch normalisation: one round (full-batch statistics) first.
+    search_sizes(search, Sizes::whole_batch);
+    if (!search.have()) {
+      batchnorm_note = "batchnorm: no plan of one round fits, so the statistics are per sub-batch";
+      search_sizes(search, Sizes::split);
+    } else if (opt_.batchnorm_rounds == PlanOptions::BatchnormRounds::prefer_one &&
+               !needed_no_levers(search.best())) {
+      // Split only where that is more than the tolerance faster.
+      const double one_ms = search.best().plan.summary.simulated_ms;
+      Search split(tdfg_, cost_, arena_, copy_engines_, opt_.screen_sub_batches);
+      split.set_bound_ms(one_ms / (1 + opt_.batchnorm_tolerance));
+      search_sizes(split, Sizes::split);
+      if (split.have()) {
+        batchnorm_note = fmt::format(
+            "batchnorm: one round would take {:.1f} ms ({:+.0f}%), more than {:.0f}% slower, so the statistics are "
+            "per sub-batch (--batchnorm one keeps one round)",
+            one_ms, 100.0 * (one_ms / split.best().plan.summary.simulated_ms - 1), 100.0 * opt_.batchnorm_tolerance);
+        const int32_t simulated = search.simulations();
+        SearchResult out = finish(split, tdfg_, cost_, opt_.budget_bytes, batch_,
+                                  fmt::format("sub-batch {}", split.best().plan.sub_batch));
+        out.simulations += simulated;
+        out.plan.summary.notes.push_back(batchnorm_note);
+        return out;
+      }
+    }
+  } else {
+    search_sizes(search, Sizes::all);
+  }
+  if (!search.have()) {
+    if (first_error_) return *first_error_;
+    if (least_round_ > 1)
+      return batchnorm_refusal("no plan with rounds of " + std::to_string(least_round_) + " samples or more fits");
+    return budget_error("no plan fits: " + search.first_failure());
+  }
+  const Candidate won = search.best_candidate();
+  SearchResult out = finish(search, tdfg_, cost_, opt_.budget_bytes, batch_, fmt::format("sub-batch {}", search.best().plan.sub_batch));
+  if (!batchnorm_note.empty()) out.plan.summary.notes.push_back(batchnorm_note);
+  if (wd_) {
+    out.plan.summary.notes.push_back("conv workspaces lie in a pool of " + format_bytes(won.pool_bytes) +
+                                     " at the top of the arena; each kernel takes its fastest configuration "
+                                     "within the pool (WR under the pool: one compute stream)");
+    out.workspace_report.pool_bytes = won.pool_bytes;
+    out.workspace_report.wd_problem = wd_problem_at(out.plan.sub_batches);
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<SearchResult> search_scheduler(PolicyKind policy, const Tdfg& tdfg, const CostModel& cost, int64_t batch,
+                                      const PlanOptions& options) {
+  return SchedulerSearch(policy, tdfg, cost, batch, options).run();
+}
+
+}  // namespace mplan::search

@@ -1,0 +1,301 @@
+#include "planner/plan_search.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <optional>
+
+#include "frontend/bytes.h"
+#include "planner/deciders/deciders.h"
+#include "planner/plan_limits.h"
+#include "planner/search_internal.h"
+#include "planner/sub_batch.h"
+
+namespace mplan {
+namespace search {
+
+Error budget_error(const std::string& message) { return Error{SourceLocation{"--budget", 0, 0}, message}; }
+
+std::string bytes_text(int64_t bytes) { return std::to_string(bytes) + " bytes (" + format_bytes(bytes) + ")"; }
+
+bool has_batchnorm(const Tdfg& tdfg) {
+  for (const Layer& l : tdfg.model->layers)
+    if (op_spec(l.op).batch_statistics) return true;  // batch norm
+  return false;
+}
+
+namespace {
+
+// Ideal: unlimited memory, the fastest option of every task, the whole batch
+// as one sub-batch, no copies (moDNN §V).
+double ideal_ms(const Tdfg& tdfg, const CostModel& cost, int64_t batch) {
+  double ms = 0;
+  for (TaskId t = 0; t < static_cast<TaskId>(tdfg.tasks.size()); ++t)
+    ms += fastest_option(cost, tdfg, t, t == tdfg.update_task ? 1 : batch).time_ms;
+  return ms;
+}
+
+}  // namespace
+
+double Search::lower_bound_ms(const std::vector<int64_t>& rounds) {
+  double ms = 0;
+  for (int64_t b : rounds) {
+    auto it = round_ms_.find(b);
+    if (it == round_ms_.end()) {
+      double round = 0;
+      for (TaskId t = 0; t < static_cast<TaskId>(tdfg_.tasks.size()); ++t)
+        if (t != tdfg_.update_task) round += fastest_option(cost_, tdfg_, t, b).time_ms;
+      it = round_ms_.emplace(b, round).first;
+    }
+    ms += it->second;
+  }
+  return ms;
+}
+
+const SimResult& Search::consider(const Candidate& c) {
+  double bound = bound_ms_;
+  if (have_ && (bound == 0 || best_.plan.summary.simulated_ms < bound)) bound = best_.plan.summary.simulated_ms;
+  if (screen_ && bound > 0 && lower_bound_ms(c.rounds) > bound) {
+    // No plan of these rounds can beat the bound: not simulated.
+    last_ = SimResult{};
+    last_.abandoned = true;
+    last_.failure = "slower than the best plan so far even at its fastest";
+    return last_;
+  }
+  SimOptions o;
+  o.sub_batches = c.rounds;
+  o.arena_bytes = arena_;
+  o.copy_engines = c.copy_engines > 0 ? c.copy_engines : copy_engines_;
+  o.large_block_bytes = c.large_block_bytes;
+  o.workspace_pool_bytes = c.pool_bytes;
+  o.fixed_configurations = c.fixed;
+  o.micro_batch_dynamic = c.dynamic;
+  o.abandon_after_ms = screen_ ? bound : 0;
+  std::unique_ptr<Decider> decider = c.decider();
+  last_ = simulate_iteration(tdfg_, cost_, o, *decider);
+  ++simulations_;
+  if (std::getenv("MPLAN_DEBUG_SEARCH") != nullptr)
+    fmt::print(stderr, "search: {} ({} rounds, large blocks from {}): {} {:.3f} ms, {} offloads, {} recomputed, "
+               "{:.3f} ms slower options\n",
+               c.label, c.rounds.size(), c.large_block_bytes,
+               last_.feasible ? "feasible" : (last_.abandoned ? "abandoned" : "infeasible"),
+               last_.feasible ? last_.plan.summary.simulated_ms : 0.0, last_.plan.summary.offload_count,
+               last_.recomputed_tasks, last_.slower_options_ms);
+  if (!last_.feasible) {
+    if (!last_.abandoned && first_failure_.empty()) first_failure_ = c.label + ": " + last_.failure;
+    return last_;
+  }
+  const double t = last_.plan.summary.simulated_ms;
+  if (bound_ms_ > 0 && t >= bound_ms_) return last_;
+  const double tb = have_ ? best_.plan.summary.simulated_ms : 0;
+  if (!have_ || t < tb || (t == tb && last_.plan.sub_batches.size() < best_.plan.sub_batches.size())) {
+    best_ = last_;
+    best_candidate_ = c;
+    have_ = true;
+  }
+  return last_;
+}
+
+void fill_header(Plan* plan, const Tdfg& tdfg, const CostModel& cost, int64_t budget, int64_t batch) {
+  plan->model_name = tdfg.model->name;
+  plan->model_digest = plan_model_digest(*tdfg.model);
+  plan->device = cost.describe();
+  plan->budget_bytes = budget;
+  plan->resident_bytes = tdfg.resident_bytes();
+  plan->batch = batch;
+  plan->summary.ideal_ms = ideal_ms(tdfg, cost, batch);
+  if (plan->sub_batches.size() > 1) {
+    plan->summary.notes.push_back("the batch of " + std::to_string(batch) + " runs as " +
+                                  std::to_string(plan->sub_batches.size()) +
+                                  " sub-batches; gradients accumulate and the update runs once");
+    if (has_batchnorm(tdfg)) plan->summary.notes.push_back("batchnorm statistics are per sub-batch");
+  } else if (has_batchnorm(tdfg)) {
+    plan->summary.notes.push_back("batchnorm statistics are over the whole batch (one round)");
+  }
+}
+
+SearchResult finish(Search& search, const Tdfg& tdfg, const CostModel& cost, int64_t budget, int64_t batch,
+                    std::string note) {
+  SearchResult out;
+  SimResult& best = search.best();
+  out.plan = std::move(best.plan);
+  out.recomputed_tasks = best.recomputed_tasks;
+  out.recompute_steps = std::move(best.recompute_steps);
+  out.offloaded_blocks = std::move(best.offloaded_blocks);
+  out.simulations = search.simulations();
+  fill_header(&out.plan, tdfg, cost, budget, batch);
+  out.note = std::move(note);
+  return out;
+}
+
+namespace {
+
+struct LayerWise {
+  std::vector<int64_t> rounds;
+  int copy_engines = 1;
+  std::function<std::unique_ptr<Decider>()> decider;
+  std::string label;
+};
+
+Result<SearchResult> search_vdnn_dyn(const Tdfg& tdfg, const CostModel& cost, const std::vector<int64_t>& rounds,
+                                     int64_t arena, std::string* pass) {
+  using O = VdnnOffload;
+  using A = VdnnAlgorithms;
+  struct Pass {
+    O offload;
+    A algorithms;
+    const char* name;
+  };
+  // §III-C: pass 1 (all, memory-optimal) must fit, else nothing will; then
+  // the first of the passes below that fits is adopted.
+  const Pass passes[] = {
+      {O::all, A::memory_optimal, "pass 1 (all, memory-optimal)"},
+      {O::none, A::performance_optimal, "pass 2 (no offload, fastest)"},
+      {O::conv, A::performance_optimal, "pass 2 (conv, fastest)"},
+      {O::all, A::performance_optimal, "pass 2 (all, fastest)"},
+      {O::conv, A::greedy, "pass 3 (conv, greedy downgrade)"},
+      {O::all, A::greedy, "pass 3 (all, greedy downgrade)"},
+  };
+  std::optional<SimResult> first;
+  for (const Pass& p : passes) {
+    Search search(tdfg, cost, arena, 1, false);
+    Candidate c;
+    c.rounds = rounds;
+    c.decider = [p] { return make_vdnn_decider(p.offload, p.algorithms); };
+    c.label = p.name;
+    const SimResult& r = search.consider(c);
+    if (!first) {
+      if (!r.feasible) return Error{SourceLocation{}, r.failure};
+      first = r;
+      continue;
+    }
+    if (r.feasible) {
+      *pass = p.name;
+      SearchResult out;
+      out.plan = r.plan;
+      out.recomputed_tasks = r.recomputed_tasks;
+      out.recompute_steps = r.recompute_steps;
+      out.offloaded_blocks = r.offloaded_blocks;
+      return out;
+    }
+  }
+  *pass = passes[0].name;
+  SearchResult out;
+  out.plan = first->plan;
+  out.offloaded_blocks = first->offloaded_blocks;
+  return out;
+}
+
+}  // namespace
+}  // namespace search
+
+int64_t least_batchnorm_round(const Tdfg& tdfg) {
+  int64_t least = 1;
+  for (const Layer& l : tdfg.model->layers) {
+    if (!op_spec(l.op).batch_statistics) continue;  // batch norm
+    int64_t per_sample = 1;  // values per channel per sample: H * W
+    for (size_t i = 1; i < l.output.dims.size(); ++i) per_sample *= l.output.dims[i];
+    least = std::max<int64_t>(least, (2 + per_sample - 1) / per_sample);
+  }
+  return least;
+}
+
+std::vector<int64_t> rounds_for(int64_t batch, int64_t sub_batch, int64_t least_round) {
+  std::vector<int64_t> rounds = split_batch(batch, sub_batch);
+  if (rounds.back() >= least_round) return rounds;
+  const int64_t count = static_cast<int64_t>(rounds.size());
+  if (batch / count < least_round) return {};
+  rounds.assign(count, batch / count);
+  for (int64_t i = 0; i < batch % count; ++i) rounds[i] += 1;
+  return rounds;
+}
+
+Result<SearchResult> search_plan(PolicyKind policy, const Tdfg& tdfg, const CostModel& cost, int64_t batch,
+                                 const PlanOptions& options) {
+  using namespace search;
+  MPLAN_CHECK(tdfg.model != nullptr, "the TDFG has no model");
+  if (policy == PolicyKind::mplan || policy == PolicyKind::modnn)
+    return search_scheduler(policy, tdfg, cost, batch, options);
+  if (options.budget_bytes <= 0) return budget_error("the memory budget must be positive");
+  const int64_t resident_region = resident_region_bytes(tdfg);
+  if (policy == PolicyKind::ideal) {
+    Search search(tdfg, cost, int64_t{1} << 52, 2, false);  // 4 PiB: unlimited
+    Candidate c;
+    c.rounds = {batch};
+    c.decider = [] { return make_ideal_decider(); };
+    const SimResult& r = search.consider(c);
+    MPLAN_CHECK(r.feasible, "the ideal plan has unlimited memory: " + r.failure);
+    SearchResult out = finish(search, tdfg, cost, 0, batch, "");
+    // Its own budget: exactly what it needs.
+    out.plan.arena_bytes = align_up(out.plan.summary.peak_arena_bytes);
+    out.plan.budget_bytes = out.plan.resident_region_bytes + out.plan.arena_bytes;
+    return out;
+  }
+  const int64_t arena = align_down(options.budget_bytes - resident_region);
+  if (arena <= 0)
+    return budget_error("the budget " + format_bytes(options.budget_bytes) + " does not hold the resident weights (" +
+                        format_bytes(resident_region) + ")");
+  // Issue 12: a plan's rounds are bounded before anything is simulated.
+  if (Status limit = check_plan_size(tdfg, cost, arena, batch, options.sub_batch); !limit) return limit.error();
+  auto single = [&](int copy_engines, std::function<std::unique_ptr<Decider>()> decider) -> Result<SearchResult> {
+    Search search(tdfg, cost, arena, copy_engines, false);
+    Candidate c;
+    c.rounds = {batch};
+    c.decider = std::move(decider);
+    const SimResult& r = search.consider(c);
+    if (!r.feasible) return Error{SourceLocation{}, r.failure};
+    return finish(search, tdfg, cost, options.budget_bytes, batch, "");
+  };
+  auto vdnn = [&](VdnnOffload o, VdnnAlgorithms a) {
+    return single(1, [o, a] { return make_vdnn_decider(o, a); });
+  };
+  switch (policy) {
+    case PolicyKind::vdnn_all_m: return vdnn(VdnnOffload::all, VdnnAlgorithms::memory_optimal);
+    case PolicyKind::vdnn_all_p: return vdnn(VdnnOffload::all, VdnnAlgorithms::performance_optimal);
+    case PolicyKind::vdnn_conv_m: return vdnn(VdnnOffload::conv, VdnnAlgorithms::memory_optimal);
+    case PolicyKind::vdnn_conv_p: return vdnn(VdnnOffload::conv, VdnnAlgorithms::performance_optimal);
+    case PolicyKind::superneurons: return single(cost.copy_engines(), [] { return make_superneurons_decider(); });
+    case PolicyKind::vdnn_dyn: {
+      std::string pass;
+      Result<SearchResult> r = search_vdnn_dyn(tdfg, cost, {batch}, arena, &pass);
+      if (!r.ok()) return r;
+      fill_header(&r->plan, tdfg, cost, options.budget_bytes, batch);
+      r->note = pass;
+      return r;
+    }
+    case PolicyKind::vdnn_plus: {
+      // vDNN+ (moDNN §V-B): vDNN's dynamic policy at moDNN's sub-batch
+      // candidates (Eq. 3 start); the fastest feasible one. If none is
+      // feasible, halves the smallest candidate down to 1.
+      const int64_t bmax = largest_feasible_sub_batch(tdfg, cost, arena, batch);
+      if (bmax < 1) return Error{SourceLocation{}, "no sub-batch fits the arena of " + format_bytes(arena)};
+      const int64_t b0 = std::min(eq3_sub_batch(tdfg, cost, arena, batch), bmax);
+      std::vector<int64_t> candidates = sub_batch_candidates(batch, b0, bmax);
+      std::optional<SearchResult> best;
+      std::string last_failure;
+      auto try_b = [&](int64_t b) {
+        std::string pass;
+        Result<SearchResult> r = search_vdnn_dyn(tdfg, cost, split_batch(batch, b), arena, &pass);
+        if (!r.ok()) {
+          last_failure = "sub-batch " + std::to_string(b) + ": " + r.error().message;
+          return;
+        }
+        if (!best || r->plan.summary.simulated_ms < best->plan.summary.simulated_ms) {
+          best = std::move(r).value();
+          best->note = "sub-batch " + std::to_string(b) + ", " + pass;
+        }
+      };
+      for (int64_t b : candidates) try_b(b);
+      for (int64_t b = candidates.front() / 2; !best && b >= 1 && check_rounds(tdfg, batch, b).ok(); b /= 2) try_b(b);
+      if (!best) return Error{SourceLocation{}, last_failure};
+      fill_header(&best->plan, tdfg, cost, options.budget_bytes, batch);
+      return *best;
+    }
+    default: break;
+  }
+  MPLAN_CHECK(false, "unknown policy");
+  return Error{};
+}
+
+}  // namespace mplan

@@ -1,0 +1,83 @@
+#pragma once
+// Parts of the plan search (planner/plan_search.h) shared by its two files:
+// planner/plan_search.cpp (the dispatch and the layer-wise baselines) and
+// planner/mplan_search.cpp (mplan's and moDNN's searches). Not a public header.
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "frontend/error.h"
+#include "planner/plan_search.h"
+#include "planner/sim/decider.h"
+#include "planner/sim/iteration_sim.h"
+
+namespace mplan::search {
+
+Error budget_error(const std::string& message);
+std::string bytes_text(int64_t bytes);
+bool has_batchnorm(const Tdfg& tdfg);
+// The header fields every policy's plan shares, and the notes on rounds.
+void fill_header(Plan* plan, const Tdfg& tdfg, const CostModel& cost, int64_t budget, int64_t batch);
+
+// One simulation the search may run.
+struct Candidate {
+  std::vector<int64_t> rounds;
+  int64_t pool_bytes = 0;
+  KernelConfigurations fixed;
+  bool dynamic = false;
+  int64_t large_block_bytes = 0;
+  int copy_engines = 0;  // 0: the search's; 1: one engine shared by both directions
+  std::function<std::unique_ptr<Decider>()> decider;
+  std::string label;
+};
+
+// Simulates candidates and keeps the fastest feasible one (ties: fewer rounds).
+class Search {
+ public:
+  Search(const Tdfg& tdfg, const CostModel& cost, int64_t arena, int copy_engines, bool screen)
+      : tdfg_(tdfg), cost_(cost), arena_(arena), copy_engines_(copy_engines), screen_(screen) {}
+
+  // Simulates `c`, abandoned (when screening) once it cannot beat the best so
+  // far or the bound; keeps it if it is the best. Returns the simulation.
+  const SimResult& consider(const Candidate& c);
+  // Plans slower than this are abandoned (and never kept) from now on.
+  void set_bound_ms(double ms) { bound_ms_ = ms; }
+
+  // The candidate's lower bound: every task at its fastest option, nothing
+  // waiting (the time no plan of these rounds can beat).
+  double lower_bound_ms(const std::vector<int64_t>& rounds);
+
+  bool have() const { return have_; }
+  SimResult& best() { return best_; }
+  const Candidate& best_candidate() const { return best_candidate_; }
+  const std::string& first_failure() const { return first_failure_; }
+  int32_t simulations() const { return simulations_; }
+
+ private:
+  const Tdfg& tdfg_;
+  const CostModel& cost_;
+  int64_t arena_;
+  int copy_engines_;
+  bool screen_;
+  double bound_ms_ = 0;  // 0: none
+  bool have_ = false;
+  SimResult best_, last_;
+  Candidate best_candidate_;
+  std::string first_failure_;
+  int32_t simulations_ = 0;
+  std::map<int64_t, double> round_ms_;  // sub-batch -> its round's tasks at their fastest
+};
+
+// The finished result of `search`'s best plan, header filled.
+SearchResult finish(Search& search, const Tdfg& tdfg, const CostModel& cost, int64_t budget, int64_t batch,
+                    std::string note);
+
+// mplan's and moDNN's searches (planner/mplan_search.cpp).
+Result<SearchResult> search_scheduler(PolicyKind policy, const Tdfg& tdfg, const CostModel& cost, int64_t batch,
+                                      const PlanOptions& options);
+
+}  // namespace mplan::search

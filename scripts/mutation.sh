@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Mutation check of the planner's heuristics: breaks each heuristic in turn
+# (scripts/mutation.py lists the mutants) in a copy of the tree, rebuilds and
+# runs the planner and TDFG tests, and fails if any mutant survives (every
+# test passing). Run it before saying a planner change is done; docs/planner.md
+# says how long it takes.
+#
+#   scripts/mutation.sh [--only "name,name"] [--keep]
+#
+# The copy and its build live in $MUTATION_WORK (default: a fresh temporary
+# folder, removed at the end unless --keep); the working tree is not touched.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+keep=0
+args=()
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --keep) keep=1; shift ;;
+    --only) args+=(--only "$2"); shift 2 ;;
+    *) echo "usage: scripts/mutation.sh [--only NAMES] [--keep]" >&2; exit 2 ;;
+  esac
+done
+work="${MUTATION_WORK:-$(mktemp -d /tmp/mplan-mutation.XXXXXX)}"
+mkdir -p "$work/src"
+# The sources as git sees them (tracked and new files, not ignored ones).
+(cd "$root" && git ls-files -co --exclude-standard -z) | (cd "$root" && xargs -0 cp -p --parents -t "$work/src")
+cmake -S "$work/src" -B "$work/src/build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMPLAN_BUILD_BENCH=OFF \
+  > "$work/configure.log" 2>&1
+status=0
+/usr/bin/python3 "$root/scripts/mutation.py" --work "$work" "${args[@]}" || status=$?
+if [[ $keep -eq 0 && -z "${MUTATION_WORK:-}" ]]; then rm -rf "$work"; else echo "kept: $work"; fi
+exit $status

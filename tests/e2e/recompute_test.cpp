@@ -1,0 +1,143 @@
+// Plans with recomputation and in-place ReLU train the same weights as plain
+// full-batch training (DESIGN.md's promise). every_op has batchnorm on a
+// feature map and on a vector, dropout, ReLUs computed in place over a conv's
+// and a batchnorm's outputs, LRN and pooling:
+//  - a plan that drops every block it may (mplan's decider, then every
+//    droppable block dropped right after its last forward use) recomputes
+//    batchnorm from its saved statistics, dropout with its mask, the in-place
+//    ReLUs, LRN and pooling in the backward pass;
+//  - mplan's own plan at a budget where the whole batch fits as one round
+//    (full-batch batchnorm statistics).
+// Each is built, trained 3 steps from the same seed and data as the
+// unlimited plan, and the weights compared.
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "frontend/parse.h"
+#include "planner/deciders/deciders.h"
+#include "planner/sim/iteration_sim.h"
+#include "planner/sub_batch.h"
+#include "planner/verify.h"
+#include "profiler/analytic_model.h"
+#include "profiler/device.h"
+#include "tdfg/tdfg.h"
+#include "tests/e2e/e2e_util.h"
+
+namespace mplan::e2e {
+namespace {
+
+constexpr const char* kModel = "examples/models/every_op.yaml";
+constexpr const char* kTrainArgs = "--steps 3 --seed 7 --save ";
+
+std::map<std::string, std::vector<float>> build_and_train(const Compiled& compiled) {
+  EXPECT_EQ(compiled.error, "");
+  if (!compiled.error.empty()) return {};
+  const std::string build_error = build_program(compiled.dir);
+  EXPECT_EQ(build_error, "");
+  if (!build_error.empty()) return {};
+  RunResult run = run_program(compiled.dir, kTrainArgs + compiled.dir + "/weights");
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  if (run.exit_code != 0) return {};
+  return read_weights(compiled.dir + "/weights");
+}
+
+// mplan's decider, and every droppable block dropped after its last forward use.
+class DropEverything final : public Decider {
+ public:
+  DropEverything() : inner_(make_modnn_decider(ModnnRules{})) {}
+  bool may_drop(const IterationSim&, BlockId) override { return true; }
+  std::optional<int64_t> make_room(IterationSim& sim, const RoomRequest& r) override { return inner_->make_room(sim, r); }
+  size_t choose_option(IterationSim& sim, int32_t r, int32_t k, const std::vector<TaskOption>& o) override {
+    return inner_->choose_option(sim, r, k, o);
+  }
+  bool defragment_on_failure() const override { return true; }
+  void after_task(IterationSim& sim, int32_t r, int32_t k) override {
+    const Tdfg& tdfg = sim.tdfg();
+    if (tdfg.tasks[sim.task_at(k)].kind != TaskKind::FP) return;
+    for (const std::vector<BlockId>* list : {&sim.inputs_at(k), &sim.outputs_at(k)}) {
+      for (BlockId b : *list) {
+        const int32_t i = sim.instance(r, b);
+        if (!sim.droppable(i)) continue;
+        const std::vector<int32_t>& u = sim.uses(b);
+        auto next = std::upper_bound(u.begin(), u.end(), k);
+        if (next != u.end() && tdfg.tasks[sim.task_at(*next)].kind != TaskKind::FP) sim.drop(i);
+      }
+    }
+  }
+
+ private:
+  std::unique_ptr<Decider> inner_;
+};
+
+TEST(Recompute, BatchnormDropoutAndInPlaceReluRecomputedTrainTheSameWeights) {
+  Result<Model> model = load_model(source_dir() + "/" + kModel);
+  ASSERT_TRUE(model.ok()) << model.error().to_string();
+  Result<Device> device = load_device("k40");
+  ASSERT_TRUE(device.ok());
+  const AnalyticCostModel cost(*device);
+  const Tdfg tdfg = build_tdfg(*model);
+
+  SimOptions o;
+  o.sub_batches = {model->batch};  // one round: full-batch statistics
+  o.arena_bytes = int64_t{1} << 30;
+  DropEverything decider;
+  SimResult sim = simulate_iteration(tdfg, cost, o, decider);
+  ASSERT_TRUE(sim.feasible) << sim.failure;
+  Plan plan = std::move(sim.plan);
+  plan.model_name = model->name;
+  plan.model_digest = plan_model_digest(*model);
+  plan.device = cost.describe();
+  plan.batch = model->batch;
+  plan.resident_bytes = tdfg.resident_bytes();
+  plan.budget_bytes = plan.resident_region_bytes + plan.arena_bytes;
+  ASSERT_TRUE(verify_plan(plan, tdfg).empty()) << to_string(verify_plan(plan, tdfg).front());
+  std::set<Op> recomputed;
+  for (int32_t s : sim.recompute_steps) recomputed.insert(tdfg.tasks[plan.steps[s].task].op);
+  for (Op op : {Op::batchnorm, Op::dropout, Op::relu, Op::lrn, Op::pool})
+    EXPECT_TRUE(recomputed.count(op)) << "no " << op_name(op) << " recomputed";
+  bool in_place = false;
+  for (int32_t s : sim.recompute_steps) in_place = in_place || tdfg.tasks[plan.steps[s].task].in_place;
+  EXPECT_TRUE(in_place) << "no in-place ReLU recomputed";
+  std::printf("every_op, everything dropped: %zu recompute steps\n", sim.recompute_steps.size());
+
+  const auto unlimited = build_and_train(compile_model(kModel, Budget::unlimited, "every_op.yaml-unlimited"));
+  ASSERT_FALSE(unlimited.empty());
+  const auto recomputing = build_and_train(write_plan_program(*model, std::move(plan), "every_op-recompute-all"));
+  ASSERT_FALSE(recomputing.empty());
+  std::string worst;
+  const double diff = max_relative_difference(recomputing, unlimited, &worst);
+  std::printf("recomputing vs unlimited: max relative difference %.3g at %s\n", diff, worst.c_str());
+  EXPECT_LE(diff, 1e-5) << worst;
+}
+
+TEST(Recompute, BatchnormModelAtABudgetWhereTheBatchFitsTrainsTheFullBatchWeights) {
+  // every_op's whole batch fits at twice the least budget of a one-round plan:
+  // mplan plans one round, so batchnorm sees the whole batch, as unlimited training does.
+  Result<Model> model = load_model(source_dir() + "/" + kModel);
+  ASSERT_TRUE(model.ok());
+  Result<Device> device = load_device("k40");
+  ASSERT_TRUE(device.ok());
+  const AnalyticCostModel cost(*device);
+  const Tdfg tdfg = build_tdfg(*model);
+  PlanOptions options;
+  options.budget_bytes =
+      resident_region_bytes(tdfg) + 2 * max_task_arena_bytes(tdfg, cost, model->batch, /*fastest=*/false);
+  Result<Plan> plan = make_plan(tdfg, cost, options);
+  ASSERT_TRUE(plan.ok()) << plan.error().to_string();
+  EXPECT_EQ(plan->sub_batches.size(), 1u) << "the batch fits: one round";
+  std::printf("every_op at %lld bytes: %zu round(s), %d offloads\n", static_cast<long long>(options.budget_bytes),
+              plan->sub_batches.size(), plan->summary.offload_count);
+  const auto unlimited = build_and_train(compile_model(kModel, Budget::unlimited, "every_op.yaml-unlimited"));
+  ASSERT_FALSE(unlimited.empty());
+  const auto fitted = build_and_train(write_plan_program(*model, std::move(*plan), "every_op-one-round"));
+  ASSERT_FALSE(fitted.empty());
+  std::string worst;
+  const double diff = max_relative_difference(fitted, unlimited, &worst);
+  std::printf("one round vs unlimited: max relative difference %.3g at %s\n", diff, worst.c_str());
+  EXPECT_LE(diff, 1e-4) << worst;
+}
+
+}  // namespace
+}  // namespace mplan::e2e
