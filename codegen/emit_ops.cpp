@@ -267,16 +267,14 @@ Lines batchnorm_lines(const Emitter& e) {
                           fl(e.layer->eps), fl(e.layer->momentum))};
     }
     case TaskKind::BP1: {
+      // dx only: dgamma and dbeta are BP2's (the runtime recomputes the channel sums, no scratch).
       BlockId dx = e.input_gradient(0);
-      // dgamma and dbeta are BP2's; here they go to scratch.
-      return {fmt::format("std::vector<float> param_scratch({});", 2 * channels),
-              fmt::format("batchnorm_backward({}, {}, {}, {} + {}, {}, {}, param_scratch.data(), "
-                          "param_scratch.data() + {}, {}, {}, {}, {}, false);",
-                          e.f32(e.input()), e.f32(e.weight()), saved, saved, C, e.dy(), e.f32(dx), C, e.n(),
-                          channels, hw, e.accumulate_input_gradient(dx))};
+      return {fmt::format("batchnorm_backward_data({}, {}, {}, {} + {}, {}, {}, {}, {}, {}, {});", e.f32(e.input()),
+                          e.f32(e.weight()), saved, saved, C, e.dy(), e.f32(dx), e.n(), channels, hw,
+                          e.accumulate_input_gradient(dx))};
     }
     default:
-      return {fmt::format("batchnorm_param_grads({}, {}, {} + {}, {}, {}, {} + {}, {}, {}, {}, {});",
+      return {fmt::format("batchnorm_backward_params({}, {}, {} + {}, {}, {}, {} + {}, {}, {}, {}, {});",
                           e.f32(e.input()), saved, saved, C, e.dy(), e.f32(e.weight_grad()), e.f32(e.weight_grad()),
                           C, e.n(), channels, hw, e.accumulate_weight_grad())};
   }

@@ -130,23 +130,6 @@ void copy_to_host(Context& c, Region device, Region host, Stream& stream) {
   copy_async(H(c, host), D(c, device), device.bytes, stream);
 }
 
-// Batch-norm BP2: dgamma = sum(dy * x_hat), dbeta = sum(dy) per channel (the
-// runtime's batchnorm_backward computes these together with dx, BP1's output).
-void batchnorm_param_grads(const float* x, const float* save_mean, const float* save_invstd,
-                           const float* dy, float* dgamma, float* dbeta, int64_t n, int64_t c,
-                           int64_t hw, bool accumulate) {
-  for (int64_t ch = 0; ch < c; ++ch) {
-    double sum_dy = 0, sum_dy_xhat = 0;
-    for (int64_t b = 0; b < n; ++b)
-      for (int64_t i = 0; i < hw; ++i) {
-        const int64_t at = (b * c + ch) * hw + i;
-        sum_dy += dy[at];
-        sum_dy_xhat += dy[at] * (x[at] - save_mean[ch]) * save_invstd[ch];
-      }
-    dgamma[ch] = static_cast<float>(accumulate ? dgamma[ch] + sum_dy_xhat : sum_dy_xhat);
-    dbeta[ch] = static_cast<float>(accumulate ? dbeta[ch] + sum_dy : sum_dy);
-  }
-}
 )CPP";
 }
 

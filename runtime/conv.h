@@ -13,6 +13,8 @@
 //   "direct"    yes      yes            yes              none              *_ALGO_0 / IMPLICIT_GEMM (no workspace)
 //   "gemm"      yes      yes            yes              im2col columns    FWD_ALGO_GEMM, BWD_DATA_ALGO_1, BWD_FILTER_ALGO_1/3
 //   "winograd"  yes      yes            no               transformed tiles FWD/BWD_DATA_ALGO_WINOGRAD_NONFUSED
+//   "implicit_gemm"       all three     packing buffers (<= ~1.4 MiB)    FWD_ALGO_IMPLICIT_PRECOMP_GEMM
+//   "implicit_gemm_lean"  all three     packing buffers (<= ~46 KiB)
 //
 // "gemm" lowers the batch with im2col (one group at a time, all images of the
 // (micro-)batch at once) and multiplies with OpenBLAS: workspace =
@@ -21,6 +23,10 @@
 // and output tiles (16 floats per tile and channel). Backward-data by Winograd is
 // the forward Winograd of the 180°-rotated, channel-transposed filter over dy
 // padded by r-1-pad (so pad <= 2). Backward-filter has direct and gemm only.
+// "implicit_gemm" runs each direction as one blocked GEMM per group over the whole
+// batch with the operands packed straight from the tensors (runtime/cpu/
+// conv_igemm.cpp), so its workspace does not grow with the batch; "implicit_gemm_lean"
+// is the same with small blocks, for budgets where nothing else fits but direct.
 //
 // Every backward function takes `accumulate`: false writes its output, true
 // adds to it (gradient accumulation over sub-batches, moDNN §III; the first
@@ -50,12 +56,13 @@ struct ConvShape {
   bool valid() const;
 };
 
-enum class ConvAlgo { direct, gemm, winograd };
+enum class ConvAlgo { direct, gemm, winograd, implicit_gemm, implicit_gemm_lean };
 enum class ConvDirection { forward, backward_data, backward_filter };
 
-inline constexpr ConvAlgo kConvAlgos[] = {ConvAlgo::direct, ConvAlgo::gemm, ConvAlgo::winograd};
+inline constexpr ConvAlgo kConvAlgos[] = {ConvAlgo::direct, ConvAlgo::gemm, ConvAlgo::winograd,
+                                          ConvAlgo::implicit_gemm, ConvAlgo::implicit_gemm_lean};
 
-// "direct", "gemm", "winograd".
+// "direct", "gemm", "winograd", "implicit_gemm", "implicit_gemm_lean".
 const char* conv_algo_name(ConvAlgo algo);
 // The algorithm with that name; false if there is none.
 bool conv_algo_from_name(const std::string& name, ConvAlgo* algo);
@@ -131,6 +138,14 @@ void conv_forward_winograd(const ConvShape& shape, const float* x, const float* 
                            float* workspace, bool accumulate);
 void conv_backward_data_winograd(const ConvShape& shape, const float* w, const float* dy,
                                  float* dx, float* workspace, bool accumulate);
+// implicit_gemm and implicit_gemm_lean (algo selects the block sizes).
+size_t conv_implicit_gemm_workspace_bytes(ConvAlgo algo, ConvDirection direction, const ConvShape& shape);
+void conv_forward_implicit_gemm(ConvAlgo algo, const ConvShape& shape, const float* x, const float* w,
+                                float* y, float* workspace, bool accumulate);
+void conv_backward_data_implicit_gemm(ConvAlgo algo, const ConvShape& shape, const float* w,
+                                      const float* dy, float* dx, float* workspace, bool accumulate);
+void conv_backward_filter_implicit_gemm(ConvAlgo algo, const ConvShape& shape, const float* x,
+                                        const float* dy, float* dw, float* workspace, bool accumulate);
 }  // namespace cpu
 
 }  // namespace mplan::rt

@@ -89,6 +89,15 @@ void batchnorm_backward(const float* x, const float* gamma, const float* save_me
                         const float* save_invstd, const float* dy, float* dx, float* dgamma,
                         float* dbeta, int64_t n, int64_t c, int64_t hw, bool accumulate_dx,
                         bool accumulate_params);
+// The two halves of batchnorm_backward, for a schedule that runs them as separate
+// tasks (BP1 writes dx, BP2 the parameter gradients), with no scratch memory: dx
+// alone, and dgamma = sum(dy * x_hat), dbeta = sum(dy) per channel alone.
+void batchnorm_backward_data(const float* x, const float* gamma, const float* save_mean,
+                             const float* save_invstd, const float* dy, float* dx, int64_t n,
+                             int64_t c, int64_t hw, bool accumulate);
+void batchnorm_backward_params(const float* x, const float* save_mean, const float* save_invstd,
+                               const float* dy, float* dgamma, float* dbeta, int64_t n, int64_t c,
+                               int64_t hw, bool accumulate);
 
 // ---- local response normalisation across channels (PyTorch LocalResponseNorm):
 // y = x / (k + alpha/size * sum of x^2 over channels [c - size/2, c + (size-1)/2])^beta

@@ -1,9 +1,18 @@
 // Max and average pooling with PyTorch's semantics (aten/src/ATen/native/Pool.h:
 // pooling_output_shape; AvgPool2d with count_include_pad=True), and global
 // average pooling.
+//
+// The forward passes and the average backward pass work a row at a time: for each
+// window row and column offset, one loop over the output row (contiguous at stride
+// 1, so it vectorises), instead of one window walk per output element.
 
+#include <algorithm>
 #include <limits>
 
+#include "runtime/cpu/conv_window.h"
+#include "runtime/cpu/vector_ops.h"
+#include "runtime/cpu/vectorize.h"
+#include "runtime/op_profile.h"
 #include "runtime/ops.h"
 
 namespace mplan::rt {
@@ -21,112 +30,163 @@ int64_t PoolShape::q() const { return pool_output_size(w, kernel_w, stride_w, pa
 
 namespace {
 
-// A window clipped to the input, and PyTorch's avg-pool divisor: the window
-// clipped to the padded input (count_include_pad=True).
-struct PoolWindow {
-  int64_t h0, h1, w0, w1;  // [h0, h1) x [w0, w1) inside the input
-  int64_t divisor;
+// The window of output position o along one axis: [lo, hi) inside the input, and
+// its extent clipped to the padded input (PyTorch's count_include_pad divisor).
+struct AxisWindow {
+  int64_t lo, hi, padded_extent;
 };
 
-PoolWindow window_at(const PoolShape& sh, int64_t p, int64_t q) {
-  int64_t h0 = p * sh.stride_h - sh.pad_h, w0 = q * sh.stride_w - sh.pad_w;
-  int64_t h1 = std::min(h0 + sh.kernel_h, sh.h + sh.pad_h);
-  int64_t w1 = std::min(w0 + sh.kernel_w, sh.w + sh.pad_w);
-  PoolWindow win;
-  win.divisor = (h1 - h0) * (w1 - w0);
-  win.h0 = std::max<int64_t>(h0, 0);
-  win.w0 = std::max<int64_t>(w0, 0);
-  win.h1 = std::min(h1, sh.h);
-  win.w1 = std::min(w1, sh.w);
-  return win;
+AxisWindow axis_window(int64_t o, int64_t kernel, int64_t stride, int64_t pad, int64_t in) {
+  const int64_t start = o * stride - pad;
+  const int64_t end = std::min(start + kernel, in + pad);
+  return {std::max<int64_t>(start, 0), std::min(start + kernel, in), end - start};
+}
+
+// y[q] = max(y[q], x[q*stride]) over q in [lo, hi).
+MPLAN_VECTOR_CLONES void max_into(float* __restrict y, const float* __restrict x, int64_t lo, int64_t hi,
+                                  int64_t stride) {
+  if (stride == 1) {
+    for (int64_t q = lo; q < hi; ++q) y[q] = x[q] > y[q] ? x[q] : y[q];
+  } else {
+    for (int64_t q = lo; q < hi; ++q) y[q] = x[q * stride] > y[q] ? x[q * stride] : y[q];
+  }
+}
+
+// y[q] += x[q*stride] over q in [lo, hi).
+MPLAN_VECTOR_CLONES void sum_into(float* __restrict y, const float* __restrict x, int64_t lo, int64_t hi,
+                                  int64_t stride) {
+  if (stride == 1) {
+    for (int64_t q = lo; q < hi; ++q) y[q] += x[q];
+  } else {
+    for (int64_t q = lo; q < hi; ++q) y[q] += x[q * stride];
+  }
+}
+
+// x[q*stride] += g[q] over q in [lo, hi).
+MPLAN_VECTOR_CLONES void spread_into(float* __restrict x, const float* __restrict g, int64_t lo, int64_t hi,
+                                     int64_t stride) {
+  if (stride == 1) {
+    for (int64_t q = lo; q < hi; ++q) x[q] += g[q];
+  } else {
+    for (int64_t q = lo; q < hi; ++q) x[q * stride] += g[q];
+  }
+}
+
+// Forward of one output row: combine(y_row, input row, ...) over the window.
+template <class Combine>
+void pool_row(const PoolShape& sh, const float* plane, float* yrow, int64_t p, Combine&& combine) {
+  const int64_t Q = sh.q();
+  const AxisWindow rows = axis_window(p, sh.kernel_h, sh.stride_h, sh.pad_h, sh.h);
+  for (int64_t i = rows.lo; i < rows.hi; ++i) {
+    const float* xrow = plane + i * sh.w;
+    for (int64_t s = 0; s < sh.kernel_w; ++s) {
+      const cpu::OutputRange qs = cpu::valid_outputs(s, sh.w, sh.stride_w, sh.pad_w, Q);
+      if (qs.hi > qs.lo) combine(yrow, xrow - sh.pad_w + s, qs.lo, qs.hi, sh.stride_w);
+    }
+  }
 }
 
 }  // namespace
 
 void max_pool_forward(const PoolShape& sh, const float* x, float* y) {
+  OpTimer timer(OpKind::pool);
   const int64_t P = sh.p(), Q = sh.q();
   for (int64_t plane = 0; plane < sh.n * sh.c; ++plane) {
-    const float* xp = x + plane * sh.h * sh.w;
-    float* yp = y + plane * P * Q;
-    for (int64_t p = 0; p < P; ++p)
-      for (int64_t q = 0; q < Q; ++q) {
-        PoolWindow win = window_at(sh, p, q);
-        float best = -std::numeric_limits<float>::infinity();
-        for (int64_t i = win.h0; i < win.h1; ++i)
-          for (int64_t j = win.w0; j < win.w1; ++j)
-            if (xp[i * sh.w + j] > best) best = xp[i * sh.w + j];
-        yp[p * Q + q] = best;
-      }
+    for (int64_t p = 0; p < P; ++p) {
+      float* yrow = y + (plane * P + p) * Q;
+      std::fill(yrow, yrow + Q, -std::numeric_limits<float>::infinity());
+      pool_row(sh, x + plane * sh.h * sh.w, yrow, p, max_into);
+    }
   }
 }
 
 void max_pool_backward(const PoolShape& sh, const float* x, const float* y, const float* dy,
                        float* dx, bool accumulate) {
+  OpTimer timer(OpKind::pool);
   const int64_t P = sh.p(), Q = sh.q();
   if (!accumulate) fill_f32(dx, sh.n * sh.c * sh.h * sh.w, 0.0f);
   for (int64_t plane = 0; plane < sh.n * sh.c; ++plane) {
     const float* xp = x + plane * sh.h * sh.w;
     float* dxp = dx + plane * sh.h * sh.w;
-    for (int64_t p = 0; p < P; ++p)
+    const float* yp = y + plane * P * Q;
+    const float* dyp = dy + plane * P * Q;
+    for (int64_t p = 0; p < P; ++p) {
+      const AxisWindow rows = axis_window(p, sh.kernel_h, sh.stride_h, sh.pad_h, sh.h);
       for (int64_t q = 0; q < Q; ++q) {
-        PoolWindow win = window_at(sh, p, q);
-        const float best = y[plane * P * Q + p * Q + q];
-        bool routed = false;
-        for (int64_t i = win.h0; i < win.h1 && !routed; ++i)
-          for (int64_t j = win.w0; j < win.w1 && !routed; ++j)
-            if (xp[i * sh.w + j] == best) {
-              dxp[i * sh.w + j] += dy[plane * P * Q + p * Q + q];
-              routed = true;
-            }
+        const AxisWindow cols = axis_window(q, sh.kernel_w, sh.stride_w, sh.pad_w, sh.w);
+        // The first maximum in window order, as PyTorch's CPU kernel picks it.
+        const float best = yp[p * Q + q];
+        for (int64_t i = rows.lo; i < rows.hi; ++i) {
+          const float* xrow = xp + i * sh.w;
+          int64_t j = cols.lo;
+          while (j < cols.hi && xrow[j] != best) ++j;
+          if (j < cols.hi) {
+            dxp[i * sh.w + j] += dyp[p * Q + q];
+            break;
+          }
+        }
       }
+    }
   }
 }
 
 void avg_pool_forward(const PoolShape& sh, const float* x, float* y) {
+  OpTimer timer(OpKind::pool);
   const int64_t P = sh.p(), Q = sh.q();
   for (int64_t plane = 0; plane < sh.n * sh.c; ++plane) {
-    const float* xp = x + plane * sh.h * sh.w;
-    for (int64_t p = 0; p < P; ++p)
-      for (int64_t q = 0; q < Q; ++q) {
-        PoolWindow win = window_at(sh, p, q);
-        double sum = 0.0;
-        for (int64_t i = win.h0; i < win.h1; ++i)
-          for (int64_t j = win.w0; j < win.w1; ++j) sum += xp[i * sh.w + j];
-        y[plane * P * Q + p * Q + q] = static_cast<float>(sum / win.divisor);
-      }
+    for (int64_t p = 0; p < P; ++p) {
+      float* yrow = y + (plane * P + p) * Q;
+      std::fill(yrow, yrow + Q, 0.0f);
+      pool_row(sh, x + plane * sh.h * sh.w, yrow, p, sum_into);
+      const int64_t row_extent = axis_window(p, sh.kernel_h, sh.stride_h, sh.pad_h, sh.h).padded_extent;
+      for (int64_t q = 0; q < Q; ++q)
+        yrow[q] /= static_cast<float>(
+            row_extent * axis_window(q, sh.kernel_w, sh.stride_w, sh.pad_w, sh.w).padded_extent);
+    }
   }
 }
 
 void avg_pool_backward(const PoolShape& sh, const float* dy, float* dx, bool accumulate) {
+  OpTimer timer(OpKind::pool);
   const int64_t P = sh.p(), Q = sh.q();
   if (!accumulate) fill_f32(dx, sh.n * sh.c * sh.h * sh.w, 0.0f);
+  constexpr int64_t kBlock = 256;  // output columns per pass (the gradient row on the stack)
+  float g[kBlock];
   for (int64_t plane = 0; plane < sh.n * sh.c; ++plane) {
     float* dxp = dx + plane * sh.h * sh.w;
-    for (int64_t p = 0; p < P; ++p)
-      for (int64_t q = 0; q < Q; ++q) {
-        PoolWindow win = window_at(sh, p, q);
-        const float g = dy[plane * P * Q + p * Q + q] / static_cast<float>(win.divisor);
-        for (int64_t i = win.h0; i < win.h1; ++i)
-          for (int64_t j = win.w0; j < win.w1; ++j) dxp[i * sh.w + j] += g;
+    for (int64_t p = 0; p < P; ++p) {
+      const AxisWindow rows = axis_window(p, sh.kernel_h, sh.stride_h, sh.pad_h, sh.h);
+      const float* dyrow = dy + (plane * P + p) * Q;
+      for (int64_t q0 = 0; q0 < Q; q0 += kBlock) {
+        const int64_t q1 = std::min(Q, q0 + kBlock);
+        for (int64_t q = q0; q < q1; ++q)
+          g[q - q0] = dyrow[q] / static_cast<float>(rows.padded_extent *
+                                                    axis_window(q, sh.kernel_w, sh.stride_w, sh.pad_w, sh.w).padded_extent);
+        for (int64_t i = rows.lo; i < rows.hi; ++i)
+          for (int64_t s = 0; s < sh.kernel_w; ++s) {
+            const cpu::OutputRange qs = cpu::valid_outputs(s, sh.w, sh.stride_w, sh.pad_w, Q);
+            const int64_t lo = std::max(qs.lo, q0), hi = std::min(qs.hi, q1);
+            // dx[i, q*stride - pad + s] += g[q]
+            if (hi > lo)
+              spread_into(dxp + i * sh.w - sh.pad_w + s + q0 * sh.stride_w, g, lo - q0, hi - q0, sh.stride_w);
+          }
       }
+    }
   }
 }
 
 void global_avg_pool_forward(const float* x, float* y, int64_t n, int64_t c, int64_t hw) {
+  OpTimer timer(OpKind::pool);
   for (int64_t plane = 0; plane < n * c; ++plane) {
-    double sum = 0.0;
-    for (int64_t i = 0; i < hw; ++i) sum += x[plane * hw + i];
-    y[plane] = static_cast<float>(sum / hw);
+    y[plane] = static_cast<float>(cpu::sum_f32(x + plane * hw, hw) / hw);
   }
 }
 
 void global_avg_pool_backward(const float* dy, float* dx, int64_t n, int64_t c, int64_t hw,
                               bool accumulate) {
-  for (int64_t plane = 0; plane < n * c; ++plane) {
-    const float g = dy[plane] / static_cast<float>(hw);
-    float* dxp = dx + plane * hw;
-    for (int64_t i = 0; i < hw; ++i) dxp[i] = accumulate ? dxp[i] + g : g;
-  }
+  OpTimer timer(OpKind::pool);
+  for (int64_t plane = 0; plane < n * c; ++plane)
+    cpu::set_or_add_scalar(dx + plane * hw, hw, dy[plane] / static_cast<float>(hw), accumulate);
 }
 
 }  // namespace mplan::rt
