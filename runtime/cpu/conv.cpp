@@ -5,6 +5,7 @@
 
 #include "runtime/check.h"
 #include "runtime/conv.h"
+#include "runtime/cpu/im2col.h"
 #include "runtime/cpu/vector_ops.h"
 #include "runtime/op_profile.h"
 
@@ -51,9 +52,9 @@ bool conv_algo_supported(ConvAlgo algo, ConvDirection direction, const ConvShape
   if (!shape.valid()) return false;
   switch (algo) {
     case ConvAlgo::direct:
-    case ConvAlgo::gemm:
+    case ConvAlgo::gemm: return true;
     case ConvAlgo::implicit_gemm:
-    case ConvAlgo::implicit_gemm_lean: return true;
+    case ConvAlgo::implicit_gemm_lean: return cpu::Im2colPacker::supports(shape.r, shape.s);
     case ConvAlgo::winograd: return cpu::conv_winograd_supported(direction, shape);
   }
   return false;

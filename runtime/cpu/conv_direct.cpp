@@ -4,13 +4,15 @@
 //
 // Depthwise layers (one input channel per group, MobileNet's 3x3 convs) take their
 // own path: per image plane, each filter tap is one loop along an output row, which
-// vectorises at stride 1 (runtime/cpu/vectorize.h); the filter gradient sums each
-// tap in 8 float lanes per plane and in double across planes.
+// vectorises at stride 1 (runtime/cpu/vectorize.h), or with AVX-512 a register per
+// 16 columns (runtime/cpu/conv_depthwise.h); the filter gradient sums each tap over a
+// plane in float lanes and adds the planes' sums image by image.
 
 #include <algorithm>
 #include <cstring>
 
 #include "runtime/conv.h"
+#include "runtime/cpu/conv_depthwise.h"
 #include "runtime/cpu/conv_window.h"
 #include "runtime/cpu/vectorize.h"
 
@@ -19,15 +21,23 @@ namespace {
 
 bool depthwise(const ConvShape& sh) { return sh.c == sh.groups; }
 
+constexpr int64_t kMaxTaps = 121;  // taps per pass of the depthwise filter gradient (11 x 11)
+using TapRanges = DepthwiseRanges;
+
+// The depthwise path: one input channel per group and a filter of at most 32 x 32.
+bool depthwise_path(const ConvShape& sh) {
+  return depthwise(sh) && sh.r <= kDepthwiseMaxTapsPerAxis && sh.s <= kDepthwiseMaxTapsPerAxis;
+}
+
 // y_plane (P x Q) (+)= the depthwise convolution of x_plane (h x w) by the r x s filter wk.
-MPLAN_VECTOR_CLONES void depthwise_plane_forward(const ConvShape& sh, const float* __restrict xp,
+MPLAN_VECTOR_CLONES void depthwise_plane_forward(const ConvShape& sh, const TapRanges& ranges, const float* __restrict xp,
                                                  const float* __restrict wk, float* __restrict yp, bool accumulate) {
-  const int64_t P = sh.p(), Q = sh.q();
+  const int64_t P = ranges.P, Q = ranges.Q;
   if (!accumulate) std::memset(yp, 0, sizeof(float) * P * Q);
   for (int64_t r = 0; r < sh.r; ++r) {
-    const OutputRange ps = valid_outputs(r, sh.h, sh.stride_h, sh.pad_h, P);
+    const OutputRange ps = ranges.rows[r];
     for (int64_t s = 0; s < sh.s; ++s) {
-      const OutputRange qs = valid_outputs(s, sh.w, sh.stride_w, sh.pad_w, Q);
+      const OutputRange qs = ranges.cols[s];
       const float wv = wk[r * sh.s + s];
       for (int64_t p = ps.lo; p < ps.hi; ++p) {
         const float* xrow = xp + (p * sh.stride_h - sh.pad_h + r) * sh.w - sh.pad_w + s;
@@ -43,13 +53,13 @@ MPLAN_VECTOR_CLONES void depthwise_plane_forward(const ConvShape& sh, const floa
 }
 
 // dx_plane (h x w) += the transposed depthwise convolution of dy_plane (P x Q) by wk.
-MPLAN_VECTOR_CLONES void depthwise_plane_backward_data(const ConvShape& sh, const float* __restrict dyp,
+MPLAN_VECTOR_CLONES void depthwise_plane_backward_data(const ConvShape& sh, const TapRanges& ranges, const float* __restrict dyp,
                                                        const float* __restrict wk, float* __restrict dxp) {
-  const int64_t P = sh.p(), Q = sh.q();
+  const int64_t Q = ranges.Q;
   for (int64_t r = 0; r < sh.r; ++r) {
-    const OutputRange ps = valid_outputs(r, sh.h, sh.stride_h, sh.pad_h, P);
+    const OutputRange ps = ranges.rows[r];
     for (int64_t s = 0; s < sh.s; ++s) {
-      const OutputRange qs = valid_outputs(s, sh.w, sh.stride_w, sh.pad_w, Q);
+      const OutputRange qs = ranges.cols[s];
       const float wv = wk[r * sh.s + s];
       for (int64_t p = ps.lo; p < ps.hi; ++p) {
         float* dxrow = dxp + (p * sh.stride_h - sh.pad_h + r) * sh.w - sh.pad_w + s;
@@ -65,13 +75,13 @@ MPLAN_VECTOR_CLONES void depthwise_plane_backward_data(const ConvShape& sh, cons
 }
 
 // sums[t] = sum over the plane of dy * x shifted by filter tap t, for taps [0, r*s).
-MPLAN_VECTOR_CLONES void depthwise_plane_filter(const ConvShape& sh, const float* __restrict xp,
+MPLAN_VECTOR_CLONES void depthwise_plane_filter(const ConvShape& sh, const TapRanges& ranges, const float* __restrict xp,
                                                 const float* __restrict dyp, float* __restrict sums) {
-  const int64_t P = sh.p(), Q = sh.q();
+  const int64_t Q = ranges.Q;
   for (int64_t r = 0; r < sh.r; ++r) {
-    const OutputRange ps = valid_outputs(r, sh.h, sh.stride_h, sh.pad_h, P);
+    const OutputRange ps = ranges.rows[r];
     for (int64_t s = 0; s < sh.s; ++s) {
-      const OutputRange qs = valid_outputs(s, sh.w, sh.stride_w, sh.pad_w, Q);
+      const OutputRange qs = ranges.cols[s];
       float lanes[8] = {};
       for (int64_t p = ps.lo; p < ps.hi; ++p) {
         const float* xrow = xp + (p * sh.stride_h - sh.pad_h + r) * sh.w - sh.pad_w + s;
@@ -90,18 +100,18 @@ MPLAN_VECTOR_CLONES void depthwise_plane_filter(const ConvShape& sh, const float
   }
 }
 
-constexpr int64_t kMaxTaps = 121;  // taps per pass of the depthwise filter gradient (11 x 11)
-
 }  // namespace
 
 void conv_forward_direct(const ConvShape& sh, const float* x, const float* w, float* y,
                          bool accumulate) {
   const int64_t P = sh.p(), Q = sh.q();
   const int64_t cg = sh.c / sh.groups, kg = sh.k / sh.groups;
-  if (depthwise(sh)) {
+  if (depthwise_path(sh)) {
+    const TapRanges ranges(sh);
+    const auto plane = depthwise_avx512(ConvDirection::forward, sh) ? depthwise_forward_avx512 : depthwise_plane_forward;
     for (int64_t n = 0; n < sh.n; ++n)
       for (int64_t k = 0; k < sh.k; ++k)
-        depthwise_plane_forward(sh, x + (n * sh.c + k / kg) * sh.h * sh.w, w + k * sh.r * sh.s,
+        plane(sh, ranges, x + (n * sh.c + k / kg) * sh.h * sh.w, w + k * sh.r * sh.s,
                                 y + (n * sh.k + k) * P * Q, accumulate);
     return;
   }
@@ -135,10 +145,13 @@ void conv_backward_data_direct(const ConvShape& sh, const float* w, const float*
   const int64_t P = sh.p(), Q = sh.q();
   const int64_t cg = sh.c / sh.groups, kg = sh.k / sh.groups;
   if (!accumulate) std::memset(dx, 0, sizeof(float) * sh.x_elements());
-  if (depthwise(sh)) {
+  if (depthwise_path(sh)) {
+    const TapRanges ranges(sh);
+    const auto plane = depthwise_avx512(ConvDirection::backward_data, sh) ? depthwise_backward_data_avx512
+                                                                          : depthwise_plane_backward_data;
     for (int64_t n = 0; n < sh.n; ++n)
       for (int64_t k = 0; k < sh.k; ++k)
-        depthwise_plane_backward_data(sh, dy + (n * sh.k + k) * P * Q, w + k * sh.r * sh.s,
+        plane(sh, ranges, dy + (n * sh.k + k) * P * Q, w + k * sh.r * sh.s,
                                       dx + (n * sh.c + k / kg) * sh.h * sh.w);
     return;
   }
@@ -170,18 +183,23 @@ void conv_backward_filter_direct(const ConvShape& sh, const float* x, const floa
                                  bool accumulate) {
   const int64_t P = sh.p(), Q = sh.q(), RS = sh.r * sh.s;
   const int64_t cg = sh.c / sh.groups, kg = sh.k / sh.groups;
-  if (depthwise(sh) && RS <= kMaxTaps) {
+  if (depthwise_path(sh) && RS <= kMaxTaps) {
+    const TapRanges ranges(sh);
+    const auto plane_sums =
+        depthwise_avx512(ConvDirection::backward_filter, sh) ? depthwise_filter_avx512 : depthwise_plane_filter;
+    // Image by image in memory order (channel by channel would stride across images),
+    // each plane's tap sums added to dw.
     float plane[kMaxTaps];
-    double sum[kMaxTaps];
-    for (int64_t k = 0; k < sh.k; ++k) {
-      std::fill(sum, sum + RS, 0.0);
-      for (int64_t n = 0; n < sh.n; ++n) {
-        depthwise_plane_filter(sh, x + (n * sh.c + k / kg) * sh.h * sh.w, dy + (n * sh.k + k) * P * Q, plane);
-        for (int64_t t = 0; t < RS; ++t) sum[t] += plane[t];
+    for (int64_t n = 0; n < sh.n; ++n)
+      for (int64_t k = 0; k < sh.k; ++k) {
+        plane_sums(sh, ranges, x + (n * sh.c + k / kg) * sh.h * sh.w, dy + (n * sh.k + k) * P * Q, plane);
+        float* dwp = dw + k * RS;
+        if (n == 0 && !accumulate) {
+          for (int64_t t = 0; t < RS; ++t) dwp[t] = plane[t];
+        } else {
+          for (int64_t t = 0; t < RS; ++t) dwp[t] += plane[t];
+        }
       }
-      float* dwp = dw + k * RS;
-      for (int64_t t = 0; t < RS; ++t) dwp[t] = static_cast<float>(accumulate ? dwp[t] + sum[t] : sum[t]);
-    }
     return;
   }
   // Sums in double: this is the reference the other algorithms are checked against.

@@ -10,7 +10,9 @@
 //   forward          y_g  (Kg x n*P*Q)    = W_g (Kg x Cg*RS)  * im2col(x)_g (Cg*RS x n*P*Q)
 //   backward-data    dx_g (Cg x n*H*W)    = W_g^T, as [c][(k, r, s)] (Cg x Kg*RS)
 //                                           * col(dy)_g (Kg*RS x n*H*W)
-//   backward-filter  dW_g (Kg x Cg*RS)   += dy_g (Kg x n*P*Q) * im2col(x)_g^T (n*P*Q x Cg*RS)
+//   backward-filter  dW_g (Kg x Cg*RS)   += dy_g (Kg x n*P*Q) * im2col(x)_g^T (n*P*Q x Cg*RS),
+//                    an "NT" product of rows that are both contiguous along the pixels, by
+//                    the dot-product kernel (no transposes)
 // where col(dy)[(k, r, s)][(n, ih, iw)] = dy[n, k, ih + pad - r, iw + pad - s] (0
 // outside): the transposed convolution as a gather, so each dx element is written
 // once (the im2col of dy padded by r-1-pad, with the filter rotated). That holds at
@@ -25,11 +27,12 @@
 #include "runtime/conv.h"
 #include "runtime/cpu/conv_window.h"
 #include "runtime/cpu/gemm_driver.h"
+#include "runtime/cpu/im2col.h"
 
 namespace mplan::rt::cpu {
 namespace {
 
-constexpr int64_t kMaxDepth = 256;  // GemmBlocking::kc bound: the per-row tables below
+constexpr int64_t kMaxDepth = 512;  // the blockings' kc bound: per-block tables on the stack
 constexpr int64_t kMaxPanelCols = 32;
 
 GemmBlocking blocking_of(ConvAlgo algo) {
@@ -40,6 +43,23 @@ GemmBlocking blocking_of(ConvAlgo algo) {
     b.nc = 64;
   }
   return b;
+}
+
+GemmNtBlocking nt_blocking_of(ConvAlgo algo) {
+  GemmNtBlocking b;
+  if (algo == ConvAlgo::implicit_gemm_lean) {
+    b.mc = 32;
+    b.nc = 32;
+    b.kc = 128;
+  }
+  return b;
+}
+
+bool unit_stride(const ConvShape& sh) { return sh.stride_h == 1 && sh.stride_w == 1; }
+
+// Backward-data by the transposed-convolution gather: stride 1 and pad <= r - 1.
+bool gather_backward_data(const ConvShape& sh) {
+  return unit_stride(sh) && sh.pad_h <= sh.r - 1 && sh.pad_w <= sh.s - 1;
 }
 
 // A run of consecutive columns that lie in one row of one image of a column grid
@@ -69,15 +89,6 @@ int64_t split_runs(int64_t j, int64_t count, int64_t rows, int64_t cols, Run* ru
     }
   }
   return made;
-}
-
-// dst[0 .. len) = src[0, step, 2*step, ...].
-inline void gather(float* dst, const float* src, int64_t len, int64_t step) {
-  if (step == 1) {
-    std::memcpy(dst, src, sizeof(float) * len);
-  } else {
-    for (int64_t t = 0; t < len; ++t) dst[t] = src[t * step];
-  }
 }
 
 // Packs rows [i0, i0+mc) x [p0, p0+kc) of a row-major matrix a (leading dimension
@@ -120,99 +131,21 @@ void store_nchw(const float* tile, int64_t tile_stride, int64_t rows, int64_t co
   }
 }
 
-// One row (c, r, s) of an im2col matrix: where its values come from.
-struct ColRow {
-  int64_t channel_offset;  // of the channel's plane in an image, in floats
-  int64_t r, s;
-  OutputRange rows_ok, cols_ok;  // output rows and columns whose input lies inside
-};
-
-// Packs rows [p0, p0+kc) x columns [j0, j0+nc) of im2col(x) for group g: row
-// (cl, r, s), column (n, oh, ow) holds x[n, g*Cg + cl, oh*stride - pad + r, ow*stride - pad + s].
-void pack_im2col(const ConvShape& sh, const float* x, int64_t g, int64_t p0, int64_t kc, int64_t j0, int64_t nc,
-                 int64_t nr, float* dst) {
-  const int64_t P = sh.p(), Q = sh.q(), RS = sh.r * sh.s, cg = sh.c / sh.groups;
-  ColRow rows[kMaxDepth];
-  for (int64_t pp = 0; pp < kc; ++pp) {
-    const int64_t rr = p0 + pp, cl = rr / RS, r = rr % RS / sh.s, s = rr % sh.s;
-    rows[pp] = {(g * cg + cl) * sh.h * sh.w, r, s, valid_outputs(r, sh.h, sh.stride_h, sh.pad_h, P),
-                valid_outputs(s, sh.w, sh.stride_w, sh.pad_w, Q)};
-  }
-  const int64_t image = sh.c * sh.h * sh.w;
-  Run runs[kMaxPanelCols];
-  for (int64_t t = 0; t * nr < nc; ++t) {
-    const int64_t cols = std::min(nr, nc - t * nr);
-    const int64_t run_count = split_runs(j0 + t * nr, cols, P, Q, runs);
-    float* panel = dst + t * kc * nr;
-    for (int64_t pp = 0; pp < kc; ++pp) {
-      const ColRow& row = rows[pp];
-      float* d = panel + pp * nr;
-      for (int64_t k = 0; k < run_count; ++k) {
-        const Run& run = runs[k];
-        float* dd = d + run.first_col;
-        if (run.row < row.rows_ok.lo || run.row >= row.rows_ok.hi) {
-          std::memset(dd, 0, sizeof(float) * run.len);
-          continue;
-        }
-        const int64_t lo = std::clamp(row.cols_ok.lo, run.x0, run.x0 + run.len);
-        const int64_t hi = std::clamp(row.cols_ok.hi, lo, run.x0 + run.len);
-        const float* xrow = x + run.n * image + row.channel_offset +
-                            (run.row * sh.stride_h - sh.pad_h + row.r) * sh.w - sh.pad_w + row.s;
-        for (int64_t ow = run.x0; ow < lo; ++ow) dd[ow - run.x0] = 0.0f;
-        gather(dd + (lo - run.x0), xrow + lo * sh.stride_w, hi - lo, sh.stride_w);
-        for (int64_t ow = hi; ow < run.x0 + run.len; ++ow) dd[ow - run.x0] = 0.0f;
-      }
-      for (int64_t j = cols; j < nr; ++j) d[j] = 0.0f;
-    }
-  }
+// Packs rows [p0, p0+kc) x columns [j0, j0+nc) of an im2col matrix into nr-column
+// panels; tap_of(row) gives each row's channel and tap.
+template <class TapOf>
+void pack_im2col_panels(const Im2colPacker& packer, int64_t p0, int64_t kc, int64_t j0, int64_t nc, int64_t nr,
+                        float* dst, TapOf&& tap_of) {
+  Im2colTap taps[kMaxDepth];
+  for (int64_t pp = 0; pp < kc; ++pp) taps[pp] = tap_of(p0 + pp);
+  for (int64_t t = 0; t * nr < nc; ++t)
+    packer.rows(taps, kc, j0 + t * nr, std::min(nr, nc - t * nr), dst + t * kc * nr, nr, nr);
 }
 
-// Packs rows [p0, p0+kc) x columns [j0, j0+nc) of col(dy) for group g of a stride-1
-// layer (the header's transposed-convolution gather): row (k, r, s), column (n, ih, iw).
-void pack_transposed_col(const ConvShape& sh, const float* dy, int64_t g, int64_t p0, int64_t kc, int64_t j0,
-                         int64_t nc, int64_t nr, float* dst) {
-  const int64_t P = sh.p(), Q = sh.q(), RS = sh.r * sh.s, kg = sh.k / sh.groups;
-  struct Row {
-    int64_t channel_offset, r, s;
-  } rows[kMaxDepth];
-  for (int64_t pp = 0; pp < kc; ++pp) {
-    const int64_t rr = p0 + pp, k = rr / RS;
-    rows[pp] = {(g * kg + k) * P * Q, rr % RS / sh.s, rr % sh.s};
-  }
-  const int64_t image = sh.k * P * Q;
-  Run runs[kMaxPanelCols];
-  for (int64_t t = 0; t * nr < nc; ++t) {
-    const int64_t cols = std::min(nr, nc - t * nr);
-    const int64_t run_count = split_runs(j0 + t * nr, cols, sh.h, sh.w, runs);
-    float* panel = dst + t * kc * nr;
-    for (int64_t pp = 0; pp < kc; ++pp) {
-      const Row& row = rows[pp];
-      float* d = panel + pp * nr;
-      for (int64_t k = 0; k < run_count; ++k) {
-        const Run& run = runs[k];
-        float* dd = d + run.first_col;
-        const int64_t oh = run.row + sh.pad_h - row.r;
-        if (oh < 0 || oh >= P) {
-          std::memset(dd, 0, sizeof(float) * run.len);
-          continue;
-        }
-        // ow = iw + pad - s must lie in [0, Q).
-        const int64_t lo = std::clamp(row.s - sh.pad_w, run.x0, run.x0 + run.len);
-        const int64_t hi = std::clamp(Q + row.s - sh.pad_w, lo, run.x0 + run.len);
-        const float* dyrow = dy + run.n * image + row.channel_offset + oh * Q;
-        for (int64_t iw = run.x0; iw < lo; ++iw) dd[iw - run.x0] = 0.0f;
-        std::memcpy(dd + (lo - run.x0), dyrow + lo + sh.pad_w - row.s, sizeof(float) * (hi - lo));
-        for (int64_t iw = hi; iw < run.x0 + run.len; ++iw) dd[iw - run.x0] = 0.0f;
-      }
-      for (int64_t j = cols; j < nr; ++j) d[j] = 0.0f;
-    }
-  }
-}
-
-// Packs rows [p0, p0+kc) x columns [j0, j0+nc) of a group's share of a batch-wide NCHW
-// tensor seen as a (channels x n*pixels) matrix: row ch is channel channel0 + ch.
-void pack_nchw_rows(const float* t, int64_t channels, int64_t channel0, int64_t pixels, int64_t p0, int64_t kc,
-                    int64_t j0, int64_t nc, int64_t nr, float* dst) {
+// Packs a group's share of a batch-wide NCHW tensor seen as a (channels x n*pixels)
+// matrix into nr-column panels: rows [p0, p0+kc) are channels channel0 + p0 ...
+void pack_nchw_panels(const float* t, int64_t channels, int64_t channel0, int64_t pixels, int64_t p0, int64_t kc,
+                      int64_t j0, int64_t nc, int64_t nr, float* dst) {
   for (int64_t tt = 0; tt * nr < nc; ++tt) {
     const int64_t cols = std::min(nr, nc - tt * nr);
     float* panel = dst + tt * kc * nr;
@@ -228,6 +161,28 @@ void pack_nchw_rows(const float* t, int64_t channels, int64_t channel0, int64_t 
       }
       for (int64_t j = cols; j < nr; ++j) d[j] = 0.0f;
     }
+  }
+}
+
+// Rows [i0, i0+rows) of a group's share of a batch-wide NCHW tensor seen as a
+// (channels x n*pixels) matrix, pixels [p0, p0+kc), each row at dst + i*ld, zero
+// from kc to ld and for rows past `rows` up to a multiple of kDotRows.
+void pack_nchw_rows(const float* t, int64_t channels, int64_t channel0, int64_t pixels, int64_t i0, int64_t rows,
+                    int64_t p0, int64_t kc, int64_t ld, float* dst) {
+  for (int64_t i = 0; i < round_up_to(rows, kDotRows); ++i) {
+    float* d = dst + i * ld;
+    int64_t filled = 0;
+    if (i < rows) {
+      int64_t n = p0 / pixels, pixel = p0 % pixels;
+      while (filled < kc) {
+        const int64_t len = std::min(kc - filled, pixels - pixel);
+        std::memcpy(d + filled, t + (n * channels + channel0 + i0 + i) * pixels + pixel, sizeof(float) * len);
+        filled += len;
+        pixel = 0;
+        ++n;
+      }
+    }
+    std::memset(d + filled, 0, sizeof(float) * (ld - filled));
   }
 }
 
@@ -253,7 +208,16 @@ void add_col_tile(const ConvShape& sh, int64_t g, const float* tile, int64_t til
   }
 }
 
-bool unit_stride(const ConvShape& sh) { return sh.stride_h == 1 && sh.stride_w == 1; }
+// im2col(x) of a layer: the forward's and the filter gradient's source.
+Im2colSource x_source(const ConvShape& sh, const float* x) {
+  return {x, sh.c * sh.h * sh.w, sh.h, sh.w, sh.p(), sh.q(), sh.stride_h, sh.stride_w, sh.pad_h, sh.pad_w};
+}
+
+// col(dy) of a stride-1 layer: the im2col of dy padded by r-1-pad over the input's grid
+// (its taps rotated by the caller).
+Im2colSource dy_source(const ConvShape& sh, const float* dy) {
+  return {dy, sh.k * sh.p() * sh.q(), sh.p(), sh.q(), sh.h, sh.w, 1, 1, sh.r - 1 - sh.pad_h, sh.s - 1 - sh.pad_w};
+}
 
 }  // namespace
 
@@ -265,18 +229,21 @@ size_t conv_implicit_gemm_workspace_bytes(ConvAlgo algo, ConvDirection direction
   switch (direction) {
     case ConvDirection::forward: floats = gemm_workspace_floats(kg, out_pixels, cg * RS, b); break;
     case ConvDirection::backward_data:
-      floats = unit_stride(sh) ? gemm_workspace_floats(cg, in_pixels, kg * RS, b)
-                               : gemm_workspace_floats(cg * RS, out_pixels, kg, b);
+      floats = gather_backward_data(sh) ? gemm_workspace_floats(cg, in_pixels, kg * RS, b)
+                                        : gemm_workspace_floats(cg * RS, out_pixels, kg, b);
       break;
-    case ConvDirection::backward_filter: floats = gemm_workspace_floats(kg, cg * RS, out_pixels, b); break;
+    case ConvDirection::backward_filter:
+      floats = gemm_nt_workspace_floats(kg, cg * RS, out_pixels, nt_blocking_of(algo));
+      break;
   }
   return sizeof(float) * static_cast<size_t>(floats);
 }
 
 void conv_forward_implicit_gemm(ConvAlgo algo, const ConvShape& sh, const float* x, const float* w, float* y,
                                 float* workspace, bool accumulate) {
-  const int64_t cg = sh.c / sh.groups, kg = sh.k / sh.groups, depth = cg * sh.r * sh.s;
-  const int64_t PQ = sh.p() * sh.q();
+  const int64_t cg = sh.c / sh.groups, kg = sh.k / sh.groups, RS = sh.r * sh.s, depth = cg * RS;
+  const int64_t PQ = sh.p() * sh.q(), HW = sh.h * sh.w;
+  const Im2colPacker packer(x_source(sh, x), sh.r, sh.s);
   for (int64_t g = 0; g < sh.groups; ++g) {
     const float* wg = w + g * kg * depth;
     gemm_blocked(
@@ -285,7 +252,10 @@ void conv_forward_implicit_gemm(ConvAlgo algo, const ConvShape& sh, const float*
           pack_rows(wg, depth, i0, mc, p0, kc, mr, dst);
         },
         [&](int64_t p0, int64_t kc, int64_t j0, int64_t nc, int64_t nr, float* dst) {
-          pack_im2col(sh, x, g, p0, kc, j0, nc, nr, dst);
+          pack_im2col_panels(packer, p0, kc, j0, nc, nr, dst, [&](int64_t rr) {
+            return Im2colTap{(g * cg + rr / RS) * HW, static_cast<int32_t>(rr % RS / sh.s),
+                             static_cast<int32_t>(rr % sh.s)};
+          });
         },
         [&](int64_t i0, int64_t j0, int64_t rows, int64_t cols, const float* tile, int64_t ts, bool first) {
           store_nchw(tile, ts, rows, cols, y, sh.k, g * kg + i0, PQ, j0, accumulate || !first);
@@ -297,7 +267,7 @@ void conv_backward_data_implicit_gemm(ConvAlgo algo, const ConvShape& sh, const 
                                       float* workspace, bool accumulate) {
   const int64_t cg = sh.c / sh.groups, kg = sh.k / sh.groups, RS = sh.r * sh.s;
   const int64_t HW = sh.h * sh.w, PQ = sh.p() * sh.q();
-  if (!unit_stride(sh)) {
+  if (!gather_backward_data(sh)) {
     // col = W_g^T * dy_g, each tile added into dx (col2im on the fly).
     if (!accumulate) std::memset(dx, 0, sizeof(float) * sh.x_elements());
     for (int64_t g = 0; g < sh.groups; ++g) {
@@ -317,7 +287,7 @@ void conv_backward_data_implicit_gemm(ConvAlgo algo, const ConvShape& sh, const 
             }
           },
           [&](int64_t p0, int64_t kc, int64_t j0, int64_t nc, int64_t nr, float* dst) {
-            pack_nchw_rows(dy, sh.k, g * kg, PQ, p0, kc, j0, nc, nr, dst);
+            pack_nchw_panels(dy, sh.k, g * kg, PQ, p0, kc, j0, nc, nr, dst);
           },
           [&](int64_t i0, int64_t j0, int64_t rows, int64_t cols, const float* tile, int64_t ts, bool) {
             add_col_tile(sh, g, tile, ts, i0, rows, j0, cols, dx);
@@ -325,6 +295,7 @@ void conv_backward_data_implicit_gemm(ConvAlgo algo, const ConvShape& sh, const 
     }
     return;
   }
+  const Im2colPacker packer(dy_source(sh, dy), sh.r, sh.s);
   for (int64_t g = 0; g < sh.groups; ++g) {
     const float* wg = w + g * kg * cg * RS;
     gemm_blocked(
@@ -345,8 +316,12 @@ void conv_backward_data_implicit_gemm(ConvAlgo algo, const ConvShape& sh, const 
             }
           }
         },
+        // Row (k, r, s) of col(dy) is row (k, r-1-r, s-1-s) of the im2col of dy.
         [&](int64_t p0, int64_t kc, int64_t j0, int64_t nc, int64_t nr, float* dst) {
-          pack_transposed_col(sh, dy, g, p0, kc, j0, nc, nr, dst);
+          pack_im2col_panels(packer, p0, kc, j0, nc, nr, dst, [&](int64_t rr) {
+            return Im2colTap{(g * kg + rr / RS) * PQ, static_cast<int32_t>(sh.r - 1 - rr % RS / sh.s),
+                             static_cast<int32_t>(sh.s - 1 - rr % sh.s)};
+          });
         },
         [&](int64_t i0, int64_t j0, int64_t rows, int64_t cols, const float* tile, int64_t ts, bool first) {
           store_nchw(tile, ts, rows, cols, dx, sh.c, g * cg + i0, HW, j0, accumulate || !first);
@@ -357,74 +332,36 @@ void conv_backward_data_implicit_gemm(ConvAlgo algo, const ConvShape& sh, const 
 void conv_backward_filter_implicit_gemm(ConvAlgo algo, const ConvShape& sh, const float* x, const float* dy,
                                         float* dw, float* workspace, bool accumulate) {
   const int64_t cg = sh.c / sh.groups, kg = sh.k / sh.groups, RS = sh.r * sh.s, depth = cg * RS;
-  const int64_t P = sh.p(), Q = sh.q(), PQ = P * Q;
-  const int64_t image = sh.c * sh.h * sh.w;
+  const int64_t PQ = sh.p() * sh.q(), HW = sh.h * sh.w;
+  const Im2colPacker packer(x_source(sh, x), sh.r, sh.s);
   for (int64_t g = 0; g < sh.groups; ++g) {
-    gemm_blocked(
-        kg, depth, sh.n * PQ, blocking_of(algo), workspace,
-        // A[k][j] = dy[n(j), g*kg + k, pixel(j)]: runs of pixels within one image.
-        [&](int64_t i0, int64_t mc, int64_t p0, int64_t kc, int64_t mr, float* dst) {
-          for (int64_t t = 0; t * mr < mc; ++t) {
-            float* panel = dst + t * kc * mr;
-            for (int64_t ii = 0; ii < mr; ++ii) {
-              const int64_t k = i0 + t * mr + ii;
-              if (t * mr + ii >= mc) {
-                for (int64_t pp = 0; pp < kc; ++pp) panel[pp * mr + ii] = 0.0f;
-                continue;
-              }
-              int64_t n = p0 / PQ, pixel = p0 % PQ;
-              for (int64_t pp = 0; pp < kc;) {
-                const int64_t len = std::min(kc - pp, PQ - pixel);
-                const float* src = dy + (n * sh.k + g * kg + k) * PQ + pixel;
-                for (int64_t q = 0; q < len; ++q) panel[(pp + q) * mr + ii] = src[q];
-                pp += len;
-                pixel = 0;
-                ++n;
-              }
-            }
-          }
+    gemm_nt_blocked(
+        kg, depth, sh.n * PQ, nt_blocking_of(algo), workspace,
+        // A = dy_g: rows k, along the pixels.
+        [&](int64_t i0, int64_t mc, int64_t p0, int64_t kc, int64_t ld, float* dst) {
+          pack_nchw_rows(dy, sh.k, g * kg, PQ, i0, mc, p0, kc, ld, dst);
         },
-        // B[j][(c, r, s)] = im2col(x)^T: for each column (c, r, s), runs of pixels.
-        [&](int64_t p0, int64_t kc, int64_t j0, int64_t nc, int64_t nr, float* dst) {
-          Run runs[kMaxDepth];
-          const int64_t run_count = split_runs(p0, kc, P, Q, runs);
-          for (int64_t t = 0; t * nr < nc; ++t) {
-            float* panel = dst + t * kc * nr;
-            for (int64_t jj = 0; jj < nr; ++jj) {
-              const int64_t rr = j0 + t * nr + jj;
-              if (t * nr + jj >= nc) {
-                for (int64_t pp = 0; pp < kc; ++pp) panel[pp * nr + jj] = 0.0f;
-                continue;
-              }
-              const int64_t cl = rr / RS, r = rr % RS / sh.s, s = rr % sh.s;
-              const OutputRange rows_ok = valid_outputs(r, sh.h, sh.stride_h, sh.pad_h, P);
-              const OutputRange cols_ok = valid_outputs(s, sh.w, sh.stride_w, sh.pad_w, Q);
-              for (int64_t k = 0; k < run_count; ++k) {
-                const Run& run = runs[k];
-                float* d = panel + run.first_col * nr + jj;
-                if (run.row < rows_ok.lo || run.row >= rows_ok.hi) {
-                  for (int64_t q = 0; q < run.len; ++q) d[q * nr] = 0.0f;
-                  continue;
-                }
-                const float* xrow = x + run.n * image + (g * cg + cl) * sh.h * sh.w +
-                                    (run.row * sh.stride_h - sh.pad_h + r) * sh.w - sh.pad_w + s;
-                for (int64_t q = 0; q < run.len; ++q) {
-                  const int64_t ow = run.x0 + q;
-                  d[q * nr] = ow >= cols_ok.lo && ow < cols_ok.hi ? xrow[ow * sh.stride_w] : 0.0f;
-                }
-              }
-            }
+        // B = im2col(x)_g: rows (c, r, s), along the pixels, 32 pixels at a time.
+        [&](int64_t j0, int64_t nc, int64_t p0, int64_t kc, int64_t ld, float* dst) {
+          Im2colTap taps[kMaxDepth];
+          for (int64_t jj = 0; jj < nc; ++jj) {
+            const int64_t rr = j0 + jj;
+            taps[jj] = {(g * cg + rr / RS) * HW, static_cast<int32_t>(rr % RS / sh.s), static_cast<int32_t>(rr % sh.s)};
           }
+          for (int64_t c0 = 0; c0 < ld; c0 += Im2colPacker::kMaxPanel)
+            packer.rows(taps, nc, p0 + c0, std::max<int64_t>(0, std::min(Im2colPacker::kMaxPanel, kc - c0)), dst + c0,
+                        ld, std::min(Im2colPacker::kMaxPanel, ld - c0));
+          std::memset(dst + nc * ld, 0, sizeof(float) * (round_up_to(nc, kDotRows) - nc) * ld);
         },
         [&](int64_t i0, int64_t j0, int64_t rows, int64_t cols, const float* tile, int64_t ts, bool first) {
           const bool add = accumulate || !first;
           for (int64_t i = 0; i < rows; ++i) {
             float* dst = dw + (g * kg + i0 + i) * depth + j0;
-            const float* src = tile + i * ts;
+            const float* src_row = tile + i * ts;
             if (add) {
-              for (int64_t j = 0; j < cols; ++j) dst[j] += src[j];
+              for (int64_t j = 0; j < cols; ++j) dst[j] += src_row[j];
             } else {
-              for (int64_t j = 0; j < cols; ++j) dst[j] = src[j];
+              for (int64_t j = 0; j < cols; ++j) dst[j] = src_row[j];
             }
           }
         });

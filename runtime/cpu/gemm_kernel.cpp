@@ -26,7 +26,104 @@ void kernel_portable(int64_t kc, const float* a, const float* b, float* tile) {
     for (int j = 0; j < 8; ++j) tile[i * 8 + j] = c[i][j];
 }
 
+// Portable 4 x 4 dot products in 16 lanes.
+void dot_portable(int64_t kc, const float* a, int64_t lda, const float* b, int64_t ldb, float* tile) {
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 4; ++j) {
+      const float* ai = a + i * lda;
+      const float* bj = b + j * ldb;
+      float lanes[16] = {};
+      for (int64_t p = 0; p < kc; p += 16)
+        for (int l = 0; l < 16; ++l) lanes[l] += ai[p + l] * bj[p + l];
+      float total = 0;
+      for (float v : lanes) total += v;
+      tile[i * 4 + j] = total;
+    }
+}
+
 #ifdef MPLAN_X86_KERNELS
+
+// AVX2 + FMA dot products: two 4 x 2 halves (8 accumulators, 6 loads per step).
+__attribute__((target("avx2,fma"))) void dot_avx2(int64_t kc, const float* a, int64_t lda, const float* b,
+                                                    int64_t ldb, float* tile) {
+  for (int half = 0; half < 2; ++half) {
+    const float* b0 = b + (2 * half) * ldb;
+    const float* b1 = b0 + ldb;
+    __m256 c00 = _mm256_setzero_ps(), c01 = _mm256_setzero_ps(), c10 = _mm256_setzero_ps(),
+           c11 = _mm256_setzero_ps(), c20 = _mm256_setzero_ps(), c21 = _mm256_setzero_ps(),
+           c30 = _mm256_setzero_ps(), c31 = _mm256_setzero_ps();
+    for (int64_t p = 0; p < kc; p += 8) {
+      const __m256 v0 = _mm256_loadu_ps(b0 + p), v1 = _mm256_loadu_ps(b1 + p);
+      __m256 u = _mm256_loadu_ps(a + p);
+      c00 = _mm256_fmadd_ps(u, v0, c00);
+      c01 = _mm256_fmadd_ps(u, v1, c01);
+      u = _mm256_loadu_ps(a + lda + p);
+      c10 = _mm256_fmadd_ps(u, v0, c10);
+      c11 = _mm256_fmadd_ps(u, v1, c11);
+      u = _mm256_loadu_ps(a + 2 * lda + p);
+      c20 = _mm256_fmadd_ps(u, v0, c20);
+      c21 = _mm256_fmadd_ps(u, v1, c21);
+      u = _mm256_loadu_ps(a + 3 * lda + p);
+      c30 = _mm256_fmadd_ps(u, v0, c30);
+      c31 = _mm256_fmadd_ps(u, v1, c31);
+    }
+    const __m256 acc[8] = {c00, c01, c10, c11, c20, c21, c30, c31};
+    for (int t = 0; t < 8; ++t) {
+      alignas(32) float lanes[8];
+      _mm256_store_ps(lanes, acc[t]);
+      float total = 0;
+      for (float v : lanes) total += v;
+      tile[(t / 2) * 4 + 2 * half + t % 2] = total;
+    }
+  }
+}
+
+// AVX-512 dot products: 16 accumulators, 8 loads per 16 FMAs.
+__attribute__((target("avx512f"))) void dot_avx512(int64_t kc, const float* a, int64_t lda, const float* b,
+                                                     int64_t ldb, float* tile) {
+  __m512 acc[16];
+  for (__m512& v : acc) v = _mm512_setzero_ps();
+  const float* a0 = a;
+  const float* a1 = a + lda;
+  const float* a2 = a + 2 * lda;
+  const float* a3 = a + 3 * lda;
+  const float* b0 = b;
+  const float* b1 = b + ldb;
+  const float* b2 = b + 2 * ldb;
+  const float* b3 = b + 3 * ldb;
+  for (int64_t p = 0; p < kc; p += 16) {
+    const __m512 v0 = _mm512_loadu_ps(b0 + p), v1 = _mm512_loadu_ps(b1 + p), v2 = _mm512_loadu_ps(b2 + p),
+                 v3 = _mm512_loadu_ps(b3 + p);
+    __m512 u = _mm512_loadu_ps(a0 + p);
+    acc[0] = _mm512_fmadd_ps(u, v0, acc[0]);
+    acc[1] = _mm512_fmadd_ps(u, v1, acc[1]);
+    acc[2] = _mm512_fmadd_ps(u, v2, acc[2]);
+    acc[3] = _mm512_fmadd_ps(u, v3, acc[3]);
+    u = _mm512_loadu_ps(a1 + p);
+    acc[4] = _mm512_fmadd_ps(u, v0, acc[4]);
+    acc[5] = _mm512_fmadd_ps(u, v1, acc[5]);
+    acc[6] = _mm512_fmadd_ps(u, v2, acc[6]);
+    acc[7] = _mm512_fmadd_ps(u, v3, acc[7]);
+    u = _mm512_loadu_ps(a2 + p);
+    acc[8] = _mm512_fmadd_ps(u, v0, acc[8]);
+    acc[9] = _mm512_fmadd_ps(u, v1, acc[9]);
+    acc[10] = _mm512_fmadd_ps(u, v2, acc[10]);
+    acc[11] = _mm512_fmadd_ps(u, v3, acc[11]);
+    u = _mm512_loadu_ps(a3 + p);
+    acc[12] = _mm512_fmadd_ps(u, v0, acc[12]);
+    acc[13] = _mm512_fmadd_ps(u, v1, acc[13]);
+    acc[14] = _mm512_fmadd_ps(u, v2, acc[14]);
+    acc[15] = _mm512_fmadd_ps(u, v3, acc[15]);
+  }
+  // Lane sums in a fixed order (GCC 12's _mm512_reduce_add_ps warns spuriously).
+  for (int t = 0; t < 16; ++t) {
+    alignas(64) float lanes[16];
+    _mm512_store_ps(lanes, acc[t]);
+    float total = 0;
+    for (float v : lanes) total += v;
+    tile[t] = total;
+  }
+}
 
 // AVX2 + FMA, 6 x 16: 12 accumulators, 2 loads of B and 6 broadcasts of A per step
 // (BLIS's Haswell sgemm shape).
@@ -144,6 +241,18 @@ MicroKernel choose() {
 
 const MicroKernel& micro_kernel() {
   static const MicroKernel kernel = choose();
+  return kernel;
+}
+
+DotKernel dot_kernel() {
+  static const DotKernel kernel = [] {
+#ifdef MPLAN_X86_KERNELS
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f")) return static_cast<DotKernel>(dot_avx512);
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return static_cast<DotKernel>(dot_avx2);
+#endif
+    return static_cast<DotKernel>(dot_portable);
+  }();
   return kernel;
 }
 

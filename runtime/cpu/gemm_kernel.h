@@ -33,4 +33,13 @@ struct MicroKernel {
 // The fastest kernel this CPU runs (chosen once).
 const MicroKernel& micro_kernel();
 
+// The dot-product kernel of the "NT" GEMM, C = A * B^T with both operands stored
+// along the depth (a convolution's filter gradient: dy rows times im2col rows, both
+// contiguous along the pixels, so neither needs a transpose): the 4 x 4 tile of dot
+// products of 4 rows of A by 4 rows of B, each kc floats, kc a multiple of 16.
+inline constexpr int64_t kDotRows = 4;
+inline constexpr int64_t kDotDepthMultiple = 16;
+using DotKernel = void (*)(int64_t kc, const float* a, int64_t lda, const float* b, int64_t ldb, float* tile);
+DotKernel dot_kernel();
+
 }  // namespace mplan::rt::cpu
