@@ -4,10 +4,11 @@
 // Numerics: element-wise work is in float; every per-channel sum is accumulated in
 // double from float partial sums over chunks of at most kChunk elements of one
 // plane (16 independent lanes, so the loops vectorise and the order is the same on
-// every CPU). The variance uses shifted data (x - K with K the channel's first
+// every CPU). Each pass walks a block of 64 channels image by image, in memory order. The variance uses shifted data (x - K with K the channel's first
 // value; Chan, Golub & LeVeque 1983), so one pass gives sum and sum of squares
 // without the cancellation of the textbook formula.
 
+#include <algorithm>
 #include <cmath>
 
 #include "runtime/cpu/vectorize.h"
@@ -19,14 +20,12 @@ namespace {
 
 constexpr int64_t kLanes = 16;
 constexpr int64_t kChunk = 1024;
-
-struct Sums {
-  double a = 0, b = 0;
-};
+// Channels per block: a block's planes of one image are contiguous, so the passes
+// walk memory in order (channel by channel would stride across the images).
+constexpr int64_t kBlock = 64;
 
 // sum(x - shift) and sum((x - shift)^2) over count <= kChunk floats.
-MPLAN_VECTOR_CLONES void shifted_sums(const float* __restrict x, int64_t count, float shift, float* sum,
-                                      float* squares) {
+inline void shifted_chunk(const float* __restrict x, int64_t count, float shift, float* sum, float* squares) {
   float s[kLanes] = {}, q[kLanes] = {};
   int64_t i = 0;
   for (; i + kLanes <= count; i += kLanes)
@@ -50,8 +49,8 @@ MPLAN_VECTOR_CLONES void shifted_sums(const float* __restrict x, int64_t count, 
 }
 
 // sum(dy) and sum(dy * (x - mean)) over count <= kChunk floats.
-MPLAN_VECTOR_CLONES void gradient_sums(const float* __restrict x, const float* __restrict dy, int64_t count,
-                                       float mean, float* sum_dy, float* sum_dy_xc) {
+inline void gradient_chunk(const float* __restrict x, const float* __restrict dy, int64_t count, float mean,
+                           float* sum_dy, float* sum_dy_xc) {
   float s[kLanes] = {}, t[kLanes] = {};
   int64_t i = 0;
   for (; i + kLanes <= count; i += kLanes)
@@ -72,60 +71,90 @@ MPLAN_VECTOR_CLONES void gradient_sums(const float* __restrict x, const float* _
   *sum_dy_xc = total_t;
 }
 
-// y = (x - mean) * scale + shift.
-MPLAN_VECTOR_CLONES void normalise(const float* __restrict x, float* __restrict y, int64_t count, float mean,
-                                   float scale, float shift) {
-  for (int64_t i = 0; i < count; ++i) y[i] = (x[i] - mean) * scale + shift;
+// For the `channels` planes of one image at x: sum[c] += sum(x - shift[c]),
+// squares[c] += sum((x - shift[c])^2).
+MPLAN_VECTOR_CLONES void block_shifted_sums(const float* __restrict x, int64_t channels, int64_t hw,
+                                            const float* shift, double* sum, double* squares) {
+  for (int64_t c = 0; c < channels; ++c)
+    for (int64_t i = 0; i < hw; i += kChunk) {
+      float s, q;
+      shifted_chunk(x + c * hw + i, std::min(kChunk, hw - i), shift[c], &s, &q);
+      sum[c] += s;
+      squares[c] += q;
+    }
 }
 
-// dx (=, or += when accumulate) a*dy + b*(x - mean) + c.
-MPLAN_VECTOR_CLONES void input_gradient(const float* __restrict x, const float* __restrict dy, float* __restrict dx,
-                                        int64_t count, float mean, float a, float b, float c, bool accumulate) {
-  if (accumulate) {
-    for (int64_t i = 0; i < count; ++i) dx[i] += a * dy[i] + b * (x[i] - mean) + c;
-  } else {
-    for (int64_t i = 0; i < count; ++i) dx[i] = a * dy[i] + b * (x[i] - mean) + c;
+// For the planes of one image: sum_dy[c] += sum(dy), sum_dy_xc[c] += sum(dy * (x - mean[c])).
+MPLAN_VECTOR_CLONES void block_gradient_sums(const float* __restrict x, const float* __restrict dy, int64_t channels,
+                                             int64_t hw, const float* mean, double* sum_dy, double* sum_dy_xc) {
+  for (int64_t c = 0; c < channels; ++c)
+    for (int64_t i = 0; i < hw; i += kChunk) {
+      float s, t;
+      gradient_chunk(x + c * hw + i, dy + c * hw + i, std::min(kChunk, hw - i), mean[c], &s, &t);
+      sum_dy[c] += s;
+      sum_dy_xc[c] += t;
+    }
+}
+
+// y = (x - mean[c]) * scale[c] + shift[c] for the planes of one image.
+MPLAN_VECTOR_CLONES void block_normalise(const float* __restrict x, float* __restrict y, int64_t channels, int64_t hw,
+                                         const float* mean, const float* scale, const float* shift) {
+  for (int64_t c = 0; c < channels; ++c) {
+    const float m = mean[c], k = scale[c], b = shift[c];
+    const float* xc = x + c * hw;
+    float* yc = y + c * hw;
+    for (int64_t i = 0; i < hw; ++i) yc[i] = (xc[i] - m) * k + b;
   }
 }
 
-// Per-channel sums over the n planes of channel ch, chunk by chunk.
-template <class ChunkSums>
-Sums channel_sums(int64_t n, int64_t c, int64_t hw, int64_t ch, ChunkSums&& chunk_sums) {
-  Sums total;
-  for (int64_t b = 0; b < n; ++b) {
-    const int64_t plane = (b * c + ch) * hw;
-    for (int64_t i = 0; i < hw; i += kChunk) {
-      float first = 0, second = 0;
-      chunk_sums(plane + i, std::min(kChunk, hw - i), &first, &second);
-      total.a += first;
-      total.b += second;
+// dx (=, or += when accumulate) a[c]*dy + b[c]*(x - mean[c]) + c0[c] for one image.
+MPLAN_VECTOR_CLONES void block_input_gradient(const float* __restrict x, const float* __restrict dy,
+                                              float* __restrict dx, int64_t channels, int64_t hw, const float* mean,
+                                              const float* a, const float* b, const float* c0, bool accumulate) {
+  for (int64_t c = 0; c < channels; ++c) {
+    const float m = mean[c], ka = a[c], kb = b[c], kc = c0[c];
+    const float* xc = x + c * hw;
+    const float* dyc = dy + c * hw;
+    float* dxc = dx + c * hw;
+    if (accumulate) {
+      for (int64_t i = 0; i < hw; ++i) dxc[i] += ka * dyc[i] + kb * (xc[i] - m) + kc;
+    } else {
+      for (int64_t i = 0; i < hw; ++i) dxc[i] = ka * dyc[i] + kb * (xc[i] - m) + kc;
     }
   }
-  return total;
 }
 
-// sum(dy) and sum(dy * x_hat) of channel ch.
-Sums gradient_channel_sums(const float* x, const float* dy, float mean, double invstd, int64_t n, int64_t c,
-                           int64_t hw, int64_t ch) {
-  Sums sums = channel_sums(n, c, hw, ch, [&](int64_t at, int64_t count, float* s, float* t) {
-    gradient_sums(x + at, dy + at, count, mean, s, t);
-  });
-  sums.b *= invstd;
-  return sums;
-}
+// One block of channels [c0, c0 + cb): their gradient sums, sum(dy) and sum(dy * x_hat).
+struct BlockGradientSums {
+  double sum_dy[kBlock] = {}, sum_dy_xhat[kBlock] = {};
+  float mean[kBlock];
+  BlockGradientSums(const float* x, const float* dy, const float* save_mean, const float* save_invstd, int64_t n,
+                    int64_t c, int64_t hw, int64_t c0, int64_t cb) {
+    for (int64_t j = 0; j < cb; ++j) mean[j] = save_mean[c0 + j];
+    for (int64_t b = 0; b < n; ++b) {
+      const int64_t at = (b * c + c0) * hw;
+      block_gradient_sums(x + at, dy + at, cb, hw, mean, sum_dy, sum_dy_xhat);
+    }
+    for (int64_t j = 0; j < cb; ++j) sum_dy_xhat[j] *= save_invstd[c0 + j];
+  }
+};
 
-// dx of channel ch from its gradient sums: dx = gamma*invstd/M * (M*dy - sum(dy) -
-// x_hat*sum(dy*x_hat)), M = n*hw.
-void channel_input_gradient(const float* x, const float* dy, float* dx, float gamma, float mean, double invstd,
-                            const Sums& sums, int64_t n, int64_t c, int64_t hw, int64_t ch, bool accumulate) {
+// dx of a block from its gradient sums: dx = gamma*invstd/M * (M*dy - sum(dy) -
+// x_hat*sum(dy*x_hat)), M = n*hw, as a*dy + b*(x - mean) + c.
+void block_dx(const float* x, const float* dy, float* dx, const float* gamma, const float* save_invstd,
+              const BlockGradientSums& sums, int64_t n, int64_t c, int64_t hw, int64_t c0, int64_t cb,
+              bool accumulate) {
   const double count = static_cast<double>(n * hw);
-  const double k = gamma * invstd;
-  const float a = static_cast<float>(k);
-  const float b = static_cast<float>(-k * invstd * (sums.b / count));
-  const float c0 = static_cast<float>(-k * (sums.a / count));
+  float a[kBlock], b[kBlock], c_term[kBlock];
+  for (int64_t j = 0; j < cb; ++j) {
+    const double invstd = save_invstd[c0 + j], k = gamma[c0 + j] * invstd;
+    a[j] = static_cast<float>(k);
+    b[j] = static_cast<float>(-k * invstd * (sums.sum_dy_xhat[j] / count));
+    c_term[j] = static_cast<float>(-k * (sums.sum_dy[j] / count));
+  }
   for (int64_t i = 0; i < n; ++i) {
-    const int64_t at = (i * c + ch) * hw;
-    input_gradient(x + at, dy + at, dx + at, hw, mean, a, b, c0, accumulate);
+    const int64_t at = (i * c + c0) * hw;
+    block_input_gradient(x + at, dy + at, dx + at, cb, hw, sums.mean, a, b, c_term, accumulate);
   }
 }
 
@@ -137,27 +166,31 @@ void batchnorm_forward_train(const float* x, const float* gamma, const float* be
                              float momentum) {
   OpTimer timer(OpKind::batchnorm);
   const int64_t count = n * hw;
-  for (int64_t ch = 0; ch < c; ++ch) {
-    const float shift = x[ch * hw];
-    const Sums sums = channel_sums(n, c, hw, ch, [&](int64_t at, int64_t len, float* s, float* q) {
-      shifted_sums(x + at, len, shift, s, q);
-    });
-    const double shifted_mean = sums.a / count;
-    const double mean = shift + shifted_mean;
-    const double squares = std::max(0.0, sums.b - shifted_mean * sums.a);  // sum of (x - mean)^2
-    const double var_biased = squares / count;
-    const double invstd = 1.0 / std::sqrt(var_biased + eps);
-    save_mean[ch] = static_cast<float>(mean);
-    save_invstd[ch] = static_cast<float>(invstd);
-    // PyTorch updates the running variance with the unbiased estimate.
-    const double var_unbiased = count > 1 ? squares / (count - 1) : var_biased;
-    running_mean[ch] = static_cast<float>((1.0 - momentum) * running_mean[ch] + momentum * mean);
-    running_var[ch] =
-        static_cast<float>((1.0 - momentum) * running_var[ch] + momentum * var_unbiased);
-    const float scale = static_cast<float>(gamma[ch] * invstd);
+  for (int64_t c0 = 0; c0 < c; c0 += kBlock) {
+    const int64_t cb = std::min(kBlock, c - c0);
+    float shift[kBlock], mean_f[kBlock], scale[kBlock];
+    double sum[kBlock] = {}, squares[kBlock] = {};
+    for (int64_t j = 0; j < cb; ++j) shift[j] = x[(c0 + j) * hw];
+    for (int64_t b = 0; b < n; ++b) block_shifted_sums(x + (b * c + c0) * hw, cb, hw, shift, sum, squares);
+    for (int64_t j = 0; j < cb; ++j) {
+      const int64_t ch = c0 + j;
+      const double shifted_mean = sum[j] / count;
+      const double mean = shift[j] + shifted_mean;
+      const double centred = std::max(0.0, squares[j] - shifted_mean * sum[j]);  // sum of (x - mean)^2
+      const double var_biased = centred / count;
+      const double invstd = 1.0 / std::sqrt(var_biased + eps);
+      save_mean[ch] = static_cast<float>(mean);
+      save_invstd[ch] = static_cast<float>(invstd);
+      // PyTorch updates the running variance with the unbiased estimate.
+      const double var_unbiased = count > 1 ? centred / (count - 1) : var_biased;
+      running_mean[ch] = static_cast<float>((1.0 - momentum) * running_mean[ch] + momentum * mean);
+      running_var[ch] = static_cast<float>((1.0 - momentum) * running_var[ch] + momentum * var_unbiased);
+      mean_f[j] = static_cast<float>(mean);
+      scale[j] = static_cast<float>(gamma[ch] * invstd);
+    }
     for (int64_t b = 0; b < n; ++b) {
-      const int64_t at = (b * c + ch) * hw;
-      normalise(x + at, y + at, hw, static_cast<float>(mean), scale, beta[ch]);
+      const int64_t at = (b * c + c0) * hw;
+      block_normalise(x + at, y + at, cb, hw, mean_f, scale, beta + c0);
     }
   }
 }
@@ -166,12 +199,14 @@ void batchnorm_forward_inference(const float* x, const float* gamma, const float
                                  const float* running_mean, const float* running_var, float* y,
                                  int64_t n, int64_t c, int64_t hw, float eps) {
   OpTimer timer(OpKind::batchnorm);
-  for (int64_t ch = 0; ch < c; ++ch) {
-    const double invstd = 1.0 / std::sqrt(static_cast<double>(running_var[ch]) + eps);
-    const float scale = static_cast<float>(gamma[ch] * invstd);
+  for (int64_t c0 = 0; c0 < c; c0 += kBlock) {
+    const int64_t cb = std::min(kBlock, c - c0);
+    float scale[kBlock];
+    for (int64_t j = 0; j < cb; ++j)
+      scale[j] = static_cast<float>(gamma[c0 + j] / std::sqrt(static_cast<double>(running_var[c0 + j]) + eps));
     for (int64_t b = 0; b < n; ++b) {
-      const int64_t at = (b * c + ch) * hw;
-      normalise(x + at, y + at, hw, running_mean[ch], scale, beta[ch]);
+      const int64_t at = (b * c + c0) * hw;
+      block_normalise(x + at, y + at, cb, hw, running_mean + c0, scale, beta + c0);
     }
   }
 }
@@ -181,12 +216,14 @@ void batchnorm_backward(const float* x, const float* gamma, const float* save_me
                         float* dbeta, int64_t n, int64_t c, int64_t hw, bool accumulate_dx,
                         bool accumulate_params) {
   OpTimer timer(OpKind::batchnorm);
-  for (int64_t ch = 0; ch < c; ++ch) {
-    const double invstd = save_invstd[ch];
-    const Sums sums = gradient_channel_sums(x, dy, save_mean[ch], invstd, n, c, hw, ch);
-    dgamma[ch] = static_cast<float>(accumulate_params ? dgamma[ch] + sums.b : sums.b);
-    dbeta[ch] = static_cast<float>(accumulate_params ? dbeta[ch] + sums.a : sums.a);
-    channel_input_gradient(x, dy, dx, gamma[ch], save_mean[ch], invstd, sums, n, c, hw, ch, accumulate_dx);
+  for (int64_t c0 = 0; c0 < c; c0 += kBlock) {
+    const int64_t cb = std::min(kBlock, c - c0);
+    const BlockGradientSums sums(x, dy, save_mean, save_invstd, n, c, hw, c0, cb);
+    for (int64_t j = 0; j < cb; ++j) {
+      dgamma[c0 + j] = static_cast<float>(accumulate_params ? dgamma[c0 + j] + sums.sum_dy_xhat[j] : sums.sum_dy_xhat[j]);
+      dbeta[c0 + j] = static_cast<float>(accumulate_params ? dbeta[c0 + j] + sums.sum_dy[j] : sums.sum_dy[j]);
+    }
+    block_dx(x, dy, dx, gamma, save_invstd, sums, n, c, hw, c0, cb, accumulate_dx);
   }
 }
 
@@ -194,10 +231,10 @@ void batchnorm_backward_data(const float* x, const float* gamma, const float* sa
                              const float* save_invstd, const float* dy, float* dx, int64_t n,
                              int64_t c, int64_t hw, bool accumulate) {
   OpTimer timer(OpKind::batchnorm);
-  for (int64_t ch = 0; ch < c; ++ch) {
-    const double invstd = save_invstd[ch];
-    const Sums sums = gradient_channel_sums(x, dy, save_mean[ch], invstd, n, c, hw, ch);
-    channel_input_gradient(x, dy, dx, gamma[ch], save_mean[ch], invstd, sums, n, c, hw, ch, accumulate);
+  for (int64_t c0 = 0; c0 < c; c0 += kBlock) {
+    const int64_t cb = std::min(kBlock, c - c0);
+    const BlockGradientSums sums(x, dy, save_mean, save_invstd, n, c, hw, c0, cb);
+    block_dx(x, dy, dx, gamma, save_invstd, sums, n, c, hw, c0, cb, accumulate);
   }
 }
 
@@ -205,10 +242,13 @@ void batchnorm_backward_params(const float* x, const float* save_mean, const flo
                                const float* dy, float* dgamma, float* dbeta, int64_t n, int64_t c,
                                int64_t hw, bool accumulate) {
   OpTimer timer(OpKind::batchnorm);
-  for (int64_t ch = 0; ch < c; ++ch) {
-    const Sums sums = gradient_channel_sums(x, dy, save_mean[ch], save_invstd[ch], n, c, hw, ch);
-    dgamma[ch] = static_cast<float>(accumulate ? dgamma[ch] + sums.b : sums.b);
-    dbeta[ch] = static_cast<float>(accumulate ? dbeta[ch] + sums.a : sums.a);
+  for (int64_t c0 = 0; c0 < c; c0 += kBlock) {
+    const int64_t cb = std::min(kBlock, c - c0);
+    const BlockGradientSums sums(x, dy, save_mean, save_invstd, n, c, hw, c0, cb);
+    for (int64_t j = 0; j < cb; ++j) {
+      dgamma[c0 + j] = static_cast<float>(accumulate ? dgamma[c0 + j] + sums.sum_dy_xhat[j] : sums.sum_dy_xhat[j]);
+      dbeta[c0 + j] = static_cast<float>(accumulate ? dbeta[c0 + j] + sums.sum_dy[j] : sums.sum_dy[j]);
+    }
   }
 }
 

@@ -32,7 +32,7 @@
 namespace mplan::rt::cpu {
 namespace {
 
-constexpr int64_t kMaxDepth = 512;  // the blockings' kc bound: per-block tables on the stack
+constexpr int64_t kMaxDepth = 512;  // the blockings' kc bound (GEMM) and nc bound (NT): tables on the stack
 constexpr int64_t kMaxPanelCols = 32;
 
 GemmBlocking blocking_of(ConvAlgo algo) {

@@ -97,9 +97,9 @@ void gemm_blocked(int64_t m, int64_t n, int64_t k, const GemmBlocking& blocking,
 
 // Block sizes of the NT GEMM (upper bounds).
 struct GemmNtBlocking {
-  int64_t mc = 128;  // rows of A per packed block
-  int64_t nc = 128;  // rows of B per packed block
-  int64_t kc = 512;  // depth per block (a multiple of kDotDepthMultiple)
+  int64_t mc = 64;    // rows of A per packed block
+  int64_t nc = 64;    // rows of B per packed block
+  int64_t kc = 1024;  // depth per block (a multiple of kDotDepthMultiple): 4 + 4 rows fill L1
 };
 
 inline int64_t gemm_nt_workspace_floats(int64_t m, int64_t n, int64_t k, const GemmNtBlocking& blocking) {

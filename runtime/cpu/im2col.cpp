@@ -104,6 +104,8 @@ __attribute__((target("avx512f"))) void masked_rows(const float* base, int64_t w
 Im2colPacker::Im2colPacker(const Im2colSource& src, int64_t taps_h, int64_t taps_w)
     : src_(src), taps_h_(taps_h), taps_w_(taps_w) {
   contiguous_ = cpu_has_avx512() && src.stride_h == 1 && src.stride_w == 1 && src.w == src.grid_w;
+  pointwise_ = taps_h == 1 && taps_w == 1 && src.stride_h == 1 && src.stride_w == 1 && src.pad_h == 0 &&
+               src.pad_w == 0 && src.h == src.grid_h && src.w == src.grid_w;
   for (int64_t r = 0; r < taps_h; ++r) rows_ok_[r] = valid_outputs(r, src.h, src.stride_h, src.pad_h, src.grid_h);
   for (int64_t s = 0; s < taps_w; ++s) cols_ok_[s] = valid_outputs(s, src.w, src.stride_w, src.pad_w, src.grid_w);
 }
@@ -111,6 +113,23 @@ Im2colPacker::Im2colPacker(const Im2colSource& src, int64_t taps_h, int64_t taps
 void Im2colPacker::rows(const Im2colTap* taps, int64_t count, int64_t j, int64_t len, float* dst,
                         int64_t dst_stride, int64_t width) const {
   const int64_t per_image = src_.grid_h * src_.grid_w;
+  if (pointwise_) {
+    // A 1x1 filter at stride 1 without padding: the row is the channel's plane, a
+    // contiguous copy per image.
+    for (int64_t i = 0; i < count; ++i) {
+      float* d = dst + i * dst_stride;
+      int64_t n = j / per_image, pixel = j % per_image;
+      for (int64_t at = 0; at < len;) {
+        const int64_t run = std::min(len - at, per_image - pixel);
+        std::copy_n(src_.data + n * src_.image_floats + taps[i].channel_offset + pixel, run, d + at);
+        at += run;
+        pixel = 0;
+        ++n;
+      }
+      std::fill(d + len, d + width, 0.0f);
+    }
+    return;
+  }
 #ifdef MPLAN_X86_AVX512
   if (contiguous_ && j / per_image == (j + len - 1) / per_image) {
     // Bit t of row_ok[r] (col_ok[s]): pixel j + t reads a source row (column) inside the image.

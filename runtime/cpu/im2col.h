@@ -52,6 +52,7 @@ class Im2colPacker {
   Im2colSource src_;
   int64_t taps_h_, taps_w_;
   bool contiguous_;  // stride 1, source rows as wide as grid rows, AVX-512
+  bool pointwise_;   // 1x1, stride 1, no padding: rows are the planes themselves
   OutputRange rows_ok_[kMaxTaps], cols_ok_[kMaxTaps];
 };
 
