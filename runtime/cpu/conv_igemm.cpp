@@ -246,20 +246,20 @@ void conv_forward_implicit_gemm(ConvAlgo algo, const ConvShape& sh, const float*
   const Im2colPacker packer(x_source(sh, x), sh.r, sh.s);
   for (int64_t g = 0; g < sh.groups; ++g) {
     const float* wg = w + g * kg * depth;
-    gemm_blocked(
-        kg, sh.n * PQ, depth, blocking_of(algo), workspace,
-        [&](int64_t i0, int64_t mc, int64_t p0, int64_t kc, int64_t mr, float* dst) {
-          pack_rows(wg, depth, i0, mc, p0, kc, mr, dst);
-        },
-        [&](int64_t p0, int64_t kc, int64_t j0, int64_t nc, int64_t nr, float* dst) {
-          pack_im2col_panels(packer, p0, kc, j0, nc, nr, dst, [&](int64_t rr) {
-            return Im2colTap{(g * cg + rr / RS) * HW, static_cast<int32_t>(rr % RS / sh.s),
-                             static_cast<int32_t>(rr % sh.s)};
-          });
-        },
-        [&](int64_t i0, int64_t j0, int64_t rows, int64_t cols, const float* tile, int64_t ts, bool first) {
-          store_nchw(tile, ts, rows, cols, y, sh.k, g * kg + i0, PQ, j0, accumulate || !first);
-        });
+    auto tap_of = [&](int64_t rr) {
+      return Im2colTap{(g * cg + rr / RS) * HW, static_cast<int32_t>(rr % RS / sh.s), static_cast<int32_t>(rr % sh.s)};
+    };
+    auto pack_a = [&](int64_t i0, int64_t mc, int64_t p0, int64_t kc, int64_t mr, float* dst) {
+      pack_rows(wg, depth, i0, mc, p0, kc, mr, dst);
+    };
+    auto store_c = [&](int64_t i0, int64_t j0, int64_t rows, int64_t cols, const float* tile, int64_t ts, bool first) {
+      store_nchw(tile, ts, rows, cols, y, sh.k, g * kg + i0, PQ, j0, accumulate || !first);
+    };
+    gemm_blocked(kg, sh.n * PQ, depth, blocking_of(algo), workspace, pack_a,
+                 [&](int64_t p0, int64_t kc, int64_t j0, int64_t nc, int64_t nr, float* dst) {
+                   pack_im2col_panels(packer, p0, kc, j0, nc, nr, dst, tap_of);
+                 },
+                 store_c);
   }
 }
 
@@ -298,34 +298,35 @@ void conv_backward_data_implicit_gemm(ConvAlgo algo, const ConvShape& sh, const 
   const Im2colPacker packer(dy_source(sh, dy), sh.r, sh.s);
   for (int64_t g = 0; g < sh.groups; ++g) {
     const float* wg = w + g * kg * cg * RS;
-    gemm_blocked(
-        cg, sh.n * HW, kg * RS, blocking_of(algo), workspace,
-        // A[c][(k, rs)] = W[g*kg + k][c][rs].
-        [&](int64_t i0, int64_t mc, int64_t p0, int64_t kc, int64_t mr, float* dst) {
-          int64_t offset[kMaxDepth];
-          for (int64_t pp = 0; pp < kc; ++pp) offset[pp] = (p0 + pp) / RS * cg * RS + (p0 + pp) % RS;
-          for (int64_t t = 0; t * mr < mc; ++t) {
-            float* panel = dst + t * kc * mr;
-            for (int64_t ii = 0; ii < mr; ++ii) {
-              const int64_t c = i0 + t * mr + ii;
-              if (t * mr + ii < mc) {
-                for (int64_t pp = 0; pp < kc; ++pp) panel[pp * mr + ii] = wg[offset[pp] + c * RS];
-              } else {
-                for (int64_t pp = 0; pp < kc; ++pp) panel[pp * mr + ii] = 0.0f;
-              }
-            }
+    // A[c][(k, rs)] = W[g*kg + k][c][rs].
+    auto pack_a = [&](int64_t i0, int64_t mc, int64_t p0, int64_t kc, int64_t mr, float* dst) {
+      int64_t offset[kMaxDepth];
+      for (int64_t pp = 0; pp < kc; ++pp) offset[pp] = (p0 + pp) / RS * cg * RS + (p0 + pp) % RS;
+      for (int64_t t = 0; t * mr < mc; ++t) {
+        float* panel = dst + t * kc * mr;
+        for (int64_t ii = 0; ii < mr; ++ii) {
+          const int64_t c = i0 + t * mr + ii;
+          if (t * mr + ii < mc) {
+            for (int64_t pp = 0; pp < kc; ++pp) panel[pp * mr + ii] = wg[offset[pp] + c * RS];
+          } else {
+            for (int64_t pp = 0; pp < kc; ++pp) panel[pp * mr + ii] = 0.0f;
           }
-        },
-        // Row (k, r, s) of col(dy) is row (k, r-1-r, s-1-s) of the im2col of dy.
-        [&](int64_t p0, int64_t kc, int64_t j0, int64_t nc, int64_t nr, float* dst) {
-          pack_im2col_panels(packer, p0, kc, j0, nc, nr, dst, [&](int64_t rr) {
-            return Im2colTap{(g * kg + rr / RS) * PQ, static_cast<int32_t>(sh.r - 1 - rr % RS / sh.s),
-                             static_cast<int32_t>(sh.s - 1 - rr % sh.s)};
-          });
-        },
-        [&](int64_t i0, int64_t j0, int64_t rows, int64_t cols, const float* tile, int64_t ts, bool first) {
-          store_nchw(tile, ts, rows, cols, dx, sh.c, g * cg + i0, HW, j0, accumulate || !first);
-        });
+        }
+      }
+    };
+    // Row (k, r, s) of col(dy) is row (k, r-1-r, s-1-s) of the im2col of dy.
+    auto tap_of = [&](int64_t rr) {
+      return Im2colTap{(g * kg + rr / RS) * PQ, static_cast<int32_t>(sh.r - 1 - rr % RS / sh.s),
+                       static_cast<int32_t>(sh.s - 1 - rr % sh.s)};
+    };
+    auto store_c = [&](int64_t i0, int64_t j0, int64_t rows, int64_t cols, const float* tile, int64_t ts, bool first) {
+      store_nchw(tile, ts, rows, cols, dx, sh.c, g * cg + i0, HW, j0, accumulate || !first);
+    };
+    gemm_blocked(cg, sh.n * HW, kg * RS, blocking_of(algo), workspace, pack_a,
+                 [&](int64_t p0, int64_t kc, int64_t j0, int64_t nc, int64_t nr, float* dst) {
+                   pack_im2col_panels(packer, p0, kc, j0, nc, nr, dst, tap_of);
+                 },
+                 store_c);
   }
 }
 

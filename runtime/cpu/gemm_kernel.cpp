@@ -186,8 +186,10 @@ __attribute__((target("avx2,fma"))) void kernel_avx2_6x16(int64_t kc, const floa
 }
 
 // AVX-512, 8 x 32: 16 accumulators, 2 loads of B and 8 broadcasts of A per step.
-__attribute__((target("avx512f"))) void kernel_avx512_8x32(int64_t kc, const float* a, const float* b,
-                                                             float* tile) {
+// load_b(p, &b0, &b1) fetches B's row p.
+template <class LoadB>
+__attribute__((target("avx512f"), always_inline)) inline void avx512_8x32(int64_t kc, const float* a, LoadB load_b,
+                                                                           float* tile) {
   __m512 c00 = _mm512_setzero_ps(), c01 = _mm512_setzero_ps(), c10 = _mm512_setzero_ps(),
          c11 = _mm512_setzero_ps(), c20 = _mm512_setzero_ps(), c21 = _mm512_setzero_ps(),
          c30 = _mm512_setzero_ps(), c31 = _mm512_setzero_ps(), c40 = _mm512_setzero_ps(),
@@ -195,7 +197,8 @@ __attribute__((target("avx512f"))) void kernel_avx512_8x32(int64_t kc, const flo
          c60 = _mm512_setzero_ps(), c61 = _mm512_setzero_ps(), c70 = _mm512_setzero_ps(),
          c71 = _mm512_setzero_ps();
   for (int64_t p = 0; p < kc; ++p) {
-    const __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
+    __m512 b0, b1;
+    load_b(p, &b0, &b1);
     __m512 ai = _mm512_set1_ps(a[0]);
     c00 = _mm512_fmadd_ps(ai, b0, c00);
     c01 = _mm512_fmadd_ps(ai, b1, c01);
@@ -221,7 +224,6 @@ __attribute__((target("avx512f"))) void kernel_avx512_8x32(int64_t kc, const flo
     c70 = _mm512_fmadd_ps(ai, b0, c70);
     c71 = _mm512_fmadd_ps(ai, b1, c71);
     a += 8;
-    b += 32;
   }
   _mm512_storeu_ps(tile + 0 * 32, c00);
   _mm512_storeu_ps(tile + 0 * 32 + 16, c01);
@@ -239,6 +241,17 @@ __attribute__((target("avx512f"))) void kernel_avx512_8x32(int64_t kc, const flo
   _mm512_storeu_ps(tile + 6 * 32 + 16, c61);
   _mm512_storeu_ps(tile + 7 * 32, c70);
   _mm512_storeu_ps(tile + 7 * 32 + 16, c71);
+}
+
+__attribute__((target("avx512f"))) void kernel_avx512_8x32(int64_t kc, const float* a, const float* b,
+                                                             float* tile) {
+  avx512_8x32(
+      kc, a,
+      [b](int64_t p, __m512* b0, __m512* b1) __attribute__((target("avx512f"), always_inline)) {
+        *b0 = _mm512_loadu_ps(b + p * 32);
+        *b1 = _mm512_loadu_ps(b + p * 32 + 16);
+      },
+      tile);
 }
 
 #endif  // MPLAN_X86_KERNELS

@@ -132,21 +132,9 @@ void Im2colPacker::rows(const Im2colTap* taps, int64_t count, int64_t j, int64_t
   }
 #ifdef MPLAN_X86_AVX512
   if (contiguous_ && j / per_image == (j + len - 1) / per_image) {
-    // Bit t of row_ok[r] (col_ok[s]): pixel j + t reads a source row (column) inside the image.
-    uint32_t row_ok[kMaxTaps] = {}, col_ok[kMaxTaps] = {};
+    uint32_t row_ok[kMaxTaps], col_ok[kMaxTaps];
+    tap_masks(j, len, row_ok, col_ok);
     const int64_t pixel = j % per_image;
-    int64_t oh = pixel / src_.grid_w, ow = pixel % src_.grid_w;
-    for (int64_t t = 0; t < len; ++t) {
-      const uint32_t bit = uint32_t{1} << t;
-      for (int64_t r = 0; r < taps_h_; ++r)
-        if (oh >= rows_ok_[r].lo && oh < rows_ok_[r].hi) row_ok[r] |= bit;
-      for (int64_t s = 0; s < taps_w_; ++s)
-        if (ow >= cols_ok_[s].lo && ow < cols_ok_[s].hi) col_ok[s] |= bit;
-      if (++ow == src_.grid_w) {
-        ow = 0;
-        ++oh;
-      }
-    }
     // Pixel (oh, ow) of the grid reads source offset oh*w + ow + (r - pad_h)*w + s - pad_w.
     const float* base = src_.data + j / per_image * src_.image_floats + pixel;
     masked_rows(base, src_.w, src_.pad_h, src_.pad_w, row_ok, col_ok, taps, count, dst, dst_stride, width);
@@ -156,6 +144,37 @@ void Im2colPacker::rows(const Im2colTap* taps, int64_t count, int64_t j, int64_t
   Run runs[kMaxPanel];
   const int64_t run_count = split_runs(src_, j, len, runs);
   generic_rows(src_, rows_ok_, cols_ok_, runs, run_count, taps, count, len, dst, dst_stride, width);
+}
+
+namespace {
+
+// Bits [a, b) of a 32-bit mask, clamped to [0, 32).
+uint32_t bit_range(int64_t a, int64_t b) {
+  a = std::max<int64_t>(a, 0);
+  b = std::min<int64_t>(b, 32);
+  if (b <= a) return 0;
+  const uint32_t upto_b = b == 32 ? ~0u : (1u << b) - 1u;
+  return upto_b & ~((1u << a) - 1u);
+}
+
+}  // namespace
+
+void Im2colPacker::tap_masks(int64_t j, int64_t len, uint32_t* row_ok, uint32_t* col_ok) const {
+  const int64_t W = src_.grid_w, pixel = j % (src_.grid_h * W);
+  // Pixels are row-major, so a tap row's valid pixels are one range of the panel.
+  for (int64_t r = 0; r < taps_h_; ++r)
+    row_ok[r] = bit_range(rows_ok_[r].lo * W - pixel, std::min(rows_ok_[r].hi * W - pixel, len));
+  // A tap column's valid pixels: one range per grid row the panel crosses.
+  for (int64_t s = 0; s < taps_w_; ++s) {
+    uint32_t mask = 0;
+    for (int64_t t = 0, x = pixel % W; t < len; x = 0) {
+      const int64_t seg = std::min(len - t, W - x);
+      const int64_t lo = std::max(x, cols_ok_[s].lo), hi = std::min(x + seg, cols_ok_[s].hi);
+      if (hi > lo) mask |= bit_range(t + lo - x, t + hi - x);
+      t += seg;
+    }
+    col_ok[s] = mask;
+  }
 }
 
 }  // namespace mplan::rt::cpu

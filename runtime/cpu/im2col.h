@@ -53,6 +53,8 @@ class Im2colPacker {
   int64_t taps_h_, taps_w_;
   bool contiguous_;  // stride 1, source rows as wide as grid rows, AVX-512
   bool pointwise_;   // 1x1, stride 1, no padding: rows are the planes themselves
+  // Bit t: pixel j+t of the panel reads a source row (column) inside the image, per tap row (column).
+  void tap_masks(int64_t j, int64_t len, uint32_t* row_ok, uint32_t* col_ok) const;
   OutputRange rows_ok_[kMaxTaps], cols_ok_[kMaxTaps];
 };
 
