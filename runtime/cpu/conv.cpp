@@ -23,8 +23,8 @@ const char* conv_algo_name(ConvAlgo algo) {
     case ConvAlgo::direct: return "direct";
     case ConvAlgo::gemm: return "gemm";
     case ConvAlgo::winograd: return "winograd";
-    case ConvAlgo::implicit_gemm: return "implicit_gemm";
-    case ConvAlgo::implicit_gemm_lean: return "implicit_gemm_lean";
+    case ConvAlgo::tiled_gemm: return "tiled_gemm";
+    case ConvAlgo::tiled_gemm_small: return "tiled_gemm_small";
   }
   return "?";
 }
@@ -53,8 +53,8 @@ bool conv_algo_supported(ConvAlgo algo, ConvDirection direction, const ConvShape
   switch (algo) {
     case ConvAlgo::direct:
     case ConvAlgo::gemm: return true;
-    case ConvAlgo::implicit_gemm:
-    case ConvAlgo::implicit_gemm_lean: return cpu::Im2colPacker::supports(shape.r, shape.s);
+    case ConvAlgo::tiled_gemm:
+    case ConvAlgo::tiled_gemm_small: return cpu::Im2colPacker::supports(shape.r, shape.s);
     case ConvAlgo::winograd: return cpu::conv_winograd_supported(direction, shape);
   }
   return false;
@@ -65,8 +65,8 @@ size_t conv_workspace_bytes(ConvAlgo algo, ConvDirection direction, const ConvSh
     case ConvAlgo::direct: return 0;
     case ConvAlgo::gemm: return cpu::conv_gemm_workspace_bytes(shape);
     case ConvAlgo::winograd: return cpu::conv_winograd_workspace_bytes(direction, shape);
-    case ConvAlgo::implicit_gemm:
-    case ConvAlgo::implicit_gemm_lean: return cpu::conv_implicit_gemm_workspace_bytes(algo, direction, shape);
+    case ConvAlgo::tiled_gemm:
+    case ConvAlgo::tiled_gemm_small: return cpu::conv_tiled_gemm_workspace_bytes(algo, direction, shape);
   }
   return 0;
 }
@@ -95,8 +95,8 @@ void conv_forward(ConvAlgo algo, const ConvShape& shape, const float* x, const f
     case ConvAlgo::direct: cpu::conv_forward_direct(shape, x, w, y, accumulate); break;
     case ConvAlgo::gemm: cpu::conv_forward_gemm(shape, x, w, y, ws, accumulate); break;
     case ConvAlgo::winograd: cpu::conv_forward_winograd(shape, x, w, y, ws, accumulate); break;
-    case ConvAlgo::implicit_gemm:
-    case ConvAlgo::implicit_gemm_lean: cpu::conv_forward_implicit_gemm(algo, shape, x, w, y, ws, accumulate); break;
+    case ConvAlgo::tiled_gemm:
+    case ConvAlgo::tiled_gemm_small: cpu::conv_forward_tiled_gemm(algo, shape, x, w, y, ws, accumulate); break;
   }
   if (bias == nullptr) return;
   const int64_t PQ = shape.p() * shape.q();
@@ -116,9 +116,9 @@ void conv_backward_data(ConvAlgo algo, const ConvShape& shape, const float* w, c
     case ConvAlgo::winograd:
       cpu::conv_backward_data_winograd(shape, w, dy, dx, ws, accumulate);
       break;
-    case ConvAlgo::implicit_gemm:
-    case ConvAlgo::implicit_gemm_lean:
-      cpu::conv_backward_data_implicit_gemm(algo, shape, w, dy, dx, ws, accumulate);
+    case ConvAlgo::tiled_gemm:
+    case ConvAlgo::tiled_gemm_small:
+      cpu::conv_backward_data_tiled_gemm(algo, shape, w, dy, dx, ws, accumulate);
       break;
   }
 }
@@ -133,9 +133,9 @@ void conv_backward_filter(ConvAlgo algo, const ConvShape& shape, const float* x,
     case ConvAlgo::direct: cpu::conv_backward_filter_direct(shape, x, dy, dw, accumulate); break;
     case ConvAlgo::gemm: cpu::conv_backward_filter_gemm(shape, x, dy, dw, ws, accumulate); break;
     case ConvAlgo::winograd: MPLAN_RT_CHECK(false, "winograd has no backward-filter"); break;
-    case ConvAlgo::implicit_gemm:
-    case ConvAlgo::implicit_gemm_lean:
-      cpu::conv_backward_filter_implicit_gemm(algo, shape, x, dy, dw, ws, accumulate);
+    case ConvAlgo::tiled_gemm:
+    case ConvAlgo::tiled_gemm_small:
+      cpu::conv_backward_filter_tiled_gemm(algo, shape, x, dy, dw, ws, accumulate);
       break;
   }
 }

@@ -1,6 +1,6 @@
 #pragma once
 // Rows of an implicit im2col matrix, written straight into GEMM packing buffers
-// (runtime/cpu/conv_igemm.cpp). Row (c, r, s) of im2col(x), at the output pixels
+// (runtime/cpu/conv_tiled_gemm.cpp). Row (c, r, s) of im2col(x), at the output pixels
 // j .. j+len of the batch-wide grid (image, oh, ow), holds
 //   x[image, c, oh*stride_h - pad_h + r, ow*stride_w - pad_w + s]   (0 outside x).
 // The backward-data gather (col(dy)) is the same with dy as the source, the tap

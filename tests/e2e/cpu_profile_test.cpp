@@ -32,7 +32,7 @@ TEST(CpuProfile, MeasuresEveryConvAlgorithmAndCachesBySignature) {
     EXPECT_EQ(o.workspace_bytes == 0, o.algorithm == "direct") << o.algorithm;
   }
   EXPECT_EQ(names,
-            (std::set<std::string>{"direct", "gemm", "winograd", "implicit_gemm", "implicit_gemm_lean"}));
+            (std::set<std::string>{"direct", "gemm", "winograd", "tiled_gemm", "tiled_gemm_small"}));
   for (size_t i = 1; i < fp.size(); ++i) EXPECT_LE(fp[i - 1].time_ms, fp[i].time_ms);  // fastest first
   // Backward-filter has no Winograd.
   for (const TaskOption& o : cost.options(tdfg, tdfg.bp2_of[conv1], 4)) EXPECT_NE(o.algorithm, "winograd");

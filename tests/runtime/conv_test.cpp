@@ -38,9 +38,9 @@ std::vector<NamedShape> shapes() {
       {"alexnet-conv1-like 11x11 s4", {1, 3, 31, 31, 4, 11, 11, 4, 4, 2, 2, 1}},
       {"3x3 pad3 (winograd forward only)", {2, 2, 4, 4, 3, 3, 3, 1, 1, 3, 3, 1}},
       {"3x3 depthwise stride2 multiplier2", {2, 3, 9, 8, 6, 3, 3, 2, 2, 1, 1, 3}},
-      // implicit_gemm: depth 360 > one 256-deep block, 100 output channels > one 96-row block.
+      // tiled_gemm: depth 360 > one 256-deep block, 100 output channels > one 96-row block.
       {"3x3 deep and wide", {2, 40, 9, 10, 100, 3, 3, 1, 1, 1, 1, 1}},
-      // Grids of a multiple of 32 pixels per image: implicit_gemm packs whole 32-pixel
+      // Grids of a multiple of 32 pixels per image: tiled_gemm packs whole 32-pixel
       // panels of one image with masked loads where the CPU has AVX-512.
       {"3x3 8x8", {2, 5, 8, 8, 12, 3, 3, 1, 1, 1, 1, 1}},
       {"5x5 pad2 16x8", {3, 6, 16, 8, 10, 5, 5, 1, 1, 2, 2, 1}},
@@ -119,7 +119,7 @@ TEST(Conv, EveryAlgorithmAgreesWithDirectInEveryDirection) {
       }
     }
   }
-  // direct, gemm, implicit_gemm and implicit_gemm_lean: 3 directions x 15 shapes;
+  // direct, gemm, tiled_gemm and tiled_gemm_small: 3 directions x 15 shapes;
   // winograd forward: the 8 stride-1 3x3 shapes; winograd backward-data: those 7
   // with pad <= 2. Each with both flags.
   EXPECT_EQ(compared, 2 * (15 * 3 * 4 + 8 + 7));

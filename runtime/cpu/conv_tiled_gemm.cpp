@@ -1,9 +1,10 @@
-// The "implicit_gemm" convolutions: every direction as one blocked GEMM per group
+// The "tiled_gemm" convolutions: every direction as one blocked GEMM per group
 // over the whole (micro-)batch (runtime/cpu/gemm_driver.h), with the operands packed
-// straight from the tensors: no column matrix, so the workspace is the two packing
-// buffers (a few hundred KiB) whatever the batch. cuDNN's IMPLICIT_PRECOMP_GEMM is
-// the GPU's analogue; the batch-wide GEMM is what oneDNN's and cuDNN's kernels do
-// where the per-image "gemm" runs one small product per image.
+// tile by tile straight from the tensors (an implicit im2col): no column matrix, so
+// the workspace is the two packing buffers (at most 1.1 MiB; 44 KiB for
+// "tiled_gemm_small") whatever the batch. cuDNN's IMPLICIT_PRECOMP_GEMM is the GPU's
+// analogue; the batch-wide GEMM is what oneDNN's and cuDNN's kernels do where the
+// per-image "gemm" runs one small product per image.
 //
 // With g the group, Cg = c/groups, Kg = k/groups, RS = r*s, and columns running over
 // the pixels of every image of the batch:
@@ -37,7 +38,7 @@ constexpr int64_t kMaxPanelCols = 32;
 
 GemmBlocking blocking_of(ConvAlgo algo) {
   GemmBlocking b;
-  if (algo == ConvAlgo::implicit_gemm_lean) {
+  if (algo == ConvAlgo::tiled_gemm_small) {
     b.mc = 24;
     b.kc = 128;
     b.nc = 64;
@@ -47,7 +48,7 @@ GemmBlocking blocking_of(ConvAlgo algo) {
 
 GemmNtBlocking nt_blocking_of(ConvAlgo algo) {
   GemmNtBlocking b;
-  if (algo == ConvAlgo::implicit_gemm_lean) {
+  if (algo == ConvAlgo::tiled_gemm_small) {
     b.mc = 32;
     b.nc = 32;
     b.kc = 128;
@@ -221,7 +222,7 @@ Im2colSource dy_source(const ConvShape& sh, const float* dy) {
 
 }  // namespace
 
-size_t conv_implicit_gemm_workspace_bytes(ConvAlgo algo, ConvDirection direction, const ConvShape& sh) {
+size_t conv_tiled_gemm_workspace_bytes(ConvAlgo algo, ConvDirection direction, const ConvShape& sh) {
   const int64_t cg = sh.c / sh.groups, kg = sh.k / sh.groups, RS = sh.r * sh.s;
   const int64_t out_pixels = sh.n * sh.p() * sh.q(), in_pixels = sh.n * sh.h * sh.w;
   const GemmBlocking b = blocking_of(algo);
@@ -239,7 +240,7 @@ size_t conv_implicit_gemm_workspace_bytes(ConvAlgo algo, ConvDirection direction
   return sizeof(float) * static_cast<size_t>(floats);
 }
 
-void conv_forward_implicit_gemm(ConvAlgo algo, const ConvShape& sh, const float* x, const float* w, float* y,
+void conv_forward_tiled_gemm(ConvAlgo algo, const ConvShape& sh, const float* x, const float* w, float* y,
                                 float* workspace, bool accumulate) {
   const int64_t cg = sh.c / sh.groups, kg = sh.k / sh.groups, RS = sh.r * sh.s, depth = cg * RS;
   const int64_t PQ = sh.p() * sh.q(), HW = sh.h * sh.w;
@@ -263,7 +264,7 @@ void conv_forward_implicit_gemm(ConvAlgo algo, const ConvShape& sh, const float*
   }
 }
 
-void conv_backward_data_implicit_gemm(ConvAlgo algo, const ConvShape& sh, const float* w, const float* dy, float* dx,
+void conv_backward_data_tiled_gemm(ConvAlgo algo, const ConvShape& sh, const float* w, const float* dy, float* dx,
                                       float* workspace, bool accumulate) {
   const int64_t cg = sh.c / sh.groups, kg = sh.k / sh.groups, RS = sh.r * sh.s;
   const int64_t HW = sh.h * sh.w, PQ = sh.p() * sh.q();
@@ -301,7 +302,13 @@ void conv_backward_data_implicit_gemm(ConvAlgo algo, const ConvShape& sh, const 
     // A[c][(k, rs)] = W[g*kg + k][c][rs].
     auto pack_a = [&](int64_t i0, int64_t mc, int64_t p0, int64_t kc, int64_t mr, float* dst) {
       int64_t offset[kMaxDepth];
-      for (int64_t pp = 0; pp < kc; ++pp) offset[pp] = (p0 + pp) / RS * cg * RS + (p0 + pp) % RS;
+      for (int64_t pp = 0, k = p0 / RS, rs = p0 % RS; pp < kc; ++pp) {
+        offset[pp] = k * cg * RS + rs;
+        if (++rs == RS) {
+          rs = 0;
+          ++k;
+        }
+      }
       for (int64_t t = 0; t * mr < mc; ++t) {
         float* panel = dst + t * kc * mr;
         for (int64_t ii = 0; ii < mr; ++ii) {
@@ -330,7 +337,7 @@ void conv_backward_data_implicit_gemm(ConvAlgo algo, const ConvShape& sh, const 
   }
 }
 
-void conv_backward_filter_implicit_gemm(ConvAlgo algo, const ConvShape& sh, const float* x, const float* dy,
+void conv_backward_filter_tiled_gemm(ConvAlgo algo, const ConvShape& sh, const float* x, const float* dy,
                                         float* dw, float* workspace, bool accumulate) {
   const int64_t cg = sh.c / sh.groups, kg = sh.k / sh.groups, RS = sh.r * sh.s, depth = cg * RS;
   const int64_t PQ = sh.p() * sh.q(), HW = sh.h * sh.w;
