@@ -86,11 +86,73 @@ void pool_row(const PoolShape& sh, const float* plane, float* yrow, int64_t p, C
   }
 }
 
+// The common 2x2 window at stride 2 without padding (VGG's, DenseNet's transitions):
+// every window whole inside the input.
+bool window_2x2(const PoolShape& sh) {
+  return sh.kernel_h == 2 && sh.kernel_w == 2 && sh.stride_h == 2 && sh.stride_w == 2 && sh.pad_h == 0 &&
+         sh.pad_w == 0 && sh.p() * 2 <= sh.h && sh.q() * 2 <= sh.w;
+}
+
+// One output row of a 2x2 max pool from input rows a and b (the first maximum in
+// window order a[2q], a[2q+1], b[2q], b[2q+1], NaN never chosen, as the generic path).
+MPLAN_VECTOR_CLONES void max_row_2x2(const float* __restrict a, const float* __restrict b, float* __restrict y,
+                                     int64_t Q) {
+  for (int64_t q = 0; q < Q; ++q) {
+    float m = -std::numeric_limits<float>::infinity();
+    m = a[2 * q] > m ? a[2 * q] : m;
+    m = a[2 * q + 1] > m ? a[2 * q + 1] : m;
+    m = b[2 * q] > m ? b[2 * q] : m;
+    m = b[2 * q + 1] > m ? b[2 * q + 1] : m;
+    y[q] = m;
+  }
+}
+
+// dx rows da, db (+)= dy routed to the first element of each window equal to y.
+MPLAN_VECTOR_CLONES void max_row_2x2_backward(const float* __restrict a, const float* __restrict b,
+                                              const float* __restrict y, const float* __restrict dy,
+                                              float* __restrict da, float* __restrict db, int64_t Q) {
+  for (int64_t q = 0; q < Q; ++q) {
+    const bool first = a[2 * q] == y[q];
+    const bool second = !first && a[2 * q + 1] == y[q];
+    const bool third = !first && !second && b[2 * q] == y[q];
+    const bool fourth = !first && !second && !third && b[2 * q + 1] == y[q];
+    da[2 * q] += first ? dy[q] : 0.0f;
+    da[2 * q + 1] += second ? dy[q] : 0.0f;
+    db[2 * q] += third ? dy[q] : 0.0f;
+    db[2 * q + 1] += fourth ? dy[q] : 0.0f;
+  }
+}
+
+// dx rows da, db (+)= dy / 4 over each window.
+MPLAN_VECTOR_CLONES void avg_row_2x2_backward(const float* __restrict dy, float* __restrict da, float* __restrict db,
+                                              int64_t Q) {
+  for (int64_t q = 0; q < Q; ++q) {
+    const float g = dy[q] / 4.0f;
+    da[2 * q] += g;
+    da[2 * q + 1] += g;
+    db[2 * q] += g;
+    db[2 * q + 1] += g;
+  }
+}
+
+MPLAN_VECTOR_CLONES void avg_row_2x2(const float* __restrict a, const float* __restrict b, float* __restrict y,
+                                     int64_t Q) {
+  for (int64_t q = 0; q < Q; ++q) y[q] = (a[2 * q] + a[2 * q + 1] + b[2 * q] + b[2 * q + 1]) / 4.0f;
+}
+
 }  // namespace
 
 void max_pool_forward(const PoolShape& sh, const float* x, float* y) {
   OpTimer timer(OpKind::pool);
   const int64_t P = sh.p(), Q = sh.q();
+  if (window_2x2(sh)) {
+    for (int64_t plane = 0; plane < sh.n * sh.c; ++plane)
+      for (int64_t p = 0; p < P; ++p) {
+        const float* a = x + (plane * sh.h + 2 * p) * sh.w;
+        max_row_2x2(a, a + sh.w, y + (plane * P + p) * Q, Q);
+      }
+    return;
+  }
   for (int64_t plane = 0; plane < sh.n * sh.c; ++plane) {
     for (int64_t p = 0; p < P; ++p) {
       float* yrow = y + (plane * P + p) * Q;
@@ -105,6 +167,14 @@ void max_pool_backward(const PoolShape& sh, const float* x, const float* y, cons
   OpTimer timer(OpKind::pool);
   const int64_t P = sh.p(), Q = sh.q();
   if (!accumulate) fill_f32(dx, sh.n * sh.c * sh.h * sh.w, 0.0f);
+  if (window_2x2(sh)) {
+    for (int64_t plane = 0; plane < sh.n * sh.c; ++plane)
+      for (int64_t p = 0; p < P; ++p) {
+        const int64_t row = (plane * sh.h + 2 * p) * sh.w, out = (plane * P + p) * Q;
+        max_row_2x2_backward(x + row, x + row + sh.w, y + out, dy + out, dx + row, dx + row + sh.w, Q);
+      }
+    return;
+  }
   for (int64_t plane = 0; plane < sh.n * sh.c; ++plane) {
     const float* xp = x + plane * sh.h * sh.w;
     float* dxp = dx + plane * sh.h * sh.w;
@@ -133,6 +203,14 @@ void max_pool_backward(const PoolShape& sh, const float* x, const float* y, cons
 void avg_pool_forward(const PoolShape& sh, const float* x, float* y) {
   OpTimer timer(OpKind::pool);
   const int64_t P = sh.p(), Q = sh.q();
+  if (window_2x2(sh)) {
+    for (int64_t plane = 0; plane < sh.n * sh.c; ++plane)
+      for (int64_t p = 0; p < P; ++p) {
+        const float* a = x + (plane * sh.h + 2 * p) * sh.w;
+        avg_row_2x2(a, a + sh.w, y + (plane * P + p) * Q, Q);
+      }
+    return;
+  }
   for (int64_t plane = 0; plane < sh.n * sh.c; ++plane) {
     for (int64_t p = 0; p < P; ++p) {
       float* yrow = y + (plane * P + p) * Q;
@@ -150,6 +228,14 @@ void avg_pool_backward(const PoolShape& sh, const float* dy, float* dx, bool acc
   OpTimer timer(OpKind::pool);
   const int64_t P = sh.p(), Q = sh.q();
   if (!accumulate) fill_f32(dx, sh.n * sh.c * sh.h * sh.w, 0.0f);
+  if (window_2x2(sh)) {
+    for (int64_t plane = 0; plane < sh.n * sh.c; ++plane)
+      for (int64_t p = 0; p < P; ++p) {
+        float* da = dx + (plane * sh.h + 2 * p) * sh.w;
+        avg_row_2x2_backward(dy + (plane * P + p) * Q, da, da + sh.w, Q);
+      }
+    return;
+  }
   constexpr int64_t kBlock = 256;  // output columns per pass (the gradient row on the stack)
   float g[kBlock];
   for (int64_t plane = 0; plane < sh.n * sh.c; ++plane) {
