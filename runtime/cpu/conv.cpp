@@ -5,6 +5,9 @@
 
 #include "runtime/check.h"
 #include "runtime/cpu/conv_kernels.h"
+#include "runtime/cpu/im2col.h"
+#include "runtime/cpu/vector_ops.h"
+#include "runtime/cpu/op_profile.h"
 
 namespace mplan::rt::cpu {
 
@@ -13,6 +16,8 @@ const char* conv_algo_name(ConvAlgo algo) {
     case ConvAlgo::direct: return "direct";
     case ConvAlgo::gemm: return "gemm";
     case ConvAlgo::winograd: return "winograd";
+    case ConvAlgo::tiled_gemm: return "tiled_gemm";
+    case ConvAlgo::tiled_gemm_small: return "tiled_gemm_small";
   }
   return "?";
 }
@@ -41,7 +46,9 @@ bool conv_algo_supported(ConvAlgo algo, ConvDirection direction, const ConvShape
   switch (algo) {
     case ConvAlgo::direct:
     case ConvAlgo::gemm: return true;
-    case ConvAlgo::winograd: return conv_winograd_supported(direction, shape);
+    case ConvAlgo::tiled_gemm:
+    case ConvAlgo::tiled_gemm_small: return cpu::Im2colPacker::supports(shape.r, shape.s);
+    case ConvAlgo::winograd: return cpu::conv_winograd_supported(direction, shape);
   }
   return false;
 }
@@ -49,8 +56,10 @@ bool conv_algo_supported(ConvAlgo algo, ConvDirection direction, const ConvShape
 size_t conv_workspace_bytes(ConvAlgo algo, ConvDirection direction, const ConvShape& shape) {
   switch (algo) {
     case ConvAlgo::direct: return 0;
-    case ConvAlgo::gemm: return conv_gemm_workspace_bytes(shape);
-    case ConvAlgo::winograd: return conv_winograd_workspace_bytes(direction, shape);
+    case ConvAlgo::gemm: return cpu::conv_gemm_workspace_bytes(shape);
+    case ConvAlgo::winograd: return cpu::conv_winograd_workspace_bytes(direction, shape);
+    case ConvAlgo::tiled_gemm:
+    case ConvAlgo::tiled_gemm_small: return cpu::conv_tiled_gemm_workspace_bytes(algo, direction, shape);
   }
   return 0;
 }
@@ -73,30 +82,36 @@ float* checked_workspace(ConvAlgo algo, ConvDirection direction, const ConvShape
 void conv_forward(ConvAlgo algo, const ConvShape& shape, const float* x, const float* w,
                   const float* bias, float* y, void* workspace, size_t workspace_bytes,
                   bool accumulate) {
+  OpTimer timer(OpKind::conv_forward);
   float* ws = checked_workspace(algo, ConvDirection::forward, shape, workspace, workspace_bytes);
   switch (algo) {
-    case ConvAlgo::direct: conv_forward_direct(shape, x, w, y, accumulate); break;
-    case ConvAlgo::gemm: conv_forward_gemm(shape, x, w, y, ws, accumulate); break;
-    case ConvAlgo::winograd: conv_forward_winograd(shape, x, w, y, ws, accumulate); break;
+    case ConvAlgo::direct: cpu::conv_forward_direct(shape, x, w, y, accumulate); break;
+    case ConvAlgo::gemm: cpu::conv_forward_gemm(shape, x, w, y, ws, accumulate); break;
+    case ConvAlgo::winograd: cpu::conv_forward_winograd(shape, x, w, y, ws, accumulate); break;
+    case ConvAlgo::tiled_gemm:
+    case ConvAlgo::tiled_gemm_small: cpu::conv_forward_tiled_gemm(algo, shape, x, w, y, ws, accumulate); break;
   }
   if (bias == nullptr) return;
   const int64_t PQ = shape.p() * shape.q();
   for (int64_t n = 0; n < shape.n; ++n)
-    for (int64_t k = 0; k < shape.k; ++k) {
-      float* plane = y + (n * shape.k + k) * PQ;
-      for (int64_t i = 0; i < PQ; ++i) plane[i] += bias[k];
-    }
+    for (int64_t k = 0; k < shape.k; ++k)
+      cpu::set_or_add_scalar(y + (n * shape.k + k) * PQ, PQ, bias[k], /*accumulate=*/true);
 }
 
 void conv_backward_data(ConvAlgo algo, const ConvShape& shape, const float* w, const float* dy,
                         float* dx, void* workspace, size_t workspace_bytes, bool accumulate) {
+  OpTimer timer(OpKind::conv_backward_data);
   float* ws =
       checked_workspace(algo, ConvDirection::backward_data, shape, workspace, workspace_bytes);
   switch (algo) {
-    case ConvAlgo::direct: conv_backward_data_direct(shape, w, dy, dx, accumulate); break;
-    case ConvAlgo::gemm: conv_backward_data_gemm(shape, w, dy, dx, ws, accumulate); break;
+    case ConvAlgo::direct: cpu::conv_backward_data_direct(shape, w, dy, dx, accumulate); break;
+    case ConvAlgo::gemm: cpu::conv_backward_data_gemm(shape, w, dy, dx, ws, accumulate); break;
     case ConvAlgo::winograd:
-      conv_backward_data_winograd(shape, w, dy, dx, ws, accumulate);
+      cpu::conv_backward_data_winograd(shape, w, dy, dx, ws, accumulate);
+      break;
+    case ConvAlgo::tiled_gemm:
+    case ConvAlgo::tiled_gemm_small:
+      cpu::conv_backward_data_tiled_gemm(algo, shape, w, dy, dx, ws, accumulate);
       break;
   }
 }
@@ -104,23 +119,26 @@ void conv_backward_data(ConvAlgo algo, const ConvShape& shape, const float* w, c
 void conv_backward_filter(ConvAlgo algo, const ConvShape& shape, const float* x,
                           const float* dy, float* dw, void* workspace, size_t workspace_bytes,
                           bool accumulate) {
+  OpTimer timer(OpKind::conv_backward_filter);
   float* ws =
       checked_workspace(algo, ConvDirection::backward_filter, shape, workspace, workspace_bytes);
   switch (algo) {
-    case ConvAlgo::direct: conv_backward_filter_direct(shape, x, dy, dw, accumulate); break;
-    case ConvAlgo::gemm: conv_backward_filter_gemm(shape, x, dy, dw, ws, accumulate); break;
+    case ConvAlgo::direct: cpu::conv_backward_filter_direct(shape, x, dy, dw, accumulate); break;
+    case ConvAlgo::gemm: cpu::conv_backward_filter_gemm(shape, x, dy, dw, ws, accumulate); break;
     case ConvAlgo::winograd: MPLAN_RT_CHECK(false, "winograd has no backward-filter"); break;
+    case ConvAlgo::tiled_gemm:
+    case ConvAlgo::tiled_gemm_small:
+      cpu::conv_backward_filter_tiled_gemm(algo, shape, x, dy, dw, ws, accumulate);
+      break;
   }
 }
 
 void conv_backward_bias(const ConvShape& shape, const float* dy, float* dbias, bool accumulate) {
+  OpTimer timer(OpKind::conv_backward_bias);
   const int64_t PQ = shape.p() * shape.q();
   for (int64_t k = 0; k < shape.k; ++k) {
     double sum = 0.0;
-    for (int64_t n = 0; n < shape.n; ++n) {
-      const float* plane = dy + (n * shape.k + k) * PQ;
-      for (int64_t i = 0; i < PQ; ++i) sum += plane[i];
-    }
+    for (int64_t n = 0; n < shape.n; ++n) sum += cpu::sum_f32(dy + (n * shape.k + k) * PQ, PQ);
     dbias[k] = static_cast<float>(accumulate ? dbias[k] + sum : sum);
   }
 }
@@ -160,6 +178,7 @@ size_t conv_micro_workspace_bytes(ConvDirection direction, const ConvShape& shap
 void conv_forward_micro(const ConvShape& shape, const ConvMicroBatch* micro, int count,
                         const float* x, const float* w, const float* bias, float* y,
                         void* workspace, size_t workspace_bytes, bool accumulate) {
+  OpTimer timer(OpKind::conv_forward);
   check_micro(shape, micro, count);
   const int64_t x_image = shape.c * shape.h * shape.w, y_image = shape.k * shape.p() * shape.q();
   int64_t first = 0;
@@ -173,6 +192,7 @@ void conv_forward_micro(const ConvShape& shape, const ConvMicroBatch* micro, int
 void conv_backward_data_micro(const ConvShape& shape, const ConvMicroBatch* micro, int count,
                               const float* w, const float* dy, float* dx, void* workspace,
                               size_t workspace_bytes, bool accumulate) {
+  OpTimer timer(OpKind::conv_backward_data);
   check_micro(shape, micro, count);
   const int64_t x_image = shape.c * shape.h * shape.w, y_image = shape.k * shape.p() * shape.q();
   int64_t first = 0;
@@ -186,6 +206,7 @@ void conv_backward_data_micro(const ConvShape& shape, const ConvMicroBatch* micr
 void conv_backward_filter_micro(const ConvShape& shape, const ConvMicroBatch* micro, int count,
                                 const float* x, const float* dy, float* dw, void* workspace,
                                 size_t workspace_bytes, bool accumulate) {
+  OpTimer timer(OpKind::conv_backward_filter);
   check_micro(shape, micro, count);
   const int64_t x_image = shape.c * shape.h * shape.w, y_image = shape.k * shape.p() * shape.q();
   int64_t first = 0;

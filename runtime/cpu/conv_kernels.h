@@ -5,14 +5,16 @@
 //   w  (k, c/groups, r, s)   filter (PyTorch layout)
 //   y  (n, k, p, q)          output, p = (h + 2*pad_h - r) / stride_h + 1
 //
-// Three real algorithms, each for some of the three directions, each with its
-// own workspace, so the planner's algorithm choice (moDNN Eq. 5) and micro-
-// batching (mu-cuDNN §III) change real time and real memory:
+// Five algorithms, each for some of the three directions, each with its own
+// workspace, so the planner's algorithm choice (moDNN Eq. 5) and micro-batching
+// (mu-cuDNN §III) change real time and real memory:
 //
-//   name        forward  backward-data  backward-filter  workspace         cuDNN analogue
-//   "direct"    yes      yes            yes              none              *_ALGO_0 / IMPLICIT_GEMM (no workspace)
-//   "gemm"      yes      yes            yes              im2col columns    FWD_ALGO_GEMM, BWD_DATA_ALGO_1, BWD_FILTER_ALGO_1/3
-//   "winograd"  yes      yes            no               transformed tiles FWD/BWD_DATA_ALGO_WINOGRAD_NONFUSED
+//   name                forward  backward-data  backward-filter  workspace              cuDNN analogue
+//   "direct"            yes      yes            yes              none                   *_ALGO_0 / IMPLICIT_GEMM (no workspace)
+//   "gemm"              yes      yes            yes              im2col columns         FWD_ALGO_GEMM, BWD_DATA_ALGO_1, BWD_FILTER_ALGO_1/3
+//   "winograd"          yes      yes            no               transformed tiles      FWD/BWD_DATA_ALGO_WINOGRAD_NONFUSED
+//   "tiled_gemm"        yes      yes            yes              packed tiles, <= 1.1 MiB  FWD_ALGO_IMPLICIT_PRECOMP_GEMM
+//   "tiled_gemm_small"  yes      yes            yes              packed tiles, <= 44 KiB
 //
 // "gemm" lowers the batch with im2col (one group at a time, all images of the
 // (micro-)batch at once) and multiplies with OpenBLAS: workspace =
@@ -20,7 +22,15 @@
 // 3x3 filters at stride 1; its workspace is the transformed filter, input tiles
 // and output tiles (16 floats per tile and channel). Backward-data by Winograd is
 // the forward Winograd of the 180°-rotated, channel-transposed filter over dy
-// padded by r-1-pad (so pad <= 2). Backward-filter has direct and gemm only.
+// padded by r-1-pad (so pad <= 2). Backward-filter has no Winograd.
+// "tiled_gemm" runs each direction as one blocked GEMM per group over the whole
+// batch, its operands packed tile by tile straight from the tensors (runtime/cpu/
+// conv_tiled_gemm.cpp): no column matrix, so its workspace is a few packed tiles
+// and does not grow with the batch (the CPU's micro-batching: a tight budget costs
+// tile size, not a fall back to "direct"). "tiled_gemm_small" is the same with
+// small tiles, for budgets where the larger ones do not fit. Both need a filter of
+// at most 32 x 32. "direct" has a vectorised path for depthwise layers (one input
+// channel per group).
 //
 // Every backward function takes `accumulate`: false writes its output, true
 // adds to it (gradient accumulation over sub-batches, moDNN §III; the first
@@ -36,11 +46,12 @@ namespace mplan::rt::cpu {
 
 
 // The CPU algorithms; ConvAlgoId (runtime/types.h) is the enum value.
-enum class ConvAlgo : ConvAlgoId { direct = 0, gemm = 1, winograd = 2 };
+enum class ConvAlgo : ConvAlgoId { direct = 0, gemm = 1, winograd = 2, tiled_gemm = 3, tiled_gemm_small = 4 };
 
-inline constexpr ConvAlgo kConvAlgos[] = {ConvAlgo::direct, ConvAlgo::gemm, ConvAlgo::winograd};
+inline constexpr ConvAlgo kConvAlgos[] = {ConvAlgo::direct, ConvAlgo::gemm, ConvAlgo::winograd,
+                                          ConvAlgo::tiled_gemm, ConvAlgo::tiled_gemm_small};
 
-// "direct", "gemm", "winograd".
+// "direct", "gemm", "winograd", "tiled_gemm", "tiled_gemm_small".
 const char* conv_algo_name(ConvAlgo algo);
 // The algorithm with that name; false if there is none.
 bool conv_algo_from_name(const std::string& name, ConvAlgo* algo);
@@ -109,4 +120,12 @@ void conv_forward_winograd(const ConvShape& shape, const float* x, const float* 
                            float* workspace, bool accumulate);
 void conv_backward_data_winograd(const ConvShape& shape, const float* w, const float* dy,
                                  float* dx, float* workspace, bool accumulate);
+// tiled_gemm and tiled_gemm_small (algo selects the tile sizes).
+size_t conv_tiled_gemm_workspace_bytes(ConvAlgo algo, ConvDirection direction, const ConvShape& shape);
+void conv_forward_tiled_gemm(ConvAlgo algo, const ConvShape& shape, const float* x, const float* w, float* y,
+                             float* workspace, bool accumulate);
+void conv_backward_data_tiled_gemm(ConvAlgo algo, const ConvShape& shape, const float* w, const float* dy, float* dx,
+                                   float* workspace, bool accumulate);
+void conv_backward_filter_tiled_gemm(ConvAlgo algo, const ConvShape& shape, const float* x, const float* dy,
+                                     float* dw, float* workspace, bool accumulate);
 }  // namespace mplan::rt::cpu

@@ -79,7 +79,11 @@ void batchnorm_backward(const float* x, const float* gamma, const float* save_me
                         const float* save_invstd, const float* dy, float* dx, float* dgamma,
                         float* dbeta, int64_t n, int64_t c, int64_t hw, bool accumulate_dx,
                         bool accumulate_params);
-// dgamma, dbeta alone (BP2; batchnorm_split.cpp).
+// dx alone (BP1), no scratch: the channel sums are computed again.
+void batchnorm_backward_data(const float* x, const float* gamma, const float* save_mean,
+                             const float* save_invstd, const float* dy, float* dx, int64_t n,
+                             int64_t c, int64_t hw, bool accumulate);
+// dgamma, dbeta alone (BP2).
 void batchnorm_backward_params(const float* x, const float* save_mean, const float* save_invstd,
                                const float* dy, float* dgamma, float* dbeta, int64_t n, int64_t c,
                                int64_t hw, bool accumulate);

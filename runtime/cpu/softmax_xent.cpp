@@ -5,12 +5,14 @@
 #include <cmath>
 
 #include "runtime/check.h"
+#include "runtime/cpu/op_profile.h"
 #include "runtime/cpu/kernels.h"
 
 namespace mplan::rt::cpu {
 
 void softmax_xent_forward(const float* logits, const int32_t* labels, float* probs,
                           float* loss_sum, int64_t n, int64_t classes, bool accumulate_loss) {
+  OpTimer timer(OpKind::softmax_xent);
   double loss = 0.0;
   for (int64_t b = 0; b < n; ++b) {
     const float* z = logits + b * classes;
@@ -31,6 +33,7 @@ void softmax_xent_forward(const float* logits, const int32_t* labels, float* pro
 
 void softmax_xent_backward(const float* probs, const int32_t* labels, float* dlogits, int64_t n,
                            int64_t classes, float scale, bool accumulate) {
+  OpTimer timer(OpKind::softmax_xent);
   for (int64_t b = 0; b < n; ++b)
     for (int64_t j = 0; j < classes; ++j) {
       const int64_t at = b * classes + j;

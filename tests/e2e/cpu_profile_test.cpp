@@ -23,7 +23,7 @@ TEST(CpuProfile, MeasuresEveryConvAlgorithmAndCachesBySignature) {
   CpuMeasureOptions options;
   options.repeats = 1;
   const CpuMeasuredCostModel cost(options);
-  const LayerId conv1 = model->find("conv1");  // 3x3 stride 1: direct, gemm and winograd forward
+  const LayerId conv1 = model->find("conv1");  // 3x3 stride 1: every algorithm has a forward
   std::vector<TaskOption> fp = cost.options(tdfg, tdfg.fp_of[conv1], 4);
   std::set<std::string> names;
   for (const TaskOption& o : fp) {
@@ -31,7 +31,8 @@ TEST(CpuProfile, MeasuresEveryConvAlgorithmAndCachesBySignature) {
     EXPECT_GT(o.time_ms, 0) << o.algorithm;
     EXPECT_EQ(o.workspace_bytes == 0, o.algorithm == "direct") << o.algorithm;
   }
-  EXPECT_EQ(names, (std::set<std::string>{"direct", "gemm", "winograd"}));
+  EXPECT_EQ(names,
+            (std::set<std::string>{"direct", "gemm", "winograd", "tiled_gemm", "tiled_gemm_small"}));
   for (size_t i = 1; i < fp.size(); ++i) EXPECT_LE(fp[i - 1].time_ms, fp[i].time_ms);  // fastest first
   // Backward-filter has no Winograd.
   for (const TaskOption& o : cost.options(tdfg, tdfg.bp2_of[conv1], 4)) EXPECT_NE(o.algorithm, "winograd");

@@ -85,6 +85,13 @@ const std::vector<Expected> kExamples = {
     {"cifar_small.yaml", 66'570, 32, {3, 32, 32}, 10, 4},
     {"every_op.yaml", 6'146, 8, {3, 16, 16}, 10, 6},
     {"every_op_nobn.yaml", 6'066, 8, {3, 16, 16}, 10, 6},
+    // The CPU bench's CIFAR nets (bench/cpu_vs_torch.py), cross-checked against the
+    // PyTorch modules of bench/torch_cifar_models.py (same parameter shapes).
+    {"cifar_resnet.yaml", 272'474, 64, {3, 32, 32}, 10, 20},
+    {"cifar_densenet.yaml", 176'122, 32, {3, 32, 32}, 10, 40},
+    {"cifar_inception.yaml", 201'322, 64, {3, 32, 32}, 10, 12},
+    {"cifar_mobilenet.yaml", 823'722, 128, {3, 32, 32}, 10, 28},
+    {"cifar_vgg.yaml", 1'392'778, 64, {3, 32, 32}, 10, 8},
 };
 
 TEST(ExampleModels, EveryYamlInExamplesParses) {

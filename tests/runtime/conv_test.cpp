@@ -37,6 +37,13 @@ std::vector<NamedShape> shapes() {
       {"7x5 stride(2,3) pad(3,1)", {2, 3, 12, 11, 4, 7, 5, 2, 3, 3, 1, 1}},
       {"alexnet-conv1-like 11x11 s4", {1, 3, 31, 31, 4, 11, 11, 4, 4, 2, 2, 1}},
       {"3x3 pad3 (winograd forward only)", {2, 2, 4, 4, 3, 3, 3, 1, 1, 3, 3, 1}},
+      {"3x3 depthwise stride2 multiplier2", {2, 3, 9, 8, 6, 3, 3, 2, 2, 1, 1, 3}},
+      // tiled_gemm: depth 360 > one 256-deep block, 100 output channels > one 96-row block.
+      {"3x3 deep and wide", {2, 40, 9, 10, 100, 3, 3, 1, 1, 1, 1, 1}},
+      // Grids of a multiple of 32 pixels per image: tiled_gemm packs whole 32-pixel
+      // panels of one image with masked loads where the CPU has AVX-512.
+      {"3x3 8x8", {2, 5, 8, 8, 12, 3, 3, 1, 1, 1, 1, 1}},
+      {"5x5 pad2 16x8", {3, 6, 16, 8, 10, 5, 5, 1, 1, 2, 2, 1}},
   };
 }
 
@@ -112,9 +119,10 @@ TEST(Conv, EveryAlgorithmAgreesWithDirectInEveryDirection) {
       }
     }
   }
-  // direct and gemm: 3 directions x 11 shapes; winograd forward: the 6 stride-1
-  // 3x3 shapes; winograd backward-data: those 5 with pad <= 2. Each with both flags.
-  EXPECT_EQ(compared, 2 * (11 * 3 * 2 + 6 + 5));
+  // direct, gemm, tiled_gemm and tiled_gemm_small: 3 directions x 15 shapes;
+  // winograd forward: the 8 stride-1 3x3 shapes; winograd backward-data: those 7
+  // with pad <= 2. Each with both flags.
+  EXPECT_EQ(compared, 2 * (15 * 3 * 4 + 8 + 7));
 }
 
 TEST(Conv, AccumulateAddsToTheOutput) {
