@@ -1,5 +1,7 @@
 // concat: the inputs side by side along the channel axis (inception and dense
-// joins). Backward slices dY back to each input; it needs no forward data.
+// joins). Backward slices dY back to each input; it needs no forward data. One
+// input is a copy (torchvision's DenseNet concatenates its first layer's
+// input list of one tensor).
 
 #include "frontend/ops/op_helpers.h"
 
@@ -59,7 +61,7 @@ void invoke(const OpTask& task, const InvocationContext& ctx, Invocation& out) {
 extern const OpSpec concat_spec = {
     .op = Op::concat,
     .name = "concat",
-    .min_inputs = 2,
+    .min_inputs = 1,
     .max_inputs = -1,
     .infer_shape = infer_shape,
     .bp1_needs = bp1_needs,

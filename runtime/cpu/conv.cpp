@@ -5,6 +5,7 @@
 
 #include "runtime/check.h"
 #include "runtime/cpu/conv_kernels.h"
+#include "runtime/cpu/vision_kernels.h"
 
 namespace mplan::rt::cpu {
 
@@ -38,6 +39,8 @@ const char* conv_direction_name(ConvDirection direction) {
 
 bool conv_algo_supported(ConvAlgo algo, ConvDirection direction, const ConvShape& shape) {
   if (!shape.valid()) return false;
+  // Dilated and depthwise shapes run conv_general.cpp's loops, as "direct".
+  if (conv_takes_general_path(shape)) return algo == ConvAlgo::direct;
   switch (algo) {
     case ConvAlgo::direct:
     case ConvAlgo::gemm: return true;
@@ -75,7 +78,12 @@ void conv_forward(ConvAlgo algo, const ConvShape& shape, const float* x, const f
                   bool accumulate) {
   float* ws = checked_workspace(algo, ConvDirection::forward, shape, workspace, workspace_bytes);
   switch (algo) {
-    case ConvAlgo::direct: conv_forward_direct(shape, x, w, y, accumulate); break;
+    case ConvAlgo::direct:
+      if (conv_takes_general_path(shape))
+        conv_forward_general(shape, x, w, y, accumulate);
+      else
+        conv_forward_direct(shape, x, w, y, accumulate);
+      break;
     case ConvAlgo::gemm: conv_forward_gemm(shape, x, w, y, ws, accumulate); break;
     case ConvAlgo::winograd: conv_forward_winograd(shape, x, w, y, ws, accumulate); break;
   }
@@ -93,7 +101,12 @@ void conv_backward_data(ConvAlgo algo, const ConvShape& shape, const float* w, c
   float* ws =
       checked_workspace(algo, ConvDirection::backward_data, shape, workspace, workspace_bytes);
   switch (algo) {
-    case ConvAlgo::direct: conv_backward_data_direct(shape, w, dy, dx, accumulate); break;
+    case ConvAlgo::direct:
+      if (conv_takes_general_path(shape))
+        conv_backward_data_general(shape, w, dy, dx, accumulate);
+      else
+        conv_backward_data_direct(shape, w, dy, dx, accumulate);
+      break;
     case ConvAlgo::gemm: conv_backward_data_gemm(shape, w, dy, dx, ws, accumulate); break;
     case ConvAlgo::winograd:
       conv_backward_data_winograd(shape, w, dy, dx, ws, accumulate);
@@ -107,7 +120,12 @@ void conv_backward_filter(ConvAlgo algo, const ConvShape& shape, const float* x,
   float* ws =
       checked_workspace(algo, ConvDirection::backward_filter, shape, workspace, workspace_bytes);
   switch (algo) {
-    case ConvAlgo::direct: conv_backward_filter_direct(shape, x, dy, dw, accumulate); break;
+    case ConvAlgo::direct:
+      if (conv_takes_general_path(shape))
+        conv_backward_filter_general(shape, x, dy, dw, accumulate);
+      else
+        conv_backward_filter_direct(shape, x, dy, dw, accumulate);
+      break;
     case ConvAlgo::gemm: conv_backward_filter_gemm(shape, x, dy, dw, ws, accumulate); break;
     case ConvAlgo::winograd: MPLAN_RT_CHECK(false, "winograd has no backward-filter"); break;
   }
