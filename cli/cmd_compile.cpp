@@ -1,4 +1,4 @@
-// `mplan compile model.yaml --budget SIZE [--device NAME|FILE | --profile FILE] [--batch B]
+// `mplan compile model.yaml|model.onnx --budget SIZE [--device NAME|FILE | --profile FILE] [--batch B]
 //  [--copy-engines 1|2] [--sub-batch b] [--policy NAME] -o DIR`: plans one
 // training iteration under the budget with a policy (planner/policy.h; the
 // default, mplan, is moDNN's scheduler of planner/planner.h or, where one
@@ -16,6 +16,7 @@
 #include <string>
 
 #include "cli/command.h"
+#include "cli/model_input.h"
 #include "codegen/codegen.h"
 #include "frontend/bytes.h"
 #include "frontend/parse.h"
@@ -183,7 +184,7 @@ void build_program(const std::string& dir) {
 
 void run_compile(const CompileOptions& o) {
   const Checked checked = check_flags(o);
-  const Model model = unwrap(load_model(o.model_path));
+  const Model model = load_model_or_onnx(o.model_path, o.batch_given ? o.batch : 0);
 
   const Tdfg tdfg = build_tdfg(model);
   std::string device_line;
@@ -287,7 +288,8 @@ void run_compile(const CompileOptions& o) {
 
 void setup_compile(CLI::App& command) {
   auto o = std::make_shared<CompileOptions>();
-  command.add_option("model", o->model_path, "Model file (YAML)")->required();
+  command.add_option("model", o->model_path, "Model file (YAML), or an ONNX file imported as `mplan import` does")
+      ->required();
   command.add_option("--budget", o->budget_text, "Device memory the program may use, e.g. 4GiB, 512MiB")
       ->required();
   command.add_option("--device", o->device,

@@ -8,10 +8,13 @@ packages=(
   libyaml-cpp-dev libboost-graph-dev libglpk-dev glpk-utils libfmt-dev
   libgtest-dev nlohmann-json3-dev libcli11-dev libopenblas-dev
   strace
+  libonnx-dev libprotobuf-dev
 )
 # PyTorch is the reference the end-to-end tests compare against (Debian's python3).
 if [[ "${MPLAN_WITH_TORCH:-1}" == 1 ]]; then
   packages+=(python3-torch python3-numpy)
+  # torchvision's models and torch.onnx.export's ONNX checker: the import tests (tests/import).
+  packages+=(python3-torchvision python3-onnx)
 fi
 
 missing=()

@@ -81,11 +81,12 @@ void invoke(const OpTask& task, const InvocationContext& ctx, Invocation& out) {
     args.insert(args.end(), sizes.begin(), sizes.end());
     return args;
   };
-  const rt::Arg bias = task.layer.bias ? out.tensor(TensorRole::weight, 0, weights) : null_pointer();
+  // Slots are made by use: a task's tensors are exactly those its kernels take.
   switch (task.kind) {
     case TaskKind::FP:
       out.call(rt::Kernel::patch_embed_forward,
-               with_sizes({out.tensor(TensorRole::input), out.tensor(TensorRole::weight), bias,
+               with_sizes({out.tensor(TensorRole::input), out.tensor(TensorRole::weight),
+                           task.layer.bias ? out.tensor(TensorRole::weight, 0, weights) : null_pointer(),
                            out.tensor(TensorRole::output), out.tensor(TensorRole::workspace)}));
       return;
     case TaskKind::BP1: {
