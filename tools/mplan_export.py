@@ -629,6 +629,31 @@ class Exporter:
         dims[0] = sum(self.base_dims(t)[0] for t in ts)
         return self.plain_tensor(self.emit(node.name, "concat", ts), dims)
 
+    def matmul(self, node, a, b):
+        """a @ b of two tensors computed from the input: batched, per sample (mplan's
+        matmul); b may be the transpose of the last two axes of a layer's output."""
+        va, vb = self.value(a), self.value(b)
+        if isinstance(vb, Param):
+            return self.linear(node, node.name, a, vb.tensor.t(), None, vb.name, None)
+        ta = self.plain(self.tensor(a), node)
+        tb = self.tensor(b)
+        transpose_b = False
+        if not tb.view.is_plain():
+            rank = tb.view.rank()
+            swapped = tb.view.copy()
+            perm = list(range(rank))
+            perm[-1], perm[-2] = perm[-2], perm[-1]
+            if rank >= 3 and swapped.transpose(perm) and swapped.is_plain():
+                transpose_b = True
+            else:
+                tb = self.plain(tb, node)
+        da, db = self.base_dims(ta), self.base_dims(tb)
+        if len(da) != len(db) or len(da) < 2 or da[:-2] != db[:-2] or da[-1] != (db[-1] if transpose_b else db[-2]):
+            raise ExportError("a matrix product of %s and %s%s" % (da, db, " (transposed)" if transpose_b else ""))
+        fields = [("transpose_b", "true")] if transpose_b else []
+        layer = self.emit(node.name, "matmul", [ta, tb], fields)
+        return self.plain_tensor(layer, da[:-1] + [db[-2] if transpose_b else db[-1]])
+
     def slice_axis(self, node, t, axis, begin, end, name):
         v = t.view
         if v.whole_base_axis(axis) == 0 or len(v.groups[axis]) != 1:
@@ -905,6 +930,8 @@ class Exporter:
             return self.layernorm(node, node.name, args[0], arg(1, "normalized_shape"), w.tensor if w else None,
                                   b.tensor if b else None, arg(4, "eps", 1e-5), w.name if w else "",
                                   b.name if b else "")
+        if f in (torch.matmul, operator.matmul, torch.bmm):
+            return self.matmul(node, args[0], args[1])
         if f in (torch.chunk, torch.split):
             return self.call_method(node, f.__name__, args, kwargs)
         name = getattr(f, "__name__", str(f))
