@@ -382,7 +382,7 @@ class Exporter:
         self.names = {"input"}
         self.problems = []
         self.values = {}
-        self.fx_consumers = {}
+        self.moved = {}  # (base, arrangement) -> the tensor a rearrangement became
 
     # -- layers and bases -------------------------------------------------------------------------------
     def new_base(self, layer, dims):
@@ -418,6 +418,13 @@ class Exporter:
             raise ExportError("needs a tensor of rank %d, got %r" % (rank, v))
         if v.is_plain():
             return t
+        key = (t.base, repr(v.arrangement()))
+        if key not in self.moved:  # one layer per rearrangement, whoever asks (both halves of a chunk)
+            self.moved[key] = self._move(t, node)
+        return self.moved[key]
+
+    def _move(self, t, node):
+        v = t.view
         if v.batch_axis() != 0:
             raise ExportError("its input %r has the batch elsewhere than in front" % (v,))
         dims = v.dims()
@@ -499,7 +506,9 @@ class Exporter:
         t = self.tensor(x)
         last = t.view.rank() - 1
         axis = t.view.whole_base_axis(last)
-        if axis == 0:
+        dims = self.base_dims(t)
+        one_pixel = len(dims) == 3 and dims[1:] == [1, 1]  # pooled feature maps, flattened: reshape, linear
+        if axis == 0 or (one_pixel and axis == 1 and not t.view.is_plain() and t.view.is_reshaped_plain()):
             t = self.plain(t, node)
             last = t.view.rank() - 1
             axis = t.view.whole_base_axis(last)
@@ -621,13 +630,24 @@ class Exporter:
             layer = self.emit(node.name, "class_token", [x], note="the parameter's expansion and the concat",
                               tensors=[("weight", p.name, p.tensor)])
             return self.plain_tensor(layer, [t_ + 1, d])
-        ts = [self.plain(self.tensor(t), node) for t in tensors]
+        ts = []
+        for arg in tensors:
+            t = self.plain(self.tensor(arg), node)
+            inner = self.layer_of(t)
+            # A concat of a concat used only here (Inception's nested branches): one layer.
+            if inner >= 0 and self.layers[inner]["op"] == "concat" and isinstance(arg, fx.Node) and \
+                    len(arg.users) == 1 and dim in (1, -3) and self.layers[inner].get("parts"):
+                ts.extend(self.layers[inner]["parts"])
+            else:
+                ts.append(t)
         rank = ts[0].view.rank()
         if (dim if dim >= 0 else dim + rank) != 1:
             raise ExportError("concatenates along another axis than the first after the batch")
         dims = list(self.base_dims(ts[0]))
         dims[0] = sum(self.base_dims(t)[0] for t in ts)
-        return self.plain_tensor(self.emit(node.name, "concat", ts), dims)
+        layer = self.emit(node.name, "concat", ts)
+        self.layers[layer]["parts"] = ts
+        return self.plain_tensor(layer, dims)
 
     def matmul(self, node, a, b):
         """a @ b of two tensors computed from the input: batched, per sample (mplan's

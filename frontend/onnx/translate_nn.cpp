@@ -358,7 +358,11 @@ std::optional<Value> Translator::linear(const Node& node, const std::string& x_n
   if (!x) return std::nullopt;
   int64_t last = static_cast<int64_t>(x->view.rank()) - 1;
   int axis = x->view.whole_base_axis(last);
-  if (axis == 0) {  // a flattened feature map: a reshape layer first
+  // Pooled feature maps [C, 1, 1] flattened (a classifier): a reshape to [C]
+  // and a linear layer, rather than a 1x1 conv over one pixel.
+  const auto& in_dims = base_dims(x->base);
+  const bool one_pixel = in_dims.size() == 3 && in_dims[1] == 1 && in_dims[2] == 1;
+  if (axis == 0 || (one_pixel && axis == 1 && !x->view.is_plain() && x->view.is_reshaped_plain())) {
     x = plain(x_name, node);
     if (!x) return std::nullopt;
     last = static_cast<int64_t>(x->view.rank()) - 1;
