@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <sstream>
+#include <stdexcept>
 
 #include "frontend/onnx/onnx_graph.h"
 #include "frontend/onnx/translator.h"
@@ -17,7 +18,12 @@ namespace {
 Result<ImportResult> import_graph(const Result<Graph>& graph, const std::string& file, const ImportOptions& options) {
   if (!graph.ok()) return graph.error();
   Translator translator(graph.value(), options, file);
-  Result<ImportResult> result = translator.run();
+  Result<ImportResult> result = Error{{file, 0, 0}, ""};
+  try {
+    result = translator.run();
+  } catch (const std::exception& e) {  // a file past every check (memory, say): an error, not a crash
+    return Error{{file, 0, 0}, fmt::format("cannot import the graph: {}", e.what())};
+  }
   if (!result.ok()) return result;
   // The written text must be a model: a failure here is the importer's bug,
   // said with the text's place so that it can be found.
@@ -28,8 +34,9 @@ Result<ImportResult> import_graph(const Result<Graph>& graph, const std::string&
     std::istringstream lines(result->yaml);
     for (int k = 0; k < model.error().where.line && std::getline(lines, line); ++k) {
     }
-    return Error{{file, 0, 0}, fmt::format("the imported model does not validate (an importer bug; please report "
-                                           "it with the ONNX file): {}\n  the line: {}",
+    return Error{{file, 0, 0}, fmt::format("the model written from the graph does not validate (if the ONNX file is "
+                                           "a valid model, this is an importer bug: please report it with the "
+                                           "file): {}\n  the line: {}",
                                            model.error().to_string(), line)};
   }
   if (model->parameter_count() != result->onnx_parameters)

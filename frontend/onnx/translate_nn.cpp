@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 
 #include "frontend/onnx/translator.h"
 
@@ -37,6 +38,13 @@ std::string real_text(double v) { return fmt::format("{}", v); }
 
 bool near(double a, double b) { return std::fabs(a - b) <= 1e-6 * std::max(1.0, std::fabs(b)); }
 
+// Sizes of a hostile file stay where arithmetic on them cannot overflow.
+bool sizes_in_range(const std::vector<int64_t>& values, int64_t low) {
+  for (int64_t v : values)
+    if (v < low || v > 2147483647) return false;
+  return true;
+}
+
 int64_t elements(const std::vector<int64_t>& dims) {
   int64_t p = 1;
   for (int64_t d : dims) p *= d;
@@ -63,6 +71,8 @@ void Translator::translate(const Node& node) {
       {"Clip", &Translator::translate_activation},
       {"Erf", &Translator::translate_activation},
       {"Gelu", &Translator::translate_activation},
+      {"Tanh", &Translator::translate_activation},
+      {"Pow", &Translator::translate_activation},
       {"MatMul", &Translator::translate_matmul},
       {"Gemm", &Translator::translate_gemm},
       {"Add", &Translator::translate_add},
@@ -85,8 +95,7 @@ void Translator::translate(const Node& node) {
   };
   // Ops that only do the graph's shape arithmetic, on constants.
   static const std::vector<std::string> constant_only = {"Constant", "Shape", "ConstantOfShape", "Cast", "Equal",
-                                                         "Where",    "Neg",   "Sqrt",            "Sub",  "Pow",
-                                                         "Identity"};
+                                                         "Where",    "Neg",   "Sqrt",            "Sub",  "Identity"};
   for (const std::string& in : node.inputs)
     if (!in.empty() && values_.count(in) == 0)
       return refuse(node, fmt::format("its input '{}' is not made by any node, initializer or graph input with a "
@@ -104,14 +113,29 @@ void Translator::translate(const Node& node) {
     for (const std::string& out : node.outputs) define(out, Value{});
     return;
   }
-  if (node.op_type == "Identity" && value(node.inputs.at(0)).kind != Value::Kind::constant)
-    return define(node.outputs.at(0), value(node.inputs.at(0)));
-  if (translate_constant(node)) return;
-  if (handler == handlers.end())
-    return refuse(node, fmt::format("{} is imported on constants only (shape arithmetic); here it is applied to a "
-                                    "tensor",
-                                    node.op_type));
-  (this->*handler->second)(node);
+  // The inputs each op needs at least (ONNX's schemas); a damaged file may lack them.
+  static const std::map<std::string, size_t> least_inputs = {
+      {"Conv", 2},   {"BatchNormalization", 5}, {"MatMul", 2}, {"Gemm", 2},  {"Add", 2},    {"Mul", 2},
+      {"Div", 2},    {"Sub", 2},                {"Pow", 2},    {"Equal", 2}, {"Where", 3},  {"Gather", 2},
+      {"Expand", 2}, {"LayerNormalization", 2}, {"Reshape", 2}};
+  const auto least = least_inputs.find(node.op_type);
+  if (node.outputs.empty() || node.outputs[0].empty() || node.inputs.empty() ||
+      (least != least_inputs.end() && node.inputs.size() < least->second)) {
+    if (node.op_type != "Constant" || node.outputs.empty())
+      return refuse(node, "a node without the inputs or outputs its op has (a damaged file?)");
+  }
+  try {
+    if (node.op_type == "Identity" && value(node.inputs.at(0)).kind != Value::Kind::constant)
+      return define(node.outputs.at(0), value(node.inputs.at(0)));
+    if (translate_constant(node)) return;
+    if (handler == handlers.end())
+      return refuse(node, fmt::format("{} is imported on constants only (shape arithmetic); here it is applied to a "
+                                      "tensor",
+                                      node.op_type));
+    (this->*handler->second)(node);
+  } catch (const std::out_of_range&) {  // an input, output or axis a damaged node lacks
+    refuse(node, "a node without the inputs, outputs or sizes its op has (a damaged file?)");
+  }
 }
 
 // ---- convolution, normalisation, pooling --------------------------------------------------------
@@ -132,6 +156,10 @@ void Translator::translate_conv(const Node& node) {
   const int64_t groups = attribute_int(node, "group", 1);
   if (strides.size() != 2 || dilations.size() != 2 || pads.size() != 4 || kernel.size() != 2)
     return refuse(node, "a convolution that is not 2-D");
+  if (!sizes_in_range(strides, 1) || !sizes_in_range(dilations, 1) || !sizes_in_range(pads, 0) ||
+      !sizes_in_range(w.dims, 1))
+    return refuse(node, "sizes out of range (strides, dilations and the weight's sizes from 1, pads from 0, all "
+                        "below 2^31)");
   if (kernel[0] != w.dims[2] || kernel[1] != w.dims[3]) return refuse(node, "kernel_shape differs from the weight's");
   if (pads[0] != pads[2] || pads[1] != pads[3])
     return refuse(node, "padding that differs between the two sides of an axis (mplan pads both alike)");
@@ -199,6 +227,8 @@ void Translator::translate_pool(const Node& node) {
   auto pads = attribute_ints(node, "pads", {0, 0, 0, 0});
   const auto dilations = attribute_ints(node, "dilations", {1, 1});
   if (kernel.size() != 2 || strides.size() != 2 || pads.size() != 4) return refuse(node, "a pooling that is not 2-D");
+  if (!sizes_in_range(kernel, 1) || !sizes_in_range(strides, 1) || !sizes_in_range(pads, 0))
+    return refuse(node, "sizes out of range (kernel and strides from 1, pads from 0, all below 2^31)");
   if (dilations != std::vector<int64_t>{1, 1}) return refuse(node, "a dilated pooling");
   if (const Attribute* a = node.attribute("auto_pad"); a != nullptr && a->text != "NOTSET" && a->text != "VALID")
     return refuse(node, "auto_pad SAME_*: export with explicit padding");
@@ -312,6 +342,23 @@ void Translator::translate_activation(const Node& node) {
         std::fabs(x.pending.factor - M_SQRT1_2) < 1e-5)
       return pending(Pending::Kind::erf_half, x.pending.x);
     return refuse(node, "an erf that is not part of GELU's x * 0.5 * (1 + erf(x / sqrt(2)))");
+  }
+  // GELU's tanh form: tanh(sqrt(2/pi) * (x + 0.044715 x^3)), and x^3 as Pow.
+  if (op == "Tanh") {
+    const Value& arg = value(in);
+    if (arg.kind == Value::Kind::pending && arg.pending.kind == Pending::Kind::scaled &&
+        std::fabs(arg.pending.factor - 0.7978845608028654) < 1e-5) {
+      const Value& inner = value(arg.pending.x);
+      if (inner.kind == Value::Kind::pending && inner.pending.kind == Pending::Kind::cubic &&
+          std::fabs(inner.pending.factor - 0.044715) < 1e-6)
+        return pending(Pending::Kind::tanh_of, inner.pending.x);
+    }
+    return refuse(node, "a tanh that is not part of GELU's tanh form");
+  }
+  if (op == "Pow") {
+    auto exponent = scalar_of(node.inputs.at(1));
+    if (exponent && *exponent == 3.0 && value(in).kind == Value::Kind::tensor) return pending(Pending::Kind::cube, in);
+    return refuse(node, "a power that is not the cube of GELU's tanh form");
   }
   if (op == "Sigmoid") return pending(Pending::Kind::sigmoid_of, in);
   if (op == "HardSigmoid") {
@@ -463,6 +510,27 @@ void Translator::translate_add(const Node& node) {
       v.pending.node = node.name;
       return define(out, v);
     }
+    if (x.kind == Value::Kind::pending && x.pending.kind == Pending::Kind::tanh_of) {
+      auto one = scalar_of(other_name);
+      if (!one || *one != 1.0) return refuse(node, "an addition to GELU's tanh other than of 1");
+      Value v = x;
+      v.pending.kind = Pending::Kind::one_plus_tanh;
+      v.pending.node = node.name;
+      return define(out, v);
+    }
+    // x + 0.044715 x^3 (GELU's tanh form).
+    if (other.kind == Value::Kind::pending && other.pending.kind == Pending::Kind::scaled) {
+      const Value& cube = value(other.pending.x);
+      if (cube.kind == Value::Kind::pending && cube.pending.kind == Pending::Kind::cube && cube.pending.x == x_name) {
+        Value v;
+        v.kind = Value::Kind::pending;
+        v.pending.kind = Pending::Kind::cubic;
+        v.pending.x = x_name;
+        v.pending.factor = other.pending.factor;
+        v.pending.node = node.name;
+        return define(out, v);
+      }
+    }
     if (x.kind != Value::Kind::tensor || other.kind != Value::Kind::param) continue;
     // A linear layer's bias: Add(MatMul(x, W), b).
     const int layer = base_layer(x.tensor.base);
@@ -520,6 +588,44 @@ void Translator::translate_mul(const Node& node) {
         if (!x) return;
         return define(out, tensor_like(emit(node.name, op, {x->base}, {}, fmt::format("x * {}(x)", op == std::string("silu") ? "sigmoid" : "hardsigmoid")), *x));
       }
+    // GELU's tanh form: x * x, x * x^2; x * (1 + tanh(...)), then * 0.5 (or 0.5 * x first).
+    if (x_name == y_name && value(x_name).kind == Value::Kind::tensor) {
+      Value v;
+      v.kind = Value::Kind::pending;
+      v.pending = Pending{Pending::Kind::square, x_name, "", 1.0, 0, 0, node.name};
+      return define(out, v);
+    }
+    if (const Pending* p = pending_of(y_name, Pending::Kind::square); p != nullptr && p->x == x_name) {
+      Value v;
+      v.kind = Value::Kind::pending;
+      v.pending = Pending{Pending::Kind::cube, x_name, "", 1.0, 0, 0, node.name};
+      return define(out, v);
+    }
+    if (const Pending* p = pending_of(y_name, Pending::Kind::one_plus_tanh); p != nullptr) {
+      if (p->x == x_name) {
+        Value v = value(y_name);
+        v.pending.kind = Pending::Kind::gelu_tanh_twice;
+        v.pending.node = node.name;
+        return define(out, v);
+      }
+      if (const Pending* half = pending_of(x_name, Pending::Kind::scaled);
+          half != nullptr && half->x == p->x && near(half->factor, 0.5)) {
+        auto x = tensor(p->x, node);
+        if (!x) return;
+        return define(out, tensor_like(emit(node.name, "gelu", {x->base}, {{"approximate", "tanh"}},
+                                            "GELU's tanh form, from Mul, Add, Tanh, ..."),
+                                       *x));
+      }
+    }
+    if (const Pending* p = pending_of(x_name, Pending::Kind::gelu_tanh_twice); p != nullptr) {
+      auto half = scalar_of(y_name);
+      if (!half || !near(*half, 0.5)) return refuse(node, "GELU's product scaled by other than 0.5");
+      auto x = tensor(p->x, node);
+      if (!x) return;
+      return define(out, tensor_like(emit(node.name, "gelu", {x->base}, {{"approximate", "tanh"}},
+                                          "GELU's tanh form, from Mul, Add, Tanh, ..."),
+                                     *x));
+    }
     // GELU: x * (1 + erf(x / sqrt 2)), then * 0.5 (or 0.5 * x first).
     if (const Pending* p = pending_of(y_name, Pending::Kind::one_plus_erf); p != nullptr) {
       if (p->x == x_name) {

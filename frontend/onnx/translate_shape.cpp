@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 
 #include "frontend/onnx/translator.h"
@@ -24,9 +25,14 @@ std::optional<std::vector<int64_t>> attribute_ints(const Node& node, const std::
   return a->integers;
 }
 
+// The element count, saturating (hostile shapes must not overflow): -1 for a
+// negative size, INT64_MAX past it.
 int64_t product(const std::vector<int64_t>& dims) {
   int64_t p = 1;
-  for (int64_t d : dims) p *= d;
+  for (int64_t d : dims) {
+    if (d < 0) return -1;
+    if (__builtin_mul_overflow(p, d, &p)) return INT64_MAX;
+  }
   return p;
 }
 
@@ -150,6 +156,7 @@ bool Translator::translate_constant(const Node& node) {
     auto dims = broadcast_dims(a.dims, b.dims);
     if (!dims) return refuse(node, "constants of shapes that do not broadcast"), true;
     const int64_t count = product(*dims);
+    if (count < 0 || count > kSmallTensorElements) return refuse(node, "arithmetic on constants too large"), true;
     if (a.real || b.real || op == "Pow") {
       auto real_at = [&](const Value& v, int64_t i) -> std::optional<double> {
         const int64_t k = broadcast_index(v.dims, *dims, i);
@@ -593,8 +600,9 @@ void Translator::translate_split(const Node& node) {
   if (static_cast<int64_t>(sizes.size()) != parts) return refuse(node, "split sizes that do not match its outputs");
   int64_t begin = 0;
   for (int64_t k = 0; k < parts; ++k) {
+    if (sizes[static_cast<size_t>(k)] < 1 || sizes[static_cast<size_t>(k)] > size - begin)
+      return refuse(node, "split sizes beyond the axis");
     const int64_t end = begin + sizes[static_cast<size_t>(k)];
-    if (end > size || sizes[static_cast<size_t>(k)] < 1) return refuse(node, "split sizes beyond the axis");
     if (consumers(node.outputs[static_cast<size_t>(k)]) > 0) {  // unused parts get no layer
       auto out = slice(node, node.inputs.at(0), axis, begin, end, fmt::format("{}/{}", node.name, k));
       if (!out) return;

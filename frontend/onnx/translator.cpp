@@ -210,6 +210,13 @@ std::optional<TensorRef> Translator::tensor(const std::string& name, const Node&
   };
   switch (p.kind) {
     case Pending::Kind::sigmoid_of: return unary("sigmoid");
+    case Pending::Kind::square: {  // x * x that is not GELU's: a product layer
+      auto x = tensor(p.x, at);
+      if (!x) return std::nullopt;
+      Value out = tensor_like(emit(p.node, "mul", {x->base, x->base}), *x);
+      define(name, out);
+      return out.tensor;
+    }
     case Pending::Kind::hardsigmoid_of: return unary("hardsigmoid");
     case Pending::Kind::probs: {
       auto scores = tensor(p.x, at);
@@ -369,7 +376,15 @@ Result<ImportResult> Translator::run() {
                                             image.name)};
   const std::vector<int64_t> input_dims{image.dims[1], image.dims[2], image.dims[3]};
   define(image.name, new_tensor(-1, input_dims));
+  // Parameters with a negative or absurd size are left undefined: a node
+  // using one is refused as using what the graph does not define.
+  auto sane = [](const std::vector<int64_t>& dims) {
+    for (int64_t d : dims)
+      if (d < 1 || d > (int64_t{1} << 40)) return false;
+    return true;
+  };
   for (const auto& [name, t] : graph_.initializers) {
+    if (!sane(t.dims) && !t.has_values) continue;
     Value v;
     v.kind = Value::Kind::param;
     v.param = name;
@@ -379,7 +394,7 @@ Result<ImportResult> Translator::run() {
   }
   for (const ValueInfo& in : graph_.inputs) {
     if (&in == &image || graph_.initializers.count(in.name) > 0) continue;
-    if (!in.has_shape) continue;  // unknown: any node using it is refused
+    if (!in.has_shape || !sane(in.dims)) continue;  // unknown: any node using it is refused
     Value v;
     v.kind = Value::Kind::param;
     v.param = in.name;

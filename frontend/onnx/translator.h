@@ -50,6 +50,12 @@ struct Pending {
     erf_half,       // erf(x / sqrt 2)
     one_plus_erf,   // 1 + erf(x / sqrt 2)
     gelu_twice,     // x * (1 + erf(x / sqrt 2))
+    square,         // x * x        (GELU's tanh form: x + 0.044715 x^3 ...)
+    cube,           // x * x * x, or Pow(x, 3)
+    cubic,          // x + factor * x^3
+    tanh_of,        // tanh(sqrt(2/pi) * (x + 0.044715 x^3))
+    one_plus_tanh,  // 1 + that
+    gelu_tanh_twice,  // x * (1 + that)
     scores,         // q @ k^T * factor (attention)
     probs,          // softmax(scores)
     padded,         // zero padding of x's spatial axes

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
+
 #include "frontend/onnx/onnx_import.h"
 #include "frontend/parse.h"
 #include "tests/import/onnx_builder.h"
@@ -158,6 +160,41 @@ TEST(OnnxImport, SiluAndGeluPatternsBecomeOneLayer) {
   EXPECT_NE(r->yaml.find("its ONNX weight is stored (in, out)"), std::string::npos);
 }
 
+TEST(OnnxImport, GelusTanhFormBecomesOneLayerAndASquareAloneAProduct) {
+  // PyTorch 1.13's export of GELU(approximate='tanh'), node for node.
+  GraphBuilder g;
+  g.input("x", {2, 4, 3, 3});
+  g.node("Mul", {"x", "x"}, {"x2"}, "/g/Mul");
+  g.node("Mul", {"x", "x2"}, {"x3"}, "/g/Mul_1");
+  g.constant_real("kappa", 0.044715f);
+  g.node("Mul", {"kappa", "x3"}, {"k3"}, "/g/Mul_2");
+  g.node("Add", {"x", "k3"}, {"inner"}, "/g/Add");
+  g.constant_real("beta", 0.7978845834732056f);
+  g.node("Mul", {"beta", "inner"}, {"arg"}, "/g/Mul_3");
+  g.node("Tanh", {"arg"}, {"t"}, "/g/Tanh");
+  g.constant_real("one", 1.0f);
+  g.node("Add", {"one", "t"}, {"t1"}, "/g/Add_1");
+  g.node("Mul", {"x", "t1"}, {"m"}, "/g/Mul_4");
+  g.constant_real("half", 0.5f);
+  g.node("Mul", {"half", "m"}, {"gelu"}, "/g/Mul_5");
+  g.node("Mul", {"gelu", "gelu"}, {"sq"}, "/square");  // a square on its own: a product
+  g.node("GlobalAveragePool", {"sq"}, {"p"}, "/pool");
+  auto* flat = g.node("Flatten", {"p"}, {"logits"}, "/Flatten");
+  GraphBuilder::integer(flat, "axis", 1);
+  g.output("logits", {2, 4});
+  Result<ImportResult> r = import_onnx_bytes(g.bytes(), "tanh.onnx", {});
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  const Model m = parse(*r);
+  const Layer* gelu = find(m, "g/Mul_5");
+  ASSERT_NE(gelu, nullptr) << r->yaml;
+  EXPECT_EQ(gelu->op, Op::gelu);
+  EXPECT_TRUE(gelu->tanh_approximation);
+  const Layer* square = find(m, "square");
+  ASSERT_NE(square, nullptr) << r->yaml;
+  EXPECT_EQ(square->op, Op::mul);
+  EXPECT_EQ(square->inputs[0], square->inputs[1]);
+}
+
 TEST(OnnxImport, ASigmoidGateOfAnotherTensorIsASigmoidAndAProduct) {
   // Squeeze-and-excitation: x * sigmoid(conv(pool(x))).
   GraphBuilder g;
@@ -214,6 +251,31 @@ TEST(OnnxImport, BadFilesAreErrorsThatNameTheFile) {
   EXPECT_NE(missing.error().message.find("cannot read the ONNX file"), std::string::npos);
   EXPECT_TRUE(is_onnx_path("a/b.onnx"));
   EXPECT_FALSE(is_onnx_path("a/b.yaml"));
+}
+
+TEST(OnnxImport, DamagedFilesAreErrorsNotCrashes) {
+  // Bytes of a valid model with a few flipped at random (fixed seeds): each
+  // either imports to a model that parses, or is an error naming the file.
+  const std::string good = conv_net().bytes();
+  std::mt19937 rng(14);
+  int imported = 0, refused = 0;
+  for (int trial = 0; trial < 400; ++trial) {
+    std::string bytes = good;
+    const int flips = 1 + trial % 3;
+    for (int f = 0; f < flips; ++f)
+      bytes[rng() % bytes.size()] = static_cast<char>(rng() & 0xff);
+    Result<ImportResult> r = import_onnx_bytes(bytes, "damaged.onnx", {});
+    if (r.ok()) {
+      ++imported;
+      EXPECT_TRUE(parse_model(r->yaml, "damaged.yaml").ok()) << "trial " << trial;
+    } else {
+      ++refused;
+      EXPECT_EQ(r.error().where.file, "damaged.onnx");
+      EXPECT_FALSE(r.error().message.empty());
+    }
+  }
+  std::printf("damaged files: %d imported, %d refused\n", imported, refused);
+  EXPECT_GT(refused, 0);
 }
 
 TEST(OnnxImport, AGraphWithoutAnImageInputIsRefused) {
