@@ -1,4 +1,4 @@
-// `mplan compile model.yaml --budget SIZE [--device NAME|FILE | --profile FILE] [--batch B]
+// `mplan compile model.yaml|model.onnx --budget SIZE [--device NAME|FILE | --profile FILE] [--batch B]
 //  [--copy-engines 1|2] [--sub-batch b] [--policy NAME] -o DIR`: plans one
 // training iteration under the budget with a policy (planner/policy.h; the
 // default, mplan, is mplan's own plan search, planner/planner.h; the others
@@ -22,6 +22,7 @@
 #include <string>
 
 #include "cli/command.h"
+#include "cli/model_input.h"
 #include "codegen/codegen.h"
 #include "codegen/output_dir.h"
 #include "frontend/bytes.h"
@@ -232,9 +233,11 @@ void build_program(const std::string& dir) {
 void run_compile(const CompileOptions& o) {
   const Checked checked = check_flags(o);
   // The model's text is kept: compile writes a copy beside the plan, so that
-  // `mplan verify DIR` needs no --model (issue 12).
-  const std::string model_text = unwrap(read_input_file(o.model_path, "the model file", kMaxModelFileBytes));
-  const Model model = unwrap(parse_model(model_text, o.model_path));
+  // `mplan verify DIR` needs no --model (issue 12); an .onnx model's copy is
+  // the YAML it was imported as.
+  const ModelInput input = load_model_or_onnx(o.model_path, o.batch_given ? o.batch : 0);
+  const std::string& model_text = input.yaml;
+  const Model& model = input.model;
   const int64_t batch = o.batch_given ? o.batch : model.batch;
   if (o.batch_given) {
     if (Status s = check_batch(model, o.batch, "--batch"); !s) fail_usage(s.error().message);
@@ -410,7 +413,8 @@ void run_compile(const CompileOptions& o) {
 
 void setup_compile(CLI::App& command) {
   auto o = std::make_shared<CompileOptions>();
-  command.add_option("model", o->model_path, "Model file (YAML)")->required();
+  command.add_option("model", o->model_path, "Model file (YAML), or an ONNX file imported as `mplan import` does")
+      ->required();
   command.add_option("--budget", o->budget_text, "Device memory the program may use, e.g. 4GiB, 512MiB")
       ->required();
   command.add_option("--device", o->device,

@@ -40,6 +40,17 @@ if(OPENBLAS_INCLUDE_DIR AND OPENBLAS_LIBRARY)
 endif()
 mplan_require(OPENBLAS_FOUND libopenblas-dev)
 
+# ONNX's protobuf schema for `mplan import` (frontend/onnx): Debian's
+# libonnx-dev (its CMake package exports onnx_proto) and libprotobuf-dev.
+find_package(ONNX QUIET)
+find_package(Protobuf QUIET)
+if(TARGET onnx_proto AND Protobuf_FOUND)
+  add_library(mplan_onnx INTERFACE)
+  target_link_libraries(mplan_onnx INTERFACE onnx_proto protobuf::libprotobuf)
+  set(MPLAN_ONNX_FOUND TRUE)
+endif()
+mplan_require(MPLAN_ONNX_FOUND "libonnx-dev and libprotobuf-dev")
+
 if(MPLAN_BUILD_TESTS)
   find_package(GTest QUIET)
   mplan_require(GTest_FOUND libgtest-dev)

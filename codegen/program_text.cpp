@@ -8,10 +8,14 @@
 namespace mplan::codegen {
 
 std::string SharedConstants::conv_shape(const rt::ConvShape& s) {
+  // Dilation only where it is not 1 (designated initialisers keep the default).
+  const std::string dilation = s.dilation_h == 1 && s.dilation_w == 1
+                                   ? ""
+                                   : fmt::format(", .dilation_h = {}, .dilation_w = {}", s.dilation_h, s.dilation_w);
   const std::string body = fmt::format(
       "{{.n = {}, .c = {}, .h = {}, .w = {}, .k = {}, .r = {}, .s = {}, .stride_h = {}, .stride_w = {}, "
-      ".pad_h = {}, .pad_w = {}, .groups = {}}}",
-      s.n, s.c, s.h, s.w, s.k, s.r, s.s, s.stride_h, s.stride_w, s.pad_h, s.pad_w, s.groups);
+      ".pad_h = {}, .pad_w = {}, .groups = {}{}}}",
+      s.n, s.c, s.h, s.w, s.k, s.r, s.s, s.stride_h, s.stride_w, s.pad_h, s.pad_w, s.groups, dilation);
   auto [it, inserted] = names_.emplace("conv" + body, "kConv" + std::to_string(conv_count_));
   if (inserted) {
     ++conv_count_;

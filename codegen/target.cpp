@@ -106,6 +106,8 @@ mplan::ConvShape analytic_shape(const rt::ConvShape& s) {
   c.pad_h = s.pad_h;
   c.pad_w = s.pad_w;
   c.groups = s.groups;
+  c.dilation_h = s.dilation_h;
+  c.dilation_w = s.dilation_w;
   c.P = s.p();
   c.Q = s.q();
   return c;

@@ -34,11 +34,12 @@ struct Shape {
   bool operator==(const Shape&) const = default;
 };
 
-// Kernel window of conv and pool layers.
+// Kernel window of conv and pool layers (and patch_embed's patch).
 struct Window {
   int64_t kernel_h = 1, kernel_w = 1;
   int64_t stride_h = 1, stride_w = 1;
   int64_t pad_h = 0, pad_w = 0;
+  int64_t dilation_h = 1, dilation_w = 1;  // conv only
   bool operator==(const Window&) const = default;
 };
 
@@ -49,9 +50,9 @@ struct Layer {
   Shape output;                  // per-sample output shape, inferred
   SourceLocation where;          // where the layer is written in the file
 
-  // conv: out channels; linear: out features.
+  // conv and patch_embed: out channels; linear: out features.
   int64_t out = 0;
-  // conv: groups; conv and linear: whether there is a bias.
+  // conv: groups (channel_shuffle: groups); conv, linear and patch_embed: whether there is a bias.
   int64_t groups = 1;
   bool bias = true;
   // conv and pool.
@@ -59,7 +60,7 @@ struct Layer {
   // pool.
   PoolMode pool_mode = PoolMode::max;
   bool ceil_mode = false;
-  // batchnorm.
+  // batchnorm (and layernorm's eps).
   double eps = 1e-5;
   double momentum = 0.1;
   // lrn (cuDNN/PyTorch semantics: size, alpha, beta, k).
@@ -67,6 +68,21 @@ struct Layer {
   double alpha = 1e-4, beta = 0.75, k = 2.0;
   // dropout.
   double p = 0.5;
+  // gelu: the tanh approximation instead of the erf form.
+  bool tanh_approximation = false;
+  // clip: the range (relu6 is [0, 6]).
+  double clip_min = 0.0, clip_max = 6.0;
+  // adaptive_avgpool: the output size.
+  int64_t out_h = 1, out_w = 1;
+  // slice: [begin, end) of axis `axis` of the per-sample shape.
+  int64_t axis = 0, begin = 0, end = 0;
+  // reshape: the per-sample output shape.
+  std::vector<int64_t> shape;
+  // matmul: the second input is used transposed (a @ b^T).
+  bool transpose_b = false;
+  // attention: heads; scale of the scores, 0 for 1/sqrt(head dimension).
+  int64_t heads = 1;
+  double scale = 0.0;
 };
 
 struct Optimizer {

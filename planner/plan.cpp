@@ -107,6 +107,15 @@ std::string plan_model_digest(const Model& model) {
     h.real(l.beta);
     h.real(l.k);
     h.real(l.p);
+    // The fields of the vision-model ops (issue 14).
+    for (int64_t v : {w.dilation_h, w.dilation_w, static_cast<int64_t>(l.tanh_approximation), l.out_h, l.out_w, l.axis,
+                      l.begin, l.end, static_cast<int64_t>(l.transpose_b), l.heads})
+      h.integer(v);
+    h.integer(static_cast<int64_t>(l.shape.size()));
+    for (int64_t v : l.shape) h.integer(v);
+    h.real(l.clip_min);
+    h.real(l.clip_max);
+    h.real(l.scale);
   }
   char text[17];
   std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(h.hash));

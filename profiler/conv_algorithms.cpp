@@ -182,6 +182,11 @@ std::optional<std::string> conv_unsupported_reason(ConvDirection d, std::string_
     return std::nullopt;
   };
   if (is(algorithm, "direct")) return std::string("direct is not implemented by cuDNN (every shape is refused)");
+  // Dilated filters: cuDNN's FFT and Winograd algorithms take dilation 1 only.
+  const bool dilated = s.dilation_h != 1 || s.dilation_w != 1;
+  if (dilated && (algorithm.find("fft") != std::string_view::npos ||
+                  algorithm.find("winograd") != std::string_view::npos))
+    return fmt::format("{} needs dilation 1, got {}x{}", algorithm, s.dilation_h, s.dilation_w);
   if (is(algorithm, "winograd") && d == ConvDirection::backward_filter)
     return std::string("backward-filter winograd is not implemented by cuDNN");
   if (is(algorithm, "fft")) {

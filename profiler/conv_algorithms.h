@@ -29,6 +29,7 @@ struct ConvShape {
   int64_t groups = 1;
   int64_t P = 1, Q = 1;
   bool bias = false;
+  int64_t dilation_h = 1, dilation_w = 1;  // taps dilation apart (P and Q count it)
 };
 
 // Fills P and Q from the rest (floor division, as cuDNN and PyTorch).
@@ -46,7 +47,8 @@ int cudnn_algorithm_id(ConvDirection direction, std::string_view name);
 // Why cuDNN refuses an algorithm for a shape ("winograd needs a 3x3 filter,
 // got 5x5"), or nothing when cuDNN supports it (cuDNN 7 API reference, the
 // per-algorithm tables of cudnnConvolutionForward / BackwardData /
-// BackwardFilter, FP32 data, NCHW, dilation 1).
+// BackwardFilter, FP32 data, NCHW; a dilated filter only by the GEMM family
+// and algo_0/algo_1, the cuDNN 7 table's "dilation > 1" rows).
 std::optional<std::string> conv_unsupported_reason(ConvDirection direction, std::string_view algorithm,
                                                    const ConvShape& shape);
 inline bool conv_supported(ConvDirection direction, std::string_view algorithm, const ConvShape& shape) {

@@ -95,6 +95,8 @@ ConvShape conv_shape(const TaskShape& s) {
   c.stride_w = s.window.stride_w;
   c.pad_h = s.window.pad_h;
   c.pad_w = s.window.pad_w;
+  c.dilation_h = s.window.dilation_h;
+  c.dilation_w = s.window.dilation_w;
   c.groups = s.groups;
   c.bias = s.bias;
   return c;
@@ -141,10 +143,15 @@ uint64_t task_fingerprint(const Tdfg& tdfg, TaskId t) {
   // the hash (fields an op ignores keep their defaults).
   const Window& w = layer.window;
   for (int64_t v : {layer.out, layer.groups, static_cast<int64_t>(layer.bias), w.kernel_h, w.kernel_w, w.stride_h,
-                    w.stride_w, w.pad_h, w.pad_w, static_cast<int64_t>(layer.pool_mode),
-                    static_cast<int64_t>(layer.ceil_mode), layer.lrn_size})
+                    w.stride_w, w.pad_h, w.pad_w, w.dilation_h, w.dilation_w, static_cast<int64_t>(layer.pool_mode),
+                    static_cast<int64_t>(layer.ceil_mode), layer.lrn_size, static_cast<int64_t>(layer.tanh_approximation),
+                    layer.out_h, layer.out_w, layer.axis, layer.begin, layer.end,
+                    static_cast<int64_t>(layer.transpose_b), layer.heads})
     h = mix(h, static_cast<uint64_t>(v));
-  for (double v : {layer.eps, layer.momentum, layer.alpha, layer.beta, layer.k, layer.p}) {
+  h = mix(h, layer.shape.size());
+  for (int64_t v : layer.shape) h = mix(h, static_cast<uint64_t>(v));
+  for (double v : {layer.eps, layer.momentum, layer.alpha, layer.beta, layer.k, layer.p, layer.clip_min,
+                   layer.clip_max, layer.scale}) {
     uint64_t bits;
     std::memcpy(&bits, &v, sizeof bits);
     h = mix(h, bits);

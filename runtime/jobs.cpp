@@ -31,7 +31,10 @@ std::string arg_json(const Arg& a) {
     case ArgKind::flag: return std::string("{\"flag\": ") + (a.flag ? "true" : "false") + "}";
     case ArgKind::conv_shape: {
       const ConvShape& s = a.conv;
-      return "{\"conv\": " + ints({s.n, s.c, s.h, s.w, s.k, s.r, s.s, s.stride_h, s.stride_w, s.pad_h, s.pad_w, s.groups}) + "}";
+      // Dilation (two more numbers) only where it is not 1: older job files stay valid.
+      std::vector<int64_t> fields{s.n, s.c, s.h, s.w, s.k, s.r, s.s, s.stride_h, s.stride_w, s.pad_h, s.pad_w, s.groups};
+      if (s.dilation_h != 1 || s.dilation_w != 1) fields.insert(fields.end(), {s.dilation_h, s.dilation_w});
+      return "{\"conv\": " + ints(fields) + "}";
     }
     case ArgKind::pool_shape: {
       const PoolShape& s = a.pool;
@@ -87,8 +90,13 @@ bool read_arg(const json::Value& v, Arg* a, const std::string& where, std::strin
   } else if (const json::Value* f = v.find("flag")) {
     if (f->type != json::Value::Type::boolean) return fail(error, where + ": \"flag\" must be true or false");
     *a = Arg::of_flag(f->boolean);
-  } else if (read_ints(v.find("conv"), 12, &n)) {
-    *a = Arg::of(ConvShape{n[0], n[1], n[2], n[3], n[4], n[5], n[6], n[7], n[8], n[9], n[10], n[11]});
+  } else if (read_ints(v.find("conv"), 12, &n) || read_ints(v.find("conv"), 14, &n)) {
+    ConvShape shape{n[0], n[1], n[2], n[3], n[4], n[5], n[6], n[7], n[8], n[9], n[10], n[11]};
+    if (n.size() == 14) {
+      shape.dilation_h = n[12];
+      shape.dilation_w = n[13];
+    }
+    *a = Arg::of(shape);
   } else if (read_ints(v.find("pool"), 11, &n)) {
     *a = Arg::of(PoolShape{n[0], n[1], n[2], n[3], n[4], n[5], n[6], n[7], n[8], n[9], n[10] != 0});
   } else if (const json::Value* m = v.find("micro")) {

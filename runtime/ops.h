@@ -174,3 +174,6 @@ void sgd_step(const Context& ctx, float* w, float* g, float* momentum_buf, int64
               float momentum, float weight_decay, bool first_step);
 
 }  // namespace mplan::rt
+
+// The kernels of the vision-model ops (issue 14), under the rules above.
+#include "runtime/ops_vision.h"

@@ -13,7 +13,9 @@ namespace mplan::rt {
 //
 //   x  (n, c, h, w)          input
 //   w  (k, c/groups, r, s)   filter (PyTorch layout)
-//   y  (n, k, p, q)          output, p = (h + 2*pad_h - r) / stride_h + 1
+//   y  (n, k, p, q)          output, p = (h + 2*pad_h - dilation_h*(r-1) - 1) / stride_h + 1
+//
+// dilation spreads the filter taps dilation apart (PyTorch's dilation; 1: none).
 struct ConvShape {
   int64_t n = 1;                // images in this call
   int64_t c = 1, h = 1, w = 1;  // input channels and size
@@ -21,19 +23,24 @@ struct ConvShape {
   int64_t stride_h = 1, stride_w = 1;
   int64_t pad_h = 0, pad_w = 0;
   int64_t groups = 1;
+  int64_t dilation_h = 1, dilation_w = 1;
 
-  int64_t p() const { return (h + 2 * pad_h - r) / stride_h + 1; }
-  int64_t q() const { return (w + 2 * pad_w - s) / stride_w + 1; }
+  // The filter's extent on the input: (r - 1) * dilation + 1.
+  int64_t extent_h() const { return (r - 1) * dilation_h + 1; }
+  int64_t extent_w() const { return (s - 1) * dilation_w + 1; }
+  int64_t p() const { return (h + 2 * pad_h - extent_h()) / stride_h + 1; }
+  int64_t q() const { return (w + 2 * pad_w - extent_w()) / stride_w + 1; }
   int64_t x_elements() const { return n * c * h * w; }
   int64_t y_elements() const { return n * k * p() * q(); }
   int64_t w_elements() const { return k * (c / groups) * r * s; }
   // Whether the fields describe a convolution (positive sizes, channels divisible
-  // by groups, filter no larger than the padded input).
+  // by groups, dilated filter no larger than the padded input).
   bool valid() const {
     if (n < 1 || c < 1 || h < 1 || w < 1 || k < 1 || r < 1 || s < 1) return false;
     if (stride_h < 1 || stride_w < 1 || pad_h < 0 || pad_w < 0 || groups < 1) return false;
+    if (dilation_h < 1 || dilation_w < 1 || dilation_h > (int64_t{1} << 30) || dilation_w > (int64_t{1} << 30)) return false;
     if (c % groups != 0 || k % groups != 0) return false;
-    return h + 2 * pad_h >= r && w + 2 * pad_w >= s;
+    return h + 2 * pad_h >= extent_h() && w + 2 * pad_w >= extent_w();
   }
 };
 

@@ -8,13 +8,17 @@ packages=(
   libyaml-cpp-dev libboost-graph-dev libglpk-dev glpk-utils libfmt-dev
   libgtest-dev nlohmann-json3-dev libcli11-dev libopenblas-dev
   # The robustness defences (issue 12): strace injects kills and write errors
-  # into `mplan compile` and the generated program's checkpoints in the tests; clang with its libFuzzer runtime builds
-  # the fuzz targets of bench/fuzz.sh.
+  # into `mplan compile` and the generated program's checkpoints in the tests;
+  # clang with its libFuzzer runtime builds the fuzz targets of bench/fuzz.sh.
   strace clang libclang-rt-14-dev
+  # ONNX import (issue 14).
+  libonnx-dev libprotobuf-dev
 )
 # PyTorch is the reference the end-to-end tests compare against (Debian's python3).
 if [[ "${MPLAN_WITH_TORCH:-1}" == 1 ]]; then
   packages+=(python3-torch python3-numpy)
+  # torchvision's models and torch.onnx.export's ONNX checker: the import tests (tests/import).
+  packages+=(python3-torchvision python3-onnx)
 fi
 
 missing=()

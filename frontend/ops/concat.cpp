@@ -1,5 +1,7 @@
 // concat: the inputs side by side along the channel axis (inception and dense
-// joins). Backward slices dY back to each input; it needs no forward data.
+// joins). Backward slices dY back to each input; it needs no forward data. One
+// input is a copy (torchvision's DenseNet concatenates its first layer's
+// input list of one tensor).
 
 #include "frontend/ops/op_helpers.h"
 

@@ -1,4 +1,5 @@
-// conv: 2-D convolution, PyTorch's Conv2d (groups, stride, zero padding, bias).
+// conv: 2-D convolution, PyTorch's Conv2d (groups, stride, zero padding,
+// dilation, bias); depthwise when groups = input channels.
 // Its tasks choose among algorithms (moDNN Eq. 5) and may run as micro-batches
 // (mu-cuDNN §III); their work is the algorithm's (profiler/conv_algorithms.h).
 
@@ -12,7 +13,8 @@ void read_fields(const MapReader& r, Layer& layer) {
   auto [kernel_h, kernel_w] = r.required_pair("kernel", 1);
   auto [stride_h, stride_w] = r.optional_pair("stride", {1, 1}, 1);
   auto [pad_h, pad_w] = r.optional_pair("pad", {0, 0}, 0);
-  layer.window = Window{kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w};
+  auto [dilation_h, dilation_w] = r.optional_pair("dilation", {1, 1}, 1);
+  layer.window = Window{kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w};
   layer.groups = r.optional_int("groups", 1, 1);
   layer.bias = r.optional_bool("bias", true);
 }
@@ -29,7 +31,17 @@ ShapeOrMessage infer_shape(const Layer& layer, const ShapeInputs& in) {
     return failure(fmt::format("out = {} is not divisible by groups = {}", layer.out, layer.groups));
   if (!fits_elements({layer.out, in_channels / layer.groups, layer.window.kernel_h, layer.window.kernel_w}))
     return failure(fmt::format("its weights are too large (at most {} elements)", kMaxElements));
-  return spatial_output(layer.window, in.shapes[0], layer.out, /*ceil_mode=*/false);
+  const Window& w = layer.window;
+  for (const std::string& why : {check_range("dilation", w.dilation_h, 1), check_range("dilation", w.dilation_w, 1)})
+    if (!why.empty()) return failure(why);
+  // A dilated filter covers (kernel - 1) * dilation + 1 input pixels.
+  Window extent = w;
+  extent.kernel_h = (w.kernel_h - 1) * w.dilation_h + 1;
+  extent.kernel_w = (w.kernel_w - 1) * w.dilation_w + 1;
+  ShapeOrMessage out = spatial_output(extent, in.shapes[0], layer.out, /*ceil_mode=*/false);
+  if (!out.ok() && (w.dilation_h != 1 || w.dilation_w != 1))
+    out.error += fmt::format(" (kernel {}x{} at dilation {}x{})", w.kernel_h, w.kernel_w, w.dilation_h, w.dilation_w);
+  return out;
 }
 
 // weight (out, C/groups, kh, kw) and bias (out), both uniform in
@@ -49,8 +61,10 @@ BackwardNeeds bp2_needs(const Layer&) { return {.inputs = true}; }  // dW = dY *
 
 std::string signature(const Layer& layer) {
   const Window& w = layer.window;
-  return fmt::format(" kernel={}x{} stride={}x{} pad={}x{} groups={} bias={}", w.kernel_h, w.kernel_w, w.stride_h,
-                     w.stride_w, w.pad_h, w.pad_w, layer.groups, layer.bias ? 1 : 0);
+  const std::string dilation =
+      w.dilation_h == 1 && w.dilation_w == 1 ? "" : fmt::format(" dilation={}x{}", w.dilation_h, w.dilation_w);
+  return fmt::format(" kernel={}x{} stride={}x{} pad={}x{} groups={} bias={}{}", w.kernel_h, w.kernel_w, w.stride_h,
+                     w.stride_w, w.pad_h, w.pad_w, layer.groups, layer.bias ? 1 : 0, dilation);
 }
 
 rt::ConvShape conv_shape(const OpTask& task, int64_t n) {
@@ -69,6 +83,8 @@ rt::ConvShape conv_shape(const OpTask& task, int64_t n) {
   s.pad_h = w.pad_h;
   s.pad_w = w.pad_w;
   s.groups = task.layer.groups;
+  s.dilation_h = w.dilation_h;
+  s.dilation_w = w.dilation_w;
   return s;
 }
 
@@ -110,7 +126,7 @@ void invoke(const OpTask& task, const InvocationContext& ctx, Invocation& out) {
 extern const OpSpec conv_spec = {
     .op = Op::conv,
     .name = "conv",
-    .fields = {"out", "kernel", "stride", "pad", "groups", "bias"},
+    .fields = {"out", "kernel", "stride", "pad", "dilation", "groups", "bias"},
     .read_fields = read_fields,
     .infer_shape = infer_shape,
     .parameters = parameters,

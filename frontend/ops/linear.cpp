@@ -1,4 +1,6 @@
-// linear: y = x W^T + b on a flattened input, PyTorch's Linear (W is (out, in)).
+// linear: y = x W^T + b over the last axis, PyTorch's Linear (W is (out, in)):
+// on a vector [N] (flatten feature maps first), or on each token of a
+// sequence [T, N] (a transformer's projections and MLPs).
 
 #include "frontend/ops/op_helpers.h"
 
@@ -11,15 +13,22 @@ void read_fields(const MapReader& r, Layer& layer) {
 }
 
 ShapeOrMessage infer_shape(const Layer& layer, const ShapeInputs& in) {
-  if (auto why = need_rank(layer, in, 1, "1-D [N]"); !why.empty()) return failure(why);
+  if (in.shapes[0].dims.size() != 2)
+    if (auto why = need_rank(layer, in, 1, "1-D [N]"); !why.empty()) return failure(why);
   if (auto why = check_range("out", layer.out, 1); !why.empty()) return failure(why);
-  if (!fits_elements({layer.out, in.shapes[0].dims[0]}))
+  if (!fits_elements({layer.out, in.shapes[0].dims.back()}))
     return failure(fmt::format("its weights are too large (at most {} elements)", kMaxElements));
-  return {Shape{{layer.out}}, {}};
+  Shape out = in.shapes[0];
+  out.dims.back() = layer.out;
+  return {out, {}};
 }
 
+// Input features (the last axis) and rows per sample (tokens; 1 for a vector).
+int64_t features_in(const Shape& x) { return x.dims.back(); }
+int64_t rows_per_sample(const Shape& x) { return x.elements() / x.dims.back(); }
+
 std::vector<LayerTensor> parameters(const Layer& layer, const std::vector<Shape>& inputs) {
-  const int64_t in = inputs.at(0).elements();
+  const int64_t in = features_in(inputs.at(0));
   std::vector<LayerTensor> tensors{{"weight", {layer.out, in}, TensorInit::uniform_fan_in, in}};
   if (layer.bias) tensors.push_back({"bias", {layer.out}, TensorInit::uniform_fan_in, in});
   return tensors;
@@ -31,8 +40,9 @@ BackwardNeeds bp2_needs(const Layer&) { return {.inputs = true}; }
 std::string signature(const Layer& layer) { return fmt::format(" bias={}", layer.bias ? 1 : 0); }
 
 // cuBLAS SGEMMs: Y = X W^T, dX = dY W, dW = dY^T X (a b-long reduction).
-std::vector<WorkEstimate> work(const OpTask& task, int64_t b) {
-  const double in = static_cast<double>(task.inputs.at(0).elements());
+std::vector<WorkEstimate> work(const OpTask& task, int64_t b0) {
+  const double in = static_cast<double>(features_in(task.inputs.at(0)));
+  const int64_t b = b0 * rows_per_sample(task.inputs.at(0));  // rows of the GEMMs
   const double out = static_cast<double>(task.layer.out);
   const double x = in * b * kFloatBytes, y = out * b * kFloatBytes, w = in * out * kFloatBytes;
   const double flops = 2.0 * b * in * out;
@@ -52,7 +62,8 @@ std::vector<WorkEstimate> work(const OpTask& task, int64_t b) {
 }
 
 void invoke(const OpTask& task, const InvocationContext& ctx, Invocation& out) {
-  const int64_t n = ctx.samples, in = task.inputs.at(0).elements(), features = task.layer.out;
+  const int64_t n = ctx.samples * rows_per_sample(task.inputs.at(0)), in = features_in(task.inputs.at(0));
+  const int64_t features = task.layer.out;
   switch (task.kind) {
     case TaskKind::FP:
       out.call(rt::Kernel::linear_forward,

@@ -67,7 +67,8 @@ Extents extents_of(const rt::KernelCall& call, const rt::Bindings& b) {
   // Convolutions: the shape is argument 0; x, w, y and the bias per the shape.
   auto conv = [&](int64_t* x, int64_t* w, int64_t* y, int64_t* k) {
     const rt::ConvShape& s = a[0].conv;
-    for (int64_t field : {s.n, s.c, s.h, s.w, s.k, s.r, s.s, s.stride_h, s.stride_w, s.pad_h, s.pad_w, s.groups})
+    for (int64_t field : {s.n, s.c, s.h, s.w, s.k, s.r, s.s, s.stride_h, s.stride_w, s.pad_h, s.pad_w, s.groups,
+                          s.dilation_h, s.dilation_w})
       if (field > (int64_t{1} << 30)) e.error = "a convolution size above 2^30";
     if (!e.error.empty()) return;
     *x = product({s.n, s.c, s.h, s.w});
@@ -228,6 +229,183 @@ Extents extents_of(const rt::KernelCall& call, const rt::Bindings& b) {
     case Kernel::softmax_xent_backward:  // probs, labels, dlogits, n, classes, scale, accumulate
       sizes_nonnegative({3, 4});
       set({{0, product({v(3), v(4)})}, {1, v(3)}, {2, product({v(3), v(4)})}});
+      break;
+    // ---- the vision-model ops (runtime/ops_vision.h) ----
+    case Kernel::hardswish_forward:
+    case Kernel::hardsigmoid_forward:
+    case Kernel::silu_forward:
+    case Kernel::sigmoid_forward:
+    case Kernel::gelu_forward:
+    case Kernel::clip_forward:  // x, y, count, ...
+      sizes_nonnegative({2});
+      set({{0, v(2)}, {1, v(2)}});
+      break;
+    case Kernel::hardswish_backward:
+    case Kernel::hardsigmoid_backward:
+    case Kernel::silu_backward:
+    case Kernel::sigmoid_backward:
+    case Kernel::gelu_backward:
+    case Kernel::clip_backward:  // x or y, dy, dx, count, ...
+      sizes_nonnegative({3});
+      set({{0, v(3)}, {1, v(3)}, {2, v(3)}});
+      break;
+    case Kernel::channel_mul_forward:       // x, s, y, n, c, inner, per_sample
+    case Kernel::channel_mul_backward_x:    // s, dy, dx, n, c, inner, per_sample, accumulate
+    case Kernel::channel_mul_backward_s: {  // x, dy, ds, n, c, inner, per_sample, accumulate
+      sizes_nonnegative({3, 4, 5});
+      const int64_t all = product({v(3), v(4), v(5)});
+      const int64_t factors = a[6].kind == ArgKind::flag && a[6].flag ? product({v(3), v(4)}) : v(4);
+      if (call.kernel == Kernel::channel_mul_forward)
+        set({{0, all}, {1, factors}, {2, all}});
+      else if (call.kernel == Kernel::channel_mul_backward_x)
+        set({{0, factors}, {1, all}, {2, all}});
+      else
+        set({{0, all}, {1, all}, {2, factors}});
+      break;
+    }
+    case Kernel::adaptive_avg_pool_forward:     // x, y, planes, h, w, out_h, out_w
+    case Kernel::adaptive_avg_pool_backward: {  // dy, dx, planes, h, w, out_h, out_w, accumulate
+      sizes_nonnegative({2, 3, 4, 5, 6});
+      if (v(3) < 1 || v(4) < 1 || v(5) < 1 || v(6) < 1) e.error = "an adaptive pooling of an empty image";
+      const int64_t in = product({v(2), v(3), v(4)}), out = product({v(2), v(5), v(6)});
+      if (call.kernel == Kernel::adaptive_avg_pool_forward)
+        set({{0, in}, {1, out}});
+      else
+        set({{0, out}, {1, in}});
+      break;
+    }
+    case Kernel::channel_shuffle: {  // x, y, n, c, inner, groups, accumulate
+      sizes_nonnegative({2, 3, 4});
+      if (v(5) < 1 || v(3) % v(5) != 0) e.error = "a channel shuffle whose groups do not divide its channels";
+      const int64_t all = product({v(2), v(3), v(4)});
+      set({{0, all}, {1, all}});
+      break;
+    }
+    case Kernel::slice_forward:     // x, y, outer, x_cols, offset, y_cols
+    case Kernel::slice_backward: {  // dy, dx, outer, x_cols, offset, y_cols, accumulate
+      sizes_nonnegative({2, 3, 4, 5});
+      if (v(4) > v(3) || v(5) > v(3) - v(4)) e.error = "a slice beyond its input's columns";
+      const int64_t whole = product({v(2), v(3)}), part = product({v(2), v(5)});
+      if (call.kernel == Kernel::slice_forward)
+        set({{0, whole}, {1, part}});
+      else
+        set({{0, part}, {1, whole}});
+      break;
+    }
+    case Kernel::layernorm_forward: {  // x, gamma, beta, y, mean, invstd, outer, c, inner, eps
+      sizes_nonnegative({6, 7, 8});
+      const int64_t all = product({v(6), v(7), v(8)}), positions = product({v(6), v(8)});
+      set({{0, all}, {1, v(7)}, {2, v(7)}, {3, all}, {4, positions}, {5, positions}});
+      break;
+    }
+    case Kernel::layernorm_backward_data: {  // x, gamma, mean, invstd, dy, dx, outer, c, inner, accumulate
+      sizes_nonnegative({6, 7, 8});
+      const int64_t all = product({v(6), v(7), v(8)}), positions = product({v(6), v(8)});
+      set({{0, all}, {1, v(7)}, {2, positions}, {3, positions}, {4, all}, {5, all}});
+      break;
+    }
+    case Kernel::layernorm_backward_params: {  // x, mean, invstd, dy, dgamma, dbeta, outer, c, inner
+      sizes_nonnegative({6, 7, 8});
+      const int64_t all = product({v(6), v(7), v(8)}), positions = product({v(6), v(8)});
+      set({{0, all}, {1, positions}, {2, positions}, {3, all}, {4, v(7)}, {5, v(7)}});
+      break;
+    }
+    case Kernel::matmul_forward:       // a, b, y, batch, m, k, n, transpose_b
+    case Kernel::matmul_backward_a:    // b, dy, da, batch, m, k, n, transpose_b, accumulate
+    case Kernel::matmul_backward_b: {  // a, dy, db, batch, m, k, n, transpose_b, accumulate
+      sizes_nonnegative({3, 4, 5, 6});
+      const int64_t am = product({v(3), v(4), v(5)}), bm = product({v(3), v(5), v(6)}),
+                    ym = product({v(3), v(4), v(6)});
+      if (call.kernel == Kernel::matmul_forward)
+        set({{0, am}, {1, bm}, {2, ym}});
+      else if (call.kernel == Kernel::matmul_backward_a)
+        set({{0, bm}, {1, ym}, {2, am}});
+      else
+        set({{0, am}, {1, ym}, {2, bm}});
+      break;
+    }
+    case Kernel::softmax_forward:  // x, y, rows, cols
+      sizes_nonnegative({2, 3});
+      if (v(3) < 1) e.error = "a softmax over rows of no elements";
+      set({{0, product({v(2), v(3)})}, {1, product({v(2), v(3)})}});
+      break;
+    case Kernel::softmax_backward:  // y, dy, dx, rows, cols, accumulate
+      sizes_nonnegative({3, 4});
+      set({{0, product({v(3), v(4)})}, {1, product({v(3), v(4)})}, {2, product({v(3), v(4)})}});
+      break;
+    case Kernel::attention_forward:     // q, k, v, probs, y, n, heads, tq, tk, hd, q_stride, kv_stride, scale
+    case Kernel::attention_backward: {  // q, k, v, probs, dy, dq, dk, dv, scratch, n, heads, tq, tk, hd, qs, kvs, ...
+      const size_t at = call.kernel == Kernel::attention_forward ? 5 : 9;  // n
+      sizes_nonnegative({at, at + 1, at + 2, at + 3, at + 4, at + 5, at + 6});
+      const int64_t n = v(at), heads = v(at + 1), tq = v(at + 2), tk = v(at + 3), hd = v(at + 4);
+      const int64_t q_stride = v(at + 5), kv_stride = v(at + 6);
+      if (product({heads, hd}) > q_stride || product({heads, hd}) > kv_stride || tq < 1 || tk < 1 || heads < 1)
+        e.error = "an attention whose heads do not fit its rows";
+      if (!e.error.empty()) break;
+      // A tensor reaches its last row's last head: rows stride apart, heads*hd floats in the last.
+      auto rows_extent = [](int64_t rows, int64_t stride, int64_t width) {
+        if (rows < 1) return int64_t{0};
+        const int64_t before = product({rows - 1, stride});
+        int64_t end = 0;
+        return before == kTooMany || __builtin_add_overflow(before, width, &end) ? kTooMany : end;
+      };
+      const int64_t q_extent = rows_extent(product({n, tq}), q_stride, product({heads, hd}));
+      const int64_t kv_extent = rows_extent(product({n, tk}), kv_stride, product({heads, hd}));
+      const int64_t matrix = product({n, heads, tq, tk}), y = product({n, tq, heads, hd});
+      if (call.kernel == Kernel::attention_forward) {
+        set({{0, q_extent}, {1, kv_extent}, {2, kv_extent}, {3, matrix}, {4, y}});
+      } else {
+        set({{0, q_extent}, {1, kv_extent}, {2, kv_extent}, {3, matrix}, {4, y}, {5, q_extent}, {6, kv_extent},
+             {7, kv_extent}, {8, matrix}});
+        e.optional[5] = e.optional[6] = e.optional[7] = true;
+      }
+      break;
+    }
+    case Kernel::patch_embed_forward:          // x, w, bias, y, workspace, n, c, h, w, patch, out
+    case Kernel::patch_embed_backward_data:    // w, dy, dx, workspace, n, c, h, w, patch, out, accumulate
+    case Kernel::patch_embed_backward_params: {  // x, dy, dw, dbias, workspace, n, c, h, w, patch, out
+      const size_t at = call.kernel == Kernel::patch_embed_backward_data ? 4 : 5;  // n
+      sizes_nonnegative({at, at + 1, at + 2, at + 3, at + 4, at + 5});
+      const int64_t n = v(at), c = v(at + 1), h = v(at + 2), w = v(at + 3), patch = v(at + 4), out = v(at + 5);
+      if (patch < 1 || patch > h || patch > w) e.error = "a patch larger than its image (or of no pixels)";
+      if (!e.error.empty()) break;
+      const int64_t rows = product({n, h / patch, w / patch}), row = product({c, patch, patch});
+      const int64_t x = product({n, c, h, w}), weights = product({out, row}), y = product({rows, out}),
+                    patches = product({rows, row});
+      if (call.kernel == Kernel::patch_embed_forward) {
+        set({{0, x}, {1, weights}, {2, out}, {3, y}, {4, patches}});
+        e.optional[2] = true;
+      } else if (call.kernel == Kernel::patch_embed_backward_data) {
+        set({{0, weights}, {1, y}, {2, x}, {3, patches}});
+      } else {
+        set({{0, x}, {1, y}, {2, weights}, {3, out}, {4, patches}});
+        e.optional[3] = true;
+      }
+      break;
+    }
+    case Kernel::class_token_forward:         // x, token, y, n, tokens, dim
+    case Kernel::class_token_backward_data:   // dy, dx, n, tokens, dim, accumulate
+    case Kernel::class_token_backward_param: {  // dy, dtoken, n, tokens, dim
+      const size_t at = call.kernel == Kernel::class_token_forward ? 3 : 2;
+      sizes_nonnegative({at, at + 1, at + 2});
+      if (v(at + 1) > (int64_t{1} << 40)) e.error = "a sequence of more than 2^40 tokens";
+      if (!e.error.empty()) break;
+      const int64_t x = product({v(at), v(at + 1), v(at + 2)}), y = product({v(at), v(at + 1) + 1, v(at + 2)});
+      if (call.kernel == Kernel::class_token_forward)
+        set({{0, x}, {1, v(at + 2)}, {2, y}});
+      else if (call.kernel == Kernel::class_token_backward_data)
+        set({{0, y}, {1, x}});
+      else
+        set({{0, y}, {1, v(at + 2)}});
+      break;
+    }
+    case Kernel::pos_embed_forward:  // x, p, y, n, count
+      sizes_nonnegative({3, 4});
+      set({{0, product({v(3), v(4)})}, {1, v(4)}, {2, product({v(3), v(4)})}});
+      break;
+    case Kernel::pos_embed_backward_param:  // dy, dp, n, count
+      sizes_nonnegative({2, 3});
+      set({{0, product({v(2), v(3)})}, {1, v(3)}});
       break;
     case Kernel::sgd_step:  // w, g, momentum_buf, count, lr, momentum, weight_decay, first_step
       sizes_nonnegative({3});

@@ -6,8 +6,9 @@
 #include "runtime/check.h"
 #include "runtime/cpu/conv_kernels.h"
 #include "runtime/cpu/im2col.h"
-#include "runtime/cpu/vector_ops.h"
 #include "runtime/cpu/op_profile.h"
+#include "runtime/cpu/vector_ops.h"
+#include "runtime/cpu/vision_kernels.h"
 
 namespace mplan::rt::cpu {
 
@@ -43,6 +44,8 @@ const char* conv_direction_name(ConvDirection direction) {
 
 bool conv_algo_supported(ConvAlgo algo, ConvDirection direction, const ConvShape& shape) {
   if (!shape.valid()) return false;
+  // Dilated shapes run conv_general.cpp's loops, as "direct".
+  if (conv_takes_general_path(shape)) return algo == ConvAlgo::direct;
   switch (algo) {
     case ConvAlgo::direct:
     case ConvAlgo::gemm: return true;
@@ -85,11 +88,16 @@ void conv_forward(ConvAlgo algo, const ConvShape& shape, const float* x, const f
   OpTimer timer(OpKind::conv_forward);
   float* ws = checked_workspace(algo, ConvDirection::forward, shape, workspace, workspace_bytes);
   switch (algo) {
-    case ConvAlgo::direct: cpu::conv_forward_direct(shape, x, w, y, accumulate); break;
-    case ConvAlgo::gemm: cpu::conv_forward_gemm(shape, x, w, y, ws, accumulate); break;
-    case ConvAlgo::winograd: cpu::conv_forward_winograd(shape, x, w, y, ws, accumulate); break;
+    case ConvAlgo::direct:
+      if (conv_takes_general_path(shape))
+        conv_forward_general(shape, x, w, y, accumulate);
+      else
+        conv_forward_direct(shape, x, w, y, accumulate);
+      break;
+    case ConvAlgo::gemm: conv_forward_gemm(shape, x, w, y, ws, accumulate); break;
+    case ConvAlgo::winograd: conv_forward_winograd(shape, x, w, y, ws, accumulate); break;
     case ConvAlgo::tiled_gemm:
-    case ConvAlgo::tiled_gemm_small: cpu::conv_forward_tiled_gemm(algo, shape, x, w, y, ws, accumulate); break;
+    case ConvAlgo::tiled_gemm_small: conv_forward_tiled_gemm(algo, shape, x, w, y, ws, accumulate); break;
   }
   if (bias == nullptr) return;
   const int64_t PQ = shape.p() * shape.q();
@@ -104,8 +112,13 @@ void conv_backward_data(ConvAlgo algo, const ConvShape& shape, const float* w, c
   float* ws =
       checked_workspace(algo, ConvDirection::backward_data, shape, workspace, workspace_bytes);
   switch (algo) {
-    case ConvAlgo::direct: cpu::conv_backward_data_direct(shape, w, dy, dx, accumulate); break;
-    case ConvAlgo::gemm: cpu::conv_backward_data_gemm(shape, w, dy, dx, ws, accumulate); break;
+    case ConvAlgo::direct:
+      if (conv_takes_general_path(shape))
+        conv_backward_data_general(shape, w, dy, dx, accumulate);
+      else
+        conv_backward_data_direct(shape, w, dy, dx, accumulate);
+      break;
+    case ConvAlgo::gemm: conv_backward_data_gemm(shape, w, dy, dx, ws, accumulate); break;
     case ConvAlgo::winograd:
       cpu::conv_backward_data_winograd(shape, w, dy, dx, ws, accumulate);
       break;
@@ -123,8 +136,13 @@ void conv_backward_filter(ConvAlgo algo, const ConvShape& shape, const float* x,
   float* ws =
       checked_workspace(algo, ConvDirection::backward_filter, shape, workspace, workspace_bytes);
   switch (algo) {
-    case ConvAlgo::direct: cpu::conv_backward_filter_direct(shape, x, dy, dw, accumulate); break;
-    case ConvAlgo::gemm: cpu::conv_backward_filter_gemm(shape, x, dy, dw, ws, accumulate); break;
+    case ConvAlgo::direct:
+      if (conv_takes_general_path(shape))
+        conv_backward_filter_general(shape, x, dy, dw, accumulate);
+      else
+        conv_backward_filter_direct(shape, x, dy, dw, accumulate);
+      break;
+    case ConvAlgo::gemm: conv_backward_filter_gemm(shape, x, dy, dw, ws, accumulate); break;
     case ConvAlgo::winograd: MPLAN_RT_CHECK(false, "winograd has no backward-filter"); break;
     case ConvAlgo::tiled_gemm:
     case ConvAlgo::tiled_gemm_small:

@@ -77,9 +77,10 @@ int algorithm_count(ConvDirection d) {
 
 bool known_algorithm(ConvDirection d, ConvAlgoId algo) { return algo >= 0 && algo < algorithm_count(d); }
 
-using ShapeKey = std::array<int64_t, 12>;
+using ShapeKey = std::array<int64_t, 14>;
 ShapeKey key_of(const ConvShape& s) {
-  return {s.n, s.c, s.h, s.w, s.k, s.r, s.s, s.stride_h, s.stride_w, s.pad_h, s.pad_w, s.groups};
+  return {s.n,        s.c,        s.h,     s.w,          s.k,         s.r,          s.s,
+          s.stride_h, s.stride_w, s.pad_h, s.pad_w, s.groups, s.dilation_h, s.dilation_w};
 }
 
 // cuDNN's legacy descriptors take int sizes, and its kernels index 4-d tensors
@@ -113,8 +114,9 @@ ConvDescriptors create_descriptors(const ConvShape& s) {
   // The filter in PyTorch's layout (k, c/groups, r, s).
   MPLAN_CUDNN_CHECK(
       cudnnSetFilter4dDescriptor(d.w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, i(s.k), i(s.c / s.groups), i(s.r), i(s.s)));
-  MPLAN_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(d.conv, i(s.pad_h), i(s.pad_w), i(s.stride_h), i(s.stride_w), 1, 1,
-                                                    CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+  MPLAN_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(d.conv, i(s.pad_h), i(s.pad_w), i(s.stride_h), i(s.stride_w),
+                                                    i(s.dilation_h), i(s.dilation_w), CUDNN_CROSS_CORRELATION,
+                                                    CUDNN_DATA_FLOAT));
   MPLAN_CUDNN_CHECK(cudnnSetConvolutionGroupCount(d.conv, i(s.groups)));
   MPLAN_CUDNN_CHECK(cudnnSetConvolutionMathType(d.conv, cuda::tf32_enabled() ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
   int n = 0, k = 0, p = 0, q = 0;

@@ -1,6 +1,7 @@
 // The CUDA program (issue: "when nvcc is present, the CUDA runtime, the GPU
 // profiler and a generated CUDA program of the small model are built and
-// linked by a test"): cifar_small and every_op compiled for --target cuda
+// linked by a test"): cifar_small, every_op and every_vision_op (issue 14's
+// ops) compiled for --target cuda
 // build against runtime/cuda. Where a GPU is, its weights after 3 steps must
 // agree with the CPU program's (fp32, TF32 off; relative 1e-4); elsewhere that
 // part skips and says so.
@@ -67,7 +68,7 @@ TEST_P(CudaProgram, OnAGpuTrainsTheCpuProgramsWeights) {
 #endif
 }
 
-INSTANTIATE_TEST_SUITE_P(SmallModels, CudaProgram, ::testing::Values("cifar_small", "every_op"));
+INSTANTIATE_TEST_SUITE_P(SmallModels, CudaProgram, ::testing::Values("cifar_small", "every_op", "every_vision_op"));
 
 }  // namespace
 }  // namespace mplan::e2e
