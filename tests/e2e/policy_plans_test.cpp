@@ -71,8 +71,9 @@ TEST(PolicyPlans, RecomputingAndOffloadingPlansTrainTheSameWeights) {
               static_cast<long long>(budget), sn.recomputed_tasks, static_cast<long long>(options.budget_bytes),
               vdnn.plan.summary.offload_count);
 
-  // The same folder as budgets_test's unlimited run: built once for both.
-  const auto unlimited = build_and_train(compile_model(kModel, Budget::unlimited, "cifar_small.yaml-unlimited"));
+  // Its own folder: sharing budgets_test's, which ctest may run at the same
+  // time (-j), would rebuild the program under the other test's run.
+  const auto unlimited = build_and_train(compile_model(kModel, Budget::unlimited, "policy-plans-unlimited"));
   ASSERT_FALSE(unlimited.empty());
   const auto recomputing = build_and_train(write_plan_program(*model, std::move(sn.plan), "cifar_small-superneurons"));
   ASSERT_FALSE(recomputing.empty());

@@ -102,7 +102,7 @@ TEST(Recompute, BatchnormDropoutAndInPlaceReluRecomputedTrainTheSameWeights) {
   EXPECT_TRUE(in_place) << "no in-place ReLU recomputed";
   std::printf("every_op, everything dropped: %zu recompute steps\n", sim.recompute_steps.size());
 
-  const auto unlimited = build_and_train(compile_model(kModel, Budget::unlimited, "every_op.yaml-unlimited"));
+  const auto unlimited = build_and_train(compile_model(kModel, Budget::unlimited, "recompute-dropped-unlimited"));
   ASSERT_FALSE(unlimited.empty());
   const auto recomputing = build_and_train(write_plan_program(*model, std::move(plan), "every_op-recompute-all"));
   ASSERT_FALSE(recomputing.empty());
@@ -129,7 +129,9 @@ TEST(Recompute, BatchnormModelAtABudgetWhereTheBatchFitsTrainsTheFullBatchWeight
   EXPECT_EQ(plan->sub_batches.size(), 1u) << "the batch fits: one round";
   std::printf("every_op at %lld bytes: %zu round(s), %d offloads\n", static_cast<long long>(options.budget_bytes),
               plan->sub_batches.size(), plan->summary.offload_count);
-  const auto unlimited = build_and_train(compile_model(kModel, Budget::unlimited, "every_op.yaml-unlimited"));
+  // Its own folder: ctest runs the tests of this file in parallel (-j), and a
+  // shared one is rebuilt under the other test's running program.
+  const auto unlimited = build_and_train(compile_model(kModel, Budget::unlimited, "recompute-one-round-unlimited"));
   ASSERT_FALSE(unlimited.empty());
   const auto fitted = build_and_train(write_plan_program(*model, std::move(*plan), "every_op-one-round"));
   ASSERT_FALSE(fitted.empty());
