@@ -1,5 +1,7 @@
 #include "profiler/task_invocation.h"
 
+#include <algorithm>
+
 #include "frontend/error.h"
 
 namespace mplan {
@@ -57,7 +59,12 @@ TaskInvocation invoke_task_shape(const TaskShape& shape, int64_t n, rt::ConvAlgo
     ctx.workspace_bytes = workspace_bytes;
     const OpSpec& spec = op_spec(shape.op);
     const Layer layer = task_layer(shape);
-    spec.invoke(OpTask{layer, shape.inputs, shape.output, shape.kind}, ctx, result.invocation);
+    const OpTask task{layer, shape.inputs, shape.output, shape.kind};
+    spec.invoke(task, ctx, result.invocation);
+    // A kernel's own scratch (batch norm's BP1 per-channel sums) is its
+    // workspace slot; a convolution's is the algorithm's, given by the caller.
+    if (spec.scratch_bytes && !algorithm_call(result.invocation))
+      workspace_bytes = std::max(workspace_bytes, spec.scratch_bytes(task, n));
   }
   for (const TensorRef& ref : result.invocation.tensors)
     result.slot_bytes.push_back(slot_bytes(shape, ref, n, workspace_bytes));

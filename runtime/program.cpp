@@ -11,6 +11,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <thread>
+#include <vector>
 
 #include "runtime/check.h"
 #include "runtime/checkpoint.h"
@@ -27,13 +29,58 @@ uint64_t mix64(uint64_t z) {
   return z ^ (z >> 31);
 }
 
+// uniform01(seed, stream, a, b) below, in stages: the hash of (seed, stream),
+// then of a, then of b. The synthetic data hashes one b per pixel, so it keeps
+// the first stages per sample.
+uint64_t hash_stream(uint64_t seed, uint64_t stream) {
+  return mix64(mix64(seed + 0x9e3779b97f4a7c15ull) ^ (stream * 0xd1b54a32d192ed03ull));
+}
+uint64_t hash_a(uint64_t stream_hash, uint64_t a) { return mix64(stream_hash ^ (a * 0xabc98388fb8fac03ull)); }
+double uniform01_b(uint64_t a_hash, uint64_t b) {
+  return static_cast<double>(mix64(a_hash ^ (b * 0x8cb92ba72f3d8dd7ull)) >> 11) * (1.0 / 9007199254740992.0);
+}
+
 // A uniform number in [0, 1) from (seed, stream, a, b).
 double uniform01(uint64_t seed, uint64_t stream, uint64_t a, uint64_t b) {
-  uint64_t h = mix64(seed + 0x9e3779b97f4a7c15ull);
-  h = mix64(h ^ (stream * 0xd1b54a32d192ed03ull));
-  h = mix64(h ^ (a * 0xabc98388fb8fac03ull));
-  h = mix64(h ^ (b * 0x8cb92ba72f3d8dd7ull));
-  return static_cast<double>(h >> 11) * (1.0 / 9007199254740992.0);
+  return uniform01_b(hash_a(hash_stream(seed, stream), a), b);
+}
+
+// One synthetic sample (docs/generated-program.md, "Synthetic data"): each
+// class has its own coarse mean image (a 4x4 grid of cells per channel, each
+// uniform in [-1, 1)), each sample adds noise uniform in [-0.5, 0.5), so the
+// loss falls within a few steps. The same values as hashing every pixel's
+// cell and noise afresh, at one hash per pixel.
+void synthetic_sample(const ProgramSpec& spec, uint64_t seed, uint64_t sample, float* x, int32_t* y) {
+  *y = static_cast<int32_t>(uniform01(seed, 3, sample, 0) * static_cast<double>(spec.classes));
+  const uint64_t class_hash = hash_a(hash_stream(seed, 4), static_cast<uint64_t>(*y));
+  const uint64_t noise_hash = hash_a(hash_stream(seed, 2), sample);
+  std::vector<double> cell_mean(static_cast<size_t>(spec.input_c) * 16);
+  for (size_t cell = 0; cell < cell_mean.size(); ++cell) cell_mean[cell] = 2.0 * uniform01_b(class_hash, cell) - 1.0;
+  int64_t e = 0;
+  for (int64_t ch = 0; ch < spec.input_c; ++ch)
+    for (int64_t h = 0; h < spec.input_h; ++h)
+      for (int64_t w = 0; w < spec.input_w; ++w, ++e) {
+        const size_t cell = static_cast<size_t>(ch * 16 + h * 4 / spec.input_h * 4 + w * 4 / spec.input_w);
+        x[e] = static_cast<float>(cell_mean[cell] + uniform01_b(noise_hash, static_cast<uint64_t>(e)) - 0.5);
+      }
+}
+
+// Runs fill(i) for i in [0, count) on up to hardware_concurrency threads: the
+// host's part of a step (making or copying its samples) is on the step's
+// critical path, and on a GPU it would otherwise rival the kernels' time.
+template <typename Fill>
+void parallel_for(int64_t count, const Fill& fill) {
+  const int64_t threads = std::min<int64_t>(count, std::max(1u, std::thread::hardware_concurrency()));
+  if (threads <= 1) {
+    for (int64_t i = 0; i < count; ++i) fill(i);
+    return;
+  }
+  std::vector<std::thread> workers;
+  for (int64_t t = 0; t < threads; ++t)
+    workers.emplace_back([&, t] {
+      for (int64_t i = t; i < count; i += threads) fill(i);
+    });
+  for (std::thread& worker : workers) worker.join();
 }
 
 std::string mib(int64_t bytes) {
@@ -142,30 +189,24 @@ double Program::run_step(uint64_t step, const Dataset& data) {
   // The host slots of every round's images and labels: samples step*B ..
   // step*B + B-1 (mod N for a data set of N samples).
   const int64_t elements = input_elements(spec_);
-  for (int32_t r = 0; r < spec_.rounds; ++r) {
-    auto* x = static_cast<float*>(host(spec_.input_slots[r].offset));
-    auto* y = static_cast<int32_t*>(host(spec_.label_slots[r].offset));
-    for (int64_t i = 0; i < spec_.sub_batches[r]; ++i) {
-      const uint64_t sample = step * static_cast<uint64_t>(spec_.batch) + static_cast<uint64_t>(spec_.first_sample[r] + i);
-      if (data.count > 0) {
-        const int64_t at = static_cast<int64_t>(sample % static_cast<uint64_t>(data.count));
-        std::memcpy(x + i * elements, data.images.data() + at * elements, static_cast<size_t>(elements) * sizeof(float));
-        y[i] = data.labels[static_cast<size_t>(at)];
-      } else {
-        // Learnable: each class has its own coarse mean image (a 4x4 grid of
-        // cells per channel, each uniform in [-1, 1)), each sample adds noise
-        // uniform in [-0.5, 0.5), so the loss falls within a few steps.
-        y[i] = static_cast<int32_t>(uniform01(seed_, 3, sample, 0) * static_cast<double>(spec_.classes));
-        for (int64_t e = 0; e < elements; ++e) {
-          const int64_t ch = e / (spec_.input_h * spec_.input_w), h = e / spec_.input_w % spec_.input_h,
-                        w = e % spec_.input_w;
-          const uint64_t cell = static_cast<uint64_t>(ch * 16 + h * 4 / spec_.input_h * 4 + w * 4 / spec_.input_w);
-          x[i * elements + e] = static_cast<float>(2.0 * uniform01(seed_, 4, static_cast<uint64_t>(y[i]), cell) - 1.0 +
-                                                   uniform01(seed_, 2, sample, static_cast<uint64_t>(e)) - 0.5);
-        }
-      }
+  std::vector<std::pair<int32_t, int64_t>> samples;  // (round, index in its sub-batch)
+  for (int32_t r = 0; r < spec_.rounds; ++r)
+    for (int64_t i = 0; i < spec_.sub_batches[r]; ++i) samples.emplace_back(r, i);
+  const auto data_started = std::chrono::steady_clock::now();
+  parallel_for(static_cast<int64_t>(samples.size()), [&](int64_t k) {
+    const auto [r, i] = samples[static_cast<size_t>(k)];
+    auto* x = static_cast<float*>(host(spec_.input_slots[r].offset)) + i * elements;
+    auto* y = static_cast<int32_t*>(host(spec_.label_slots[r].offset)) + i;
+    const uint64_t sample = step * static_cast<uint64_t>(spec_.batch) + static_cast<uint64_t>(spec_.first_sample[r] + i);
+    if (data.count > 0) {
+      const int64_t at = static_cast<int64_t>(sample % static_cast<uint64_t>(data.count));
+      std::memcpy(x, data.images.data() + at * elements, static_cast<size_t>(elements) * sizeof(float));
+      *y = data.labels[static_cast<size_t>(at)];
+    } else {
+      synthetic_sample(spec_, seed_, sample, x, y);
     }
-  }
+  });
+  last_data_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - data_started).count();
   spec_.run_iteration(*this);
   stream_synchronize(compute_stream_);
   stream_synchronize(h2d_);
@@ -416,7 +457,7 @@ int run_program(int argc, char** argv, const ProgramSpec& spec) {
               spec.model_name, spec.batch, spec.rounds, mib(spec.budget_bytes).c_str(),
               data.count > 0 ? "data " : "synthetic data", data.count > 0 ? flags.data.c_str() : "",
               backend.backend.c_str(), backend.device.c_str(), math_mode().c_str());
-  double total_ms = 0;
+  double total_ms = 0, data_ms = 0;
   int64_t timed_steps = 0;
   for (int64_t i = 0; i < flags.steps; ++i, ++step) {
     const auto started = std::chrono::steady_clock::now();
@@ -432,6 +473,7 @@ int run_program(int argc, char** argv, const ProgramSpec& spec) {
     }
     if (i > 0 || flags.steps == 1) {
       total_ms += ms;
+      data_ms += p.last_data_ms();
       ++timed_steps;
     }
     if (flags.checkpoint_every > 0 && (step + 1) % flags.checkpoint_every == 0 &&
@@ -441,8 +483,10 @@ int run_program(int argc, char** argv, const ProgramSpec& spec) {
     }
   }
   if (timed_steps > 0)
-    std::printf("mean step time: %.2f ms, throughput %.1f samples/s (%" PRId64 " step(s), the first left out)\n",
-                total_ms / timed_steps, static_cast<double>(spec.batch) * 1000.0 * timed_steps / total_ms, timed_steps);
+    std::printf("mean step time: %.2f ms, throughput %.1f samples/s (%" PRId64
+                " step(s), the first left out); of it the input on the host: %.2f ms\n",
+                total_ms / timed_steps, static_cast<double>(spec.batch) * 1000.0 * timed_steps / total_ms, timed_steps,
+                data_ms / timed_steps);
   std::printf("peak arena: %s of arena %s; device memory %s (resident %s + peak arena) of budget %s\n",
               mib(p.peak_arena_bytes()).c_str(), mib(spec.arena_bytes).c_str(),
               mib(spec.resident_region_bytes + p.peak_arena_bytes()).c_str(), mib(spec.resident_region_bytes).c_str(),

@@ -140,6 +140,8 @@ class Program {
   // Runs one iteration (fills the input slots, runs the schedule, waits for
   // every stream); returns the mean loss over the batch.
   double run_step(uint64_t step, const struct Dataset& data);
+  // The host time of the last run_step's input (making or copying its samples).
+  double last_data_ms() const { return last_data_ms_; }
 
   const ProgramSpec& spec() const { return spec_; }
   const DeviceMemory& device() const { return device_; }
@@ -152,6 +154,7 @@ class Program {
   const ProgramSpec& spec_;
   uint64_t seed_;
   uint64_t step_ = 0;
+  double last_data_ms_ = 0;
   float lr_;
   bool first_update_ = true;
   bool debug_poison_;

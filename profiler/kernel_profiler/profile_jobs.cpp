@@ -134,6 +134,10 @@ bool conv_calls(const rt::Job& job, std::vector<ConvCall>* out, std::string* err
 rt::JobResult profile_job(const rt::Job& job, const rt::JobFile& file, rt::Stream* stream, int64_t free_bytes) {
   rt::JobResult result;
   result.key = job.key;
+  if (job.calls.empty()) {  // a task that runs no kernel (runtime/jobs.h)
+    result.options.push_back({"default", 0.0, 0});
+    return result;
+  }
   rt::Bindings bindings;
   bindings.lr = 1e-6f;  // repeated updates barely move the weights
   bindings.first_update = false;

@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# Runs docs/gpu-validation.md's figures on a GPU node, from the repository's
+# root, with pack.sh's folder in $PACK (default .gpu). Results go to $OUT
+# (default ./gpu-results): log.txt, ctest.txt and results.tgz (profiles, plans,
+# the programs' output).
+#
+#   bench/gpu/node_validate.sh [STAGE ...]
+#
+# Stages (default: all, in this order; LIMIT=seconds bounds the whole run):
+#   build    the GPU tests, the runtime and the kernel profiler (build-node/)
+#   tests    ctest -L gpu: every op of the CUDA backend against the CPU's kernels
+#   compare  pack.sh's programs on the GPU, 3 steps from the CPU's initial
+#            weights, against the CPU's weights; and 2 steps under --debug-poison
+#   torch    PyTorch eager's step (bench/gpu/torch_step.py), VGG-16 and ResNet-50
+#   resnet50 / vgg16 / alexnet / cifar_small
+#            profile the model on this GPU (mplan profile --jobs, the kernel
+#            profiler, --merge), plan it at the budgets below with that profile,
+#            build and run each program; records simulated vs measured
+set -u
+cd "$(dirname "$0")/../.."
+OUT=${OUT:-$PWD/gpu-results}; mkdir -p "$OUT" build-node/res build-node/w
+T0=$SECONDS; LIMIT=${LIMIT:-100000}
+left() { local l=$((LIMIT - (SECONDS - T0))); [ $l -lt 5 ] && l=5; [ $l -gt "$1" ] && l=$1; echo $l; }
+exec > >(tee -a "$OUT/log.txt") 2>&1
+source bench/gpu/node_env.sh
+stages=("$@"); [ ${#stages[@]} -eq 0 ] && stages=(build tests compare torch resnet50 vgg16)
+save() { tar czf "$OUT/results.tgz" -C build-node res; }
+P=build-node/kernel_profiler/mplan_kernel_profiler_cuda
+RTLIB=$R/build-node/runtime/cuda/libmplan_runtime_cuda.a
+
+stage_build() {
+  cmake -S tests/gpu -B build-node $CMAKE_COMMON -DGTEST_ROOT="$R/$PACK/deps" -DOPENBLAS_INCLUDE_DIR="$R/$PACK/deps/include" \
+    -DOPENBLAS_LIBRARY="$R/$PACK/deps/lib/libopenblas.a" > build-node/cmake.txt 2>&1 || { tail -40 build-node/cmake.txt; return 1; }
+  cmake --build build-node -j"$(nproc)" > build-node/build.txt 2>&1 || { grep -E "error" -A3 build-node/build.txt | head -60; return 1; }
+  echo "built; warnings: $(grep -c warning build-node/build.txt)"
+}
+stage_tests() {
+  timeout "$(left 600)" ctest --test-dir build-node -L gpu -j8 --timeout 300 --output-on-failure > "$OUT/ctest.txt" 2>&1
+  grep -E "tests passed|Failed|Not Run" "$OUT/ctest.txt"
+}
+build_program() {  # folder
+  cmake -S "$1" -B "$1/build" $CMAKE_COMMON -DMPLAN_RUNTIME_DIR="$R/runtime" -DMPLAN_RUNTIME_LIBRARY="$RTLIB" > "$1.cmake.txt" 2>&1 &&
+    cmake --build "$1/build" > "$1.build.txt" 2>&1 || { echo "FAILED to build $1"; tail -20 "$1".*.txt; }
+}
+stage_compare() {
+  local pids=()
+  for d in "$PACK"/prog/*; do build_program "$d" & pids+=($!); done
+  wait "${pids[@]}"
+  for d in "$PACK"/prog/*; do
+    local n; n=$(basename "$d")
+    echo "-- $n: $(sed -n 5,6p "$d/train.cpp" | tr '\n' ' ')"
+    timeout "$(left 120)" "$d/build/train" --steps 3 --load "$PACK/ref/$n/init" --save "build-node/w/$n-cuda3" 2>&1 | tail -4
+    python3 bench/gpu/compare_weights.py "$PACK/ref/$n/cpu3/latest" "build-node/w/$n-cuda3/latest"
+    timeout "$(left 120)" "$d/build/train" --steps 2 --debug-poison 2>&1 | tail -2; echo "   --debug-poison exit ${PIPESTATUS[0]}"
+  done
+}
+stage_torch() {
+  for m in "vgg16 256" "resnet50 128" "alexnet 200"; do
+    set -- $m
+    [ "$1" = alexnet ] || timeout "$(left 300)" python3 bench/gpu/torch_step.py --model "$1" --batch "$2" --steps 10 --warmup 3
+  done
+}
+run_program() {  # folder name
+  nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits -lms 50 > "build-node/res/$2-mem.csv" &
+  local smi=$!
+  timeout "$(left 300)" "$1/build/train" --steps 8 > "build-node/res/$2-train.txt" 2>&1
+  kill $smi; wait $smi 2>/dev/null
+  grep -vE "^step [2-7]:" "build-node/res/$2-train.txt" | grep -v "^mplan runtime:"
+  echo "   algorithm substitutions at run time: $(grep -c '^mplan runtime:' "build-node/res/$2-train.txt")"
+  echo "   nvidia-smi, process memory at most: $(awk -F, '{print $2}' "build-node/res/$2-mem.csv" | sort -n | tail -1) MiB"
+}
+profile_and_plan() {  # model sub-batches repeats budget[:sub-batch]...
+  local m=$1 sbs=$2 reps=$3; shift 3
+  echo "-- profile $m at sub-batches $sbs ($reps repeats) $(date +%T)"
+  $MPLAN profile "$PACK/models/$m.yaml" --backend cuda --jobs "build-node/$m-jobs.json" --sub-batches "$sbs" --repeats "$reps" > /dev/null || return
+  timeout "$(left 1200)" $P "build-node/$m-jobs.json" -o "build-node/res/$m-times.json" --quiet || { echo "profiler exit $?"; save; return; }
+  $MPLAN profile "$PACK/models/$m.yaml" --merge "build-node/res/$m-times.json" --sub-batches "$sbs" -o "build-node/res/$m-profile.json" || { save; return; }
+  save
+  local names=() pids=()
+  for spec in "$@"; do
+    local budget=${spec%%:*} extra=() n=$m-${spec//:/-sb}
+    [ "$budget" != "$spec" ] && extra=(--sub-batch "${spec#*:}")
+    $MPLAN compile "$PACK/models/$m.yaml" --profile "build-node/res/$m-profile.json" --budget "$budget" "${extra[@]}" \
+      --target cuda -o "build-node/p/$n" > "build-node/res/$n-compile.txt" 2>&1 || { tail -3 "build-node/res/$n-compile.txt"; continue; }
+    cp "build-node/p/$n/plan.json" "build-node/res/$n-plan.json"
+    build_program "build-node/p/$n" & pids+=($!); names+=("$n")
+  done
+  [ ${#pids[@]} -gt 0 ] && wait "${pids[@]}"
+  for n in "${names[@]}"; do
+    echo "-- $n: $(sed -n 4,6p "build-node/p/$n/train.cpp" | tr '\n' ' ')"
+    run_program "build-node/p/$n" "$n"
+  done
+  save
+}
+
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+for stage in "${stages[@]}"; do
+  echo "== $stage $(date +%T)"
+  case $stage in
+    build) stage_build || exit 1 ;;
+    tests) stage_tests ;;
+    compare) stage_compare ;;
+    torch) stage_torch ;;
+    # Budgets: unlimited, one that needs offloading at the full batch, two that need sub-batches.
+    resnet50) profile_and_plan resnet50 32,64,128 3 70GiB 7GiB:128 6GiB 2GiB ;;
+    vgg16) profile_and_plan vgg16 64,128,256 2 70GiB 12GiB:256 10GiB 5GiB ;;
+    alexnet) profile_and_plan alexnet pow2 3 40GiB 1GiB ;;
+    cifar_small) profile_and_plan cifar_small pow2 5 1GiB 6MiB ;;
+    *) echo "unknown stage $stage"; exit 2 ;;
+  esac
+done
+echo "elapsed $((SECONDS - T0)) s"

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Prepares, on a workstation with mplan built, the folder a GPU node needs to run
+# node_validate.sh when it has CUDA, cuDNN, CMake and PyTorch but none of
+# mplan's planning dependencies (yaml-cpp, GLPK, Boost, fmt) and no
+# GoogleTest or OpenBLAS (docs/gpu-validation.md, "Running it all on a node").
+#
+#   bench/gpu/pack.sh BUILD_DIR OUT_DIR
+#
+# OUT_DIR gets: mplan.tar.xz (the mplan binary and the shared libraries it
+# links, for planning on the node), deps/ (GoogleTest's headers and static
+# libraries, cblas.h and the part of the static OpenBLAS that cblas_sgemm
+# needs, xz-compressed: the GPU tests' CPU reference), models/ (the example
+# models that are measured, with `math: fp32`: TF32 off, as PyTorch's
+# reference runs). Everything is x86-64 and needs glibc >= this machine's.
+set -euo pipefail
+build=${1:?usage: pack.sh BUILD_DIR OUT_DIR}; out=${2:?usage: pack.sh BUILD_DIR OUT_DIR}
+root=$(cd "$(dirname "$0")/../.." && pwd)
+mplan="$build/cli/mplan"
+[ -x "$mplan" ] || { echo "pack.sh: no mplan at $mplan: build mplan first" >&2; exit 2; }
+libdir=/usr/lib/x86_64-linux-gnu
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+mkdir -p "$out/deps/include" "$out/deps/lib" "$out/models" "$tmp/mp/lib"
+
+cp "$mplan" "$tmp/mp/"
+ldd "$mplan" | awk '/=> \// {print $3}' | grep -vE '/(libc|libm|libstdc\+\+|libgcc_s|libpthread|libdl|librt)\.so' |
+  while read -r lib; do cp -L "$lib" "$tmp/mp/lib/"; done
+tar cJf "$out/mplan.tar.xz" -C "$tmp/mp" .
+
+# Only the objects cblas_sgemm pulls from the static OpenBLAS (it holds every
+# CPU's kernels: 58 MB whole, 1.4 MB compressed so).
+ld -r -u cblas_sgemm "$libdir/libopenblas.a" -o "$tmp/blas.o"
+strip --strip-debug "$tmp/blas.o"
+rm -f "$out/deps/lib/libopenblas.a" "$out/deps/lib/libopenblas.a.xz"
+ar rcs "$out/deps/lib/libopenblas.a" "$tmp/blas.o" && xz -9 "$out/deps/lib/libopenblas.a"
+cp /usr/include/x86_64-linux-gnu/openblas-pthread/cblas.h /usr/include/x86_64-linux-gnu/openblas-pthread/openblas_config.h \
+  "$out/deps/include/"
+cp -r /usr/include/gtest "$out/deps/include/"
+cp "$libdir/libgtest.a" "$libdir/libgtest_main.a" "$out/deps/lib/"
+
+for m in cifar_small every_op alexnet vgg16 resnet50; do
+  sed 's/^classes:/math: fp32\nclasses:/' "$root/examples/models/$m.yaml" > "$out/models/$m.yaml"
+done
+
+# The CUDA-vs-CPU comparison (docs/gpu-validation.md, figure 1): one plan per
+# case, generated for both targets; the CPU program runs here from the same
+# initial weights, its weights after 3 steps are the reference.
+cases=("cifar_small 1GiB" "cifar_small 6MiB" "every_op 64MiB" "every_op 64MiB --sub-batch 3")
+rm -rf "$out/prog" "$out/ref"; mkdir -p "$out/prog" "$out/ref"
+for c in "${cases[@]}"; do
+  set -- $c; m=$1; b=$2; shift 2
+  name="$m-$b${1:+-sb$2}"
+  "$mplan" compile "$root/examples/models/$m.yaml" --budget "$b" "$@" --target cuda -o "$out/prog/$name" > /dev/null
+  "$mplan" compile "$root/examples/models/$m.yaml" --budget "$b" "$@" --target cpu -o "$tmp/$name" > /dev/null
+  cmake -S "$tmp/$name" -B "$tmp/$name/build" -DMPLAN_RUNTIME_LIBRARY="$build/runtime/libmplan_runtime.a" > /dev/null
+  cmake --build "$tmp/$name/build" > /dev/null
+  "$tmp/$name/build/train" --steps 0 --save "$out/ref/$name/init" > /dev/null
+  "$tmp/$name/build/train" --steps 3 --load "$out/ref/$name/init" --save "$out/ref/$name/cpu3" > /dev/null
+  rm -f "$out/prog/$name/trace.json" "$out/prog/$name/memory.svg"
+done
+du -sh "$out"

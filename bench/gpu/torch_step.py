@@ -1,0 +1,62 @@
+#!/usr/bin/env python3
+"""PyTorch eager's training step on the GPU: the reference of docs/gpu-validation.md, figure 4.
+
+  torch_step.py --model vgg16|resnet50 --batch B [--steps N] [--warmup W] [--math fp32|tf32]
+
+The same networks as examples/models/{vgg16,resnet50}.yaml (torchvision's, 1000
+classes, 224x224 inputs), the same step (softmax cross-entropy, SGD with momentum
+0.9 and weight decay 5e-4), FP32 with TF32 off unless --math tf32, and
+cudnn.benchmark on (PyTorch's fastest convolution algorithms). Prints the mean
+step time over N steps after W warm-up steps (CUDA events, synchronised), and
+the peak memory PyTorch's allocator held (allocated and reserved).
+"""
+import argparse
+import torch
+import torchvision
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--model", choices=["vgg16", "resnet50"], required=True)
+    ap.add_argument("--batch", type=int, required=True)
+    ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--math", choices=["fp32", "tf32"], default="fp32")
+    args = ap.parse_args()
+    tf32 = args.math == "tf32"
+    torch.backends.cuda.matmul.allow_tf32 = tf32
+    torch.backends.cudnn.allow_tf32 = tf32
+    torch.backends.cudnn.benchmark = True
+    dev = torch.device("cuda")
+    model = getattr(torchvision.models, args.model)(num_classes=1000).to(dev)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, weight_decay=5e-4)
+    x = torch.randn(args.batch, 3, 224, 224, device=dev)
+    y = torch.randint(0, 1000, (args.batch,), device=dev)
+
+    def step():
+        opt.zero_grad(set_to_none=False)
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    for _ in range(args.warmup):
+        step()
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(args.steps):
+        loss = step()
+    end.record()
+    torch.cuda.synchronize()
+    ms = start.elapsed_time(end) / args.steps
+    gib = 1024.0 ** 3
+    print(f"torch {torch.__version__} cudnn {torch.backends.cudnn.version()} {torch.cuda.get_device_name()}: "
+          f"{args.model} batch {args.batch} math {args.math}: {ms:.2f} ms/step ({args.batch / ms * 1e3:.1f} samples/s), "
+          f"loss {loss.item():.4f}, peak allocated {torch.cuda.max_memory_allocated() / gib:.2f} GiB, "
+          f"peak reserved {torch.cuda.max_memory_reserved() / gib:.2f} GiB")
+
+
+if __name__ == "__main__":
+    main()
