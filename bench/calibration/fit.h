@@ -41,7 +41,7 @@
 // implicit_precomp_gemm in the same direction; the tensor-core efficiencies
 // stay the parent's (FP32 measurements say nothing of them). The loss is
 // robust (soft L1 on the log ratio, fit.cpp's kRobustScale): every option
-// cuDNN accepts is a case, and some are pathological kernels 5-20x slower
+// cuDNN accepts is a case, and some are pathological kernels 5-30x slower
 // than their family (cuDNN 9's workspace-less `gemm`, backward-data `algo_1`
 // at stride 2) that no per-family efficiency can follow and that a squared
 // loss would let drag their family's efficiency. The prior is much weaker
