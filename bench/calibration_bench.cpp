@@ -1,12 +1,17 @@
-// Calibration of the analytic cost model against published measurements
+// Calibration of the analytic cost model against measurements: published ones
 // (bench/data/calibration: every row with its source; README.md there lists
-// them), split once and for all into a fit part and a held-out part (the
-// `split` column). Reports the error of the committed architecture tables
-// (examples/devices/architectures/*.yaml) on both parts: single convolution
-// tasks per GPU, direction and algorithm family (median and p90 of
-// |predicted/measured - 1|, bias = median predicted/measured), whole
-// networks per GPU, and whether the fastest forward algorithm agrees with
-// the measured fastest. docs/cost-model.md records a run.
+// them) and the kernel profiler's per-task times on GPUs the project ran on
+// (kernel_times.csv there: bench/data/gpu's result files), split once and for
+// all into a fit part and a held-out part (the CSVs' `split` column; for the
+// kernel times a rule over whole layers, bench/calibration/kernel_times.h).
+// Reports the error of the committed architecture tables
+// (examples/devices/architectures/*.yaml) on both parts: convolution tasks
+// per GPU, direction and algorithm family (median and p90 of
+// |predicted/measured - 1|, bias = median predicted/measured), other tasks
+// per GPU and op, whole networks per GPU, whether the fastest forward
+// algorithm agrees with the measured fastest, and the ideal iteration of each
+// profiled model against the one its measured kernel times give.
+// docs/cost-model.md records a run.
 //
 //   build/bench/calibration_bench               # evaluate the committed tables
 //   build/bench/calibration_bench --fit         # refit on the fit split, evaluate the fit
@@ -14,10 +19,11 @@
 //   build/bench/calibration_bench --cases       # also print every case
 //
 // The fit is bench/calibration/fit.h: least squares in log space over a few
-// parameters per architecture. Old cuDNN releases (R1-R3) get a speed factor
-// of their own, refitted on the fit split in every run (it is no part of the
-// product's tables). Baidu DeepBench and Justin Johnson's cnn-benchmarks are
-// deliberately not in the set: they are the independent check.
+// parameters per architecture; an architecture with kernel times of its own
+// (hopper) is fitted on them alone. Old cuDNN releases (R1-R3) get a speed
+// factor of their own, refitted on the fit split in every run (it is no part
+// of the product's tables). Baidu DeepBench and Justin Johnson's
+// cnn-benchmarks are deliberately not in the set: they are the independent check.
 
 #include <fmt/format.h>
 
@@ -30,6 +36,9 @@
 
 #include "bench/calibration/cases.h"
 #include "bench/calibration/fit.h"
+#include "bench/calibration/kernel_times.h"
+#include "profiler/analytic_model.h"
+#include "profiler/ideal.h"
 
 namespace {
 
@@ -38,6 +47,7 @@ using namespace mplan::calibration;
 
 const std::string kSourceDir = MPLAN_SOURCE_DIR;
 const std::string kDataDir = kSourceDir + "/bench/data/calibration";
+const char* const kArchitectures[] = {"kepler", "maxwell", "pascal", "volta", "ampere", "hopper"};
 
 struct Outcome {
   const Case* c;
@@ -77,12 +87,23 @@ Stats stats(const std::vector<const Outcome*>& outcomes) {
 
 std::string pct(double v) { return std::isnan(v) ? "-" : fmt::format("{:.1f}%", 100 * v); }
 std::string num(double v) { return std::isnan(v) ? "-" : fmt::format("{:.2f}", v); }
+std::string stat_cells(const Stats& s) {
+  return fmt::format("{} | {} | {} | {}", s.n, pct(s.median_error), pct(s.p90_error), num(s.bias));
+}
 
 std::string family_of(const Outcome& o) {
   ConvFamily family{};
   const ConvTask& task = o.c->convs.front().first;
   const std::string& algorithm = o.c->algorithm == "fastest" ? o.chosen : o.c->algorithm;
   return conv_family_of(task.direction, algorithm, family) ? conv_family_name(family) : algorithm;
+}
+
+std::string direction_of(const Outcome& o) { return conv_direction_name(o.c->convs.front().first.direction); }
+
+// "relu FP", "linear BP2", "update": what another task is.
+std::string task_of(const Outcome& o) {
+  const TaskShape& shape = o.c->others.front().first.shape;
+  return shape.kind == TaskKind::update ? "update" : fmt::format("{} {}", op_name(shape.op), task_kind_name(shape.kind));
 }
 
 std::vector<Outcome> evaluate(const std::vector<Case>& cases, const Devices& devices, const ReleaseFactors& release) {
@@ -96,27 +117,27 @@ std::vector<Outcome> evaluate(const std::vector<Case>& cases, const Devices& dev
 }
 
 // Per-architecture summary of the held-out error, for the tables' held_out_error.
-std::map<std::string, std::string> held_out_text(const std::vector<Outcome>& outcomes, const Devices& devices) {
-  std::map<std::string, std::vector<const Outcome*>> conv, net;
-  std::map<std::string, std::set<std::string>> gpus;
+std::map<std::string, std::string> held_out_text(const std::vector<Outcome>& outcomes, const Devices& devices,
+                                                 const std::set<std::string>& own = {}) {
+  std::map<std::string, std::map<CaseKind, std::vector<const Outcome*>>> by_arch;
+  std::map<std::string, std::set<std::string>> gpus, maths;
   for (const Outcome& o : outcomes) {
     if (!o.c->holdout) continue;
     const std::string arch = devices.at(o.c->device).architecture;
-    (o.c->network ? net : conv)[arch].push_back(&o);
+    by_arch[arch][o.c->kind].push_back(&o);
     gpus[arch].insert(o.c->device);
+    maths[arch].insert(math_mode_name(o.c->math));
   }
   std::map<std::string, std::string> text;
-  for (const char* arch : {"kepler", "maxwell", "pascal", "volta", "ampere", "hopper"}) {
+  for (const char* arch : kArchitectures) {
     std::string t;
-    if (!conv[arch].empty()) {
-      const Stats s = stats(conv[arch]);
-      t += fmt::format("conv tasks median {} p90 {} bias {} (n={})", pct(s.median_error), pct(s.p90_error),
-                       num(s.bias), s.n);
-    }
-    if (!net[arch].empty()) {
-      const Stats s = stats(net[arch]);
-      t += fmt::format("{}networks median {} max {} (n={})", t.empty() ? "" : "; ", pct(s.median_error),
-                       pct(s.max_error), s.n);
+    for (CaseKind kind : {CaseKind::conv_task, CaseKind::other_task, CaseKind::network}) {
+      const std::vector<const Outcome*>& list = by_arch[arch][kind];
+      if (list.empty()) continue;
+      const Stats s = stats(list);
+      t += fmt::format("{}{} median {} {} {} (n={})", t.empty() ? "" : "; ", case_kind_name(kind),
+                       pct(s.median_error), kind == CaseKind::network ? "max" : "p90",
+                       kind == CaseKind::network ? pct(s.max_error) : pct(s.p90_error) + " bias " + num(s.bias), s.n);
     }
     if (t.empty()) {
       text[arch] = "no held-out measurement: error unknown";
@@ -124,21 +145,31 @@ std::map<std::string, std::string> held_out_text(const std::vector<Outcome>& out
       std::string list;
       for (const std::string& g : gpus[arch]) list += (list.empty() ? "" : ", ") + g;
       text[arch] = t + " on " + list;
+      // A table fitted on kernel times of its own says which math modes they cover
+      // (the plan may run in another: the tensor-core values are not measured).
+      if (own.count(arch)) {
+        std::string modes;
+        for (const std::string& m : maths[arch]) modes += (modes.empty() ? "" : ", ") + m;
+        text[arch] += ", math " + modes + " only";
+      }
     }
   }
   return text;
 }
 
-std::map<std::string, std::string> fitted_on_text(const std::vector<Case>& cases, const Devices& devices) {
+std::map<std::string, std::string> fitted_on_text(const std::vector<Case>& cases, const Devices& devices,
+                                                  const std::set<std::string>& own) {
   std::map<std::string, std::map<std::string, int>> counts;  // arch -> "device kind" -> n
+  auto table_of = [&](const std::string& arch) { return own.count(arch) ? arch : params_arch(arch); };
   for (const Case& c : cases)
     if (!c.holdout)
-      ++counts[params_arch(devices.at(c.device).architecture)][c.device + (c.network ? " networks" : " conv tasks")];
+      ++counts[table_of(devices.at(c.device).architecture)][c.device + " " + case_kind_name(c.kind)];
   std::map<std::string, std::string> text;
-  for (const char* arch : {"kepler", "maxwell", "pascal", "volta", "ampere", "hopper"}) {
+  for (const char* arch : kArchitectures) {
     std::string t;
-    for (const auto& [what, n] : counts[params_arch(arch)]) t += fmt::format("{}{} {}", t.empty() ? "" : ", ", n, what);
-    if (std::string(arch) == "hopper") t = "none (Ampere's table); Ampere: " + t;
+    for (const auto& [what, n] : counts[table_of(arch)]) t += fmt::format("{}{} {}", t.empty() ? "" : ", ", n, what);
+    if (own.count(arch)) t += " (kernel profiler, FP32)";
+    else if (std::string(arch) == "hopper") t = "none (Ampere's table); Ampere: " + t;
     text[arch] = t.empty() ? "none" : t;
   }
   return text;
@@ -150,40 +181,59 @@ void print_cases(const std::vector<Outcome>& outcomes) {
   for (const Outcome& o : outcomes)
     fmt::print("| {} | {} | {} | {} | {:.4g} | {:.4g} | {:.2f} | {} |\n", o.c->holdout ? "holdout" : "fit",
                o.c->device, o.c->library, o.c->label, o.predicted_ms, o.c->measured_ms, o.ratio(),
-               o.c->network ? "" : o.chosen);
+               o.c->kind == CaseKind::conv_task ? o.chosen : "");
+}
+
+// Rows "| key cells | n | median | p90 | bias |" of groups of outcomes; keys split at '|'.
+void print_groups(const std::map<std::string, std::vector<const Outcome*>>& groups) {
+  for (const auto& [key, list] : groups) fmt::print("| {} | {} |\n", key, stat_cells(stats(list)));
 }
 
 void report(const std::vector<Outcome>& outcomes, bool holdout) {
   const char* part = holdout ? "held-out" : "fit";
-  std::vector<const Outcome*> conv, net;
+  std::vector<const Outcome*> conv, other, net;
   for (const Outcome& o : outcomes)
-    if (o.c->holdout == holdout) (o.c->network ? net : conv).push_back(&o);
+    if (o.c->holdout == holdout)
+      (o.c->kind == CaseKind::conv_task ? conv : o.c->kind == CaseKind::other_task ? other : net).push_back(&o);
 
   // Convolution tasks by GPU, direction and family.
   fmt::print("\n## Convolution tasks, {} split, by GPU, direction and algorithm family\n\n", part);
   fmt::print("Family: of the measured algorithm, or of the model's fastest where the source timed the\n"
              "library's fastest (`fastest` rows). Error: |predicted/measured - 1|; bias: median predicted/measured.\n\n");
   fmt::print("| GPU | direction | family | cases | median error | p90 error | bias |\n|---|---|---|---|---|---|---|\n");
-  std::map<std::string, std::vector<const Outcome*>> by_key, by_gpu;
+  std::map<std::string, std::vector<const Outcome*>> by_key, by_direction, by_gpu;
   for (const Outcome* o : conv) {
-    const std::string direction = conv_direction_name(o->c->convs.front().first.direction);
-    by_key[o->c->device + "|" + direction + "|" + family_of(*o)].push_back(o);
+    by_key[o->c->device + " | " + direction_of(*o) + " | " + family_of(*o)].push_back(o);
+    by_direction[o->c->device + " | " + direction_of(*o)].push_back(o);
     by_gpu[o->c->device].push_back(o);
   }
-  for (const auto& [key, list] : by_key) {
-    const Stats s = stats(list);
-    const size_t a = key.find('|'), b = key.rfind('|');
-    fmt::print("| {} | {} | {} | {} | {} | {} | {} |\n", key.substr(0, a), key.substr(a + 1, b - a - 1),
-               key.substr(b + 1), s.n, pct(s.median_error), pct(s.p90_error), num(s.bias));
-  }
+  print_groups(by_key);
+  fmt::print("\n| GPU | direction | cases | median error | p90 error | bias |\n|---|---|---|---|---|---|\n");
+  print_groups(by_direction);
   fmt::print("\n| GPU | conv cases | median error | p90 error | bias |\n|---|---|---|---|---|\n");
-  for (const auto& [gpu, list] : by_gpu) {
-    const Stats s = stats(list);
-    fmt::print("| {} | {} | {} | {} | {} |\n", gpu, s.n, pct(s.median_error), pct(s.p90_error), num(s.bias));
-  }
-  const Stats all = stats(conv);
-  fmt::print("| **all** | {} | **{}** | **{}** | {} |\n", all.n, pct(all.median_error), pct(all.p90_error),
+  print_groups(by_gpu);
+  // Published single layers and the kernel profiler's per-algorithm times apart:
+  // hundreds of kernel-time cases would swamp the published ones.
+  std::vector<const Outcome*> published_conv, kernel_conv;
+  for (const Outcome* o : conv) (o->c->kernel_times ? kernel_conv : published_conv).push_back(o);
+  const Stats all = stats(published_conv), kernel = stats(kernel_conv);
+  fmt::print("| **all published** | {} | **{}** | **{}** | {} |\n", all.n, pct(all.median_error), pct(all.p90_error),
              num(all.bias));
+  fmt::print("| **all kernel times** | {} | **{}** | **{}** | {} |\n", kernel.n, pct(kernel.median_error),
+             pct(kernel.p90_error), num(kernel.bias));
+
+  // Other tasks (the kernel profiler's): by GPU and op.
+  if (!other.empty()) {
+    fmt::print("\n## Other tasks, {} split, by GPU and task\n\n| GPU | task | cases | median error | p90 error | bias |\n"
+               "|---|---|---|---|---|---|\n", part);
+    std::map<std::string, std::vector<const Outcome*>> by_task, other_by_gpu;
+    for (const Outcome* o : other) {
+      by_task[o->c->device + " | " + task_of(*o)].push_back(o);
+      other_by_gpu[o->c->device + " | **all**"].push_back(o);
+    }
+    print_groups(by_task);
+    print_groups(other_by_gpu);
+  }
 
   // Networks.
   fmt::print("\n## Whole networks, {} split\n\n| GPU | library | network and pass | predicted ms | measured ms | ratio |\n"
@@ -207,41 +257,121 @@ void report(const std::vector<Outcome>& outcomes, bool holdout) {
   bool bias_ok = true;
   for (const auto& [gpu, list] : by_gpu) {
     const Stats s = stats(list);
-    bias_ok = bias_ok && s.bias >= 0.85 && s.bias <= 1.15;
+    if (!list.front()->c->kernel_times) bias_ok = bias_ok && s.bias >= 0.85 && s.bias <= 1.15;
   }
-  fmt::print("\ntargets ({}): conv median {} (<= 20%: {}), conv p90 {} (<= 50%: {}), every GPU's conv bias in "
-             "0.85-1.15: {}, every network within 20%: {}\n",
+  fmt::print("\ntargets ({}, published): conv median {} (<= 20%: {}), conv p90 {} (<= 50%: {}), every GPU's conv "
+             "bias in 0.85-1.15: {}, every network within 20%: {}\n",
              part, pct(all.median_error), all.median_error <= 0.2 ? "yes" : "NO", pct(all.p90_error),
              all.p90_error <= 0.5 ? "yes" : "NO", bias_ok ? "yes" : "NO", nets.max_error <= 0.2 ? "yes" : "NO");
+  if (kernel.n > 0)
+    fmt::print("targets ({}, kernel times): conv median {} (<= 20%: {}), conv p90 {} (<= 50%: {}), bias {} (in "
+               "0.85-1.15: {})\n",
+               part, pct(kernel.median_error), kernel.median_error <= 0.2 ? "yes" : "NO", pct(kernel.p90_error),
+               kernel.p90_error <= 0.5 ? "yes" : "NO", num(kernel.bias),
+               kernel.bias >= 0.85 && kernel.bias <= 1.15 ? "yes" : "NO");
 }
 
-// Fastest forward algorithm: predicted against measured, over every layer
-// with per-algorithm measurements (cases that name their algorithm).
-void algorithm_agreement(const std::vector<Outcome>& outcomes) {
-  std::map<std::string, std::vector<const Outcome*>> groups;  // device|library|layer|direction
+// Fastest forward algorithm, predicted against measured, over every forward
+// task with per-algorithm measurements (cases that name their algorithm,
+// grouped by GPU, library and task). The measured fastest is among every
+// option the source timed (kernel times: also those the model refuses, which
+// the model then cannot pick); the model ranks the options it can price.
+// "Every algorithm": the model's fastest over every algorithm it offers for
+// the shape (what the planner picks from), measured by cuDNN or not.
+void algorithm_agreement(const std::vector<Outcome>& outcomes, const Devices& devices, bool list_groups) {
+  std::map<std::string, std::vector<const Outcome*>> groups;
   for (const Outcome& o : outcomes)
-    if (!o.c->network && o.c->algorithm != "fastest")
-      groups[o.c->device + "|" + o.c->library + "|" + o.c->label.substr(0, o.c->label.rfind(' '))].push_back(&o);
-  fmt::print("\n## Fastest forward algorithm, predicted against measured\n\n"
-             "| GPU | library | layer | measured fastest | predicted fastest (among the measured) | agree |\n"
-             "|---|---|---|---|---|---|\n");
-  int agree = 0, total = 0;
+    if (o.c->kind == CaseKind::conv_task && o.c->algorithm != "fastest" &&
+        o.c->convs.front().first.direction == ConvDirection::forward)
+      groups[o.c->device + "|" + o.c->library + "|" + o.c->task].push_back(&o);
+  struct Tally {
+    int tasks = 0, fastest = 0, top_two = 0, every = 0;
+  };
+  std::map<std::string, Tally> tally;                   // "GPU | split"
+  std::map<std::string, int> confusion;                  // held-out "measured -> predicted"
+  if (list_groups)
+    fmt::print("\n## Fastest forward algorithm per task\n\n| GPU | split | task | measured fastest | predicted fastest "
+               "(among the measured) | over every algorithm |\n|---|---|---|---|---|---|\n");
   for (const auto& [key, list] : groups) {
-    if (list.front()->c->convs.front().first.direction != ConvDirection::forward || list.size() < 2) continue;
-    const Outcome* measured = *std::min_element(list.begin(), list.end(), [](auto* a, auto* b) {
-      return a->c->measured_ms < b->c->measured_ms;
-    });
-    const Outcome* predicted = *std::min_element(list.begin(), list.end(), [](auto* a, auto* b) {
-      return a->predicted_ms < b->predicted_ms;
-    });
-    const bool same = measured == predicted;
-    agree += same;
-    ++total;
-    fmt::print("| {} | {} | {} | {} | {} | {} |\n", measured->c->device, measured->c->library,
-               measured->c->label.substr(0, measured->c->label.find(' ')), measured->c->algorithm,
-               predicted->c->algorithm, same ? "yes" : "no");
+    if (list.size() < 2) continue;  // one option the model can price: nothing to rank
+    const Case& first = *list.front()->c;
+    std::vector<const Outcome*> ranked = list;
+    std::stable_sort(ranked.begin(), ranked.end(),
+                     [](const Outcome* a, const Outcome* b) { return a->predicted_ms < b->predicted_ms; });
+    std::string measured = first.measured_fastest;
+    if (measured.empty())
+      measured = (*std::min_element(list.begin(), list.end(), [](auto* a, auto* b) {
+                   return a->c->measured_ms < b->c->measured_ms;
+                 }))->c->algorithm;
+    const ConvTask& task = first.convs.front().first;
+    const ConvTask every = conv_task(task.shape, task.direction, task.batch, first.library);
+    std::string best_every;
+    double best_ms = 1e300;
+    for (const ConvOption& o : every.options) {
+      const double ms = option_ms(o, devices.at(first.device), first.math);
+      if (ms < best_ms) best_ms = ms, best_every = o.algorithm;
+    }
+    Tally& t = tally[first.device + " | " + (first.holdout ? "held-out" : "fit")];
+    ++t.tasks;
+    t.fastest += ranked[0]->c->algorithm == measured;
+    t.top_two += ranked[0]->c->algorithm == measured || (ranked.size() > 1 && ranked[1]->c->algorithm == measured);
+    t.every += best_every == measured;
+    if (first.holdout && ranked.size() > 1) ++confusion[measured + " -> " + ranked[0]->c->algorithm];
+    if (list_groups)
+      fmt::print("| {} | {} | {} | {} | {} | {} |\n", first.device, first.holdout ? "holdout" : "fit", first.task,
+                 measured, ranked[0]->c->algorithm, best_every);
   }
-  fmt::print("\nagreement: {} of {} layers ({})\n", agree, total, total ? pct(static_cast<double>(agree) / total) : "-");
+  fmt::print("\n## Fastest forward algorithm, predicted against measured\n\n"
+             "| GPU | split | forward tasks | model's fastest is the measured fastest | measured fastest in the "
+             "model's top two | model's fastest over every algorithm it offers |\n|---|---|---|---|---|---|\n");
+  auto share = [](int k, int n) { return fmt::format("{} ({})", k, n ? pct(static_cast<double>(k) / n) : "-"); };
+  for (const auto& [key, t] : tally)
+    fmt::print("| {} | {} | {} | {} | {} |\n", key, t.tasks, share(t.fastest, t.tasks), share(t.top_two, t.tasks),
+               share(t.every, t.tasks));
+  fmt::print("\nHeld-out tasks, measured fastest -> model's fastest (among the measured):");
+  for (const auto& [pair, n] : confusion) fmt::print(" {} {};", pair, n);
+  fmt::print("\n");
+}
+
+// The ideal iteration (moDNN's ideal case) of every profiled model at its
+// batch: predicted by the analytic model in the file's math mode against the
+// sum of the fastest measured options; and the same over the held-out layers'
+// tasks only.
+void network_ideals(const std::vector<KernelTimesFile>& files, const LayerSplit& split, const Devices& devices) {
+  fmt::print("\n## Ideal iteration of the profiled models (kernel times), predicted against measured\n\n"
+             "Every task at the model's batch with its fastest option, summed (`mplan compile` prints it as\n"
+             "`ideal`). Whole networks mix fit and held-out layers; the last columns sum the held-out layers' tasks.\n\n"
+             "| GPU | model | batch | predicted ms | measured ms | ratio | held-out tasks: predicted ms | measured ms | ratio |\n"
+             "|---|---|---|---|---|---|---|---|---|\n");
+  for (const KernelTimesFile& f : files) {
+    const int64_t batch = f.model->batch;
+    const Result<double> measured = measured_ideal_ms(f, batch);
+    if (!measured) {
+      fmt::print("| {} | {} | {} | - | - | - | - | - | - |  ({})\n", f.device, f.model->name, batch,
+                 measured.error().message);
+      continue;
+    }
+    const AnalyticCostModel model(devices.at(f.device), f.math);
+    const IdealRun ideal = ideal_run(f.tdfg, model, batch);
+    // Held-out tasks: the analytic fastest against the measured fastest.
+    std::map<std::string, double> fastest_measured;
+    for (const rt::JobResult& job : f.results.results)
+      for (const rt::JobOption& o : job.options) {
+        auto [it, fresh] = fastest_measured.emplace(job.key, o.time_ms);
+        if (!fresh) it->second = std::min(it->second, o.time_ms);
+      }
+    double held_predicted = 0, held_measured = 0;
+    for (TaskId t = 0; t < static_cast<TaskId>(f.tdfg.tasks.size()); ++t) {
+      const TaskShape shape = describe_task(f.tdfg, t);
+      if (!split.holdout(layer_signature(shape))) continue;
+      const int64_t b = shape.kind == TaskKind::update ? 0 : batch;
+      held_predicted += ideal.choices[t].time_ms;
+      held_measured += fastest_measured.at(fmt::format("{}@{}", task_signature(shape), b));
+    }
+    fmt::print("| {} | {} | {} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.2f} |\n", f.device, f.model->name,
+               batch, ideal.time_ms, *measured, ideal.time_ms / *measured, held_predicted, held_measured,
+               held_measured > 0 ? held_predicted / held_measured : NAN);
+  }
 }
 
 }  // namespace
@@ -262,23 +392,58 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "calibration_bench: --write needs --fit\n");
     return 2;
   }
-  const std::vector<Case> cases = load_cases(kDataDir, kSourceDir);
+  std::vector<Case> cases = load_cases(kDataDir, kSourceDir);
+  const size_t published = cases.size();
+  Result<std::vector<KernelTimesFile>> files = load_kernel_times_files(kDataDir, kSourceDir);
+  if (!files) {
+    fmt::print(stderr, "calibration_bench: {}\n", files.error().to_string());
+    return 1;
+  }
+  KernelTimesSummary summary;
+  LayerSplit split;
+  for (Case& c : load_kernel_time_cases(*files, &summary, &split)) cases.push_back(std::move(c));
   Devices devices = load_case_devices(cases);
+  // Architectures with kernel times of their own are fitted on them alone (fit.h).
+  std::set<std::string> own;
+  for (const Case& c : cases)
+    if (c.kernel_times) own.insert(devices.at(c.device).architecture);
+  std::vector<Case> shared_cases;
+  std::map<std::string, std::vector<Case>> own_cases;
+  for (const Case& c : cases) {
+    const std::string& arch = devices.at(c.device).architecture;
+    (own.count(arch) ? own_cases[arch] : shared_cases).push_back(c);
+  }
+
+  auto held = [](const std::vector<Case>& list, size_t from, size_t to) {
+    return std::count_if(list.begin() + static_cast<long>(from), list.begin() + static_cast<long>(to),
+                         [](const Case& c) { return c.holdout; });
+  };
+  fmt::print("# Calibration of the analytic cost model\n\n{} cases ({} held out) on {} GPUs: {} published ({} held "
+             "out, bench/data/calibration) and {} from kernel times ({} held out, kernel_times.csv)\n",
+             cases.size(), held(cases, 0, cases.size()), devices.size(), published, held(cases, 0, published),
+             cases.size() - published, held(cases, published, cases.size()));
+  for (const KernelTimesFile& f : *files)
+    fmt::print("- {}: {} on {}, {}, math {}\n", f.file, f.model->name, f.gpu, f.library, math_mode_name(f.math));
+  int held_layers = 0;
+  for (const auto& [layer, holdout] : split.layers()) held_layers += holdout;
+  fmt::print("Kernel-time layers: {} of {} held out (the second of every three distinct layers of each op)\n",
+             held_layers, split.layers().size());
+  fmt::print("Left out of the kernel times:");
+  for (const auto& [reason, n] : summary.skipped) fmt::print(" {} x {};", n, reason);
+  fmt::print("\n");
+
   ReleaseFactors release;
-  fmt::print("# Calibration of the analytic cost model\n\n{} cases ({} held out) on {} GPUs, data in "
-             "bench/data/calibration\n",
-             cases.size(), std::count_if(cases.begin(), cases.end(), [](const Case& c) { return c.holdout; }),
-             devices.size());
   if (do_fit) {
-    const Params p = fit(cases, devices);
-    apply(p, devices);
+    Params p = fit(shared_cases, devices);
+    for (const std::string& arch : own) fit_own_table(own_cases[arch], devices, p, arch);
+    calibration::apply(p, devices);
     release = p.release;
     if (write) {
       const std::vector<Outcome> outcomes = evaluate(cases, devices, release);
-      write_arch_files(p, devices, fitted_on_text(cases, devices), held_out_text(outcomes, devices));
+      write_arch_files(p, devices, fitted_on_text(cases, devices, own), held_out_text(outcomes, devices, own));
     }
   } else {
-    release = fit_release_factors(cases, devices);
+    release = fit_release_factors(shared_cases, devices);
   }
   fmt::print("\nOld cuDNN releases' kernel speed factors (time multipliers, fitted on the fit split):");
   for (const auto& [key, factor] : release) fmt::print(" {} {:.2f};", key, factor);
@@ -286,9 +451,13 @@ int main(int argc, char** argv) {
   const std::vector<Outcome> outcomes = evaluate(cases, devices, release);
   report(outcomes, true);
   report(outcomes, false);
-  algorithm_agreement(outcomes);
+  algorithm_agreement(outcomes, devices, list_cases);
+  network_ideals(*files, split, devices);
   fmt::print("\n## Held-out error per architecture (the tables' held_out_error)\n\n");
-  for (const auto& [arch, text] : held_out_text(outcomes, devices)) fmt::print("- {}: {}\n", arch, text);
+  for (const auto& [arch, text] : held_out_text(outcomes, devices, own)) fmt::print("- {}: {}\n", arch, text);
+  fmt::print("\n## Kernel-time layers held out\n\n");
+  for (const auto& [layer, holdout] : split.layers())
+    if (holdout) fmt::print("- {}\n", layer);
   if (list_cases) print_cases(outcomes);
   return 0;
 }

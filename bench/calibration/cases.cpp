@@ -62,30 +62,6 @@ MathMode math_of(const std::string& flags) {
   return MathMode::fp32;
 }
 
-// Every option of a convolution task the release had.
-ConvTask conv_task(const ConvShape& shape, ConvDirection direction, int64_t batch, const std::string& library) {
-  ConvTask task;
-  task.shape = shape;
-  task.direction = direction;
-  task.batch = batch;
-  for (const std::string& algorithm : conv_algorithm_names(direction)) {
-    if (!conv_supported(direction, algorithm, shape) || !library_has(library, direction, algorithm)) continue;
-    ConvOption option;
-    option.algorithm = algorithm;
-    conv_family_of(direction, algorithm, option.family);
-    option.phases = conv_work(direction, algorithm, shape, batch);
-    task.options.push_back(std::move(option));
-  }
-  MPLAN_CHECK(!task.options.empty(), "calibration: no algorithm of " + library + " supports a task");
-  return task;
-}
-
-double option_ms(const ConvOption& option, const Device& device, MathMode math) {
-  double ms = 0;
-  for (const KernelWork& w : option.phases) ms += kernel_time_ms(device, w, math);
-  return ms;
-}
-
 // The model YAML of one convnet-benchmarks network from its layer table:
 // conv and linear followed by ReLU, max-pools, flatten before the classifier,
 // the loss last (the benchmark times no loss; the case leaves it out).
@@ -182,6 +158,33 @@ void network_case(Case& c, const Row& row, const std::string& data_dir, const st
 
 }  // namespace
 
+ConvOption conv_option(ConvDirection direction, const std::string& algorithm, const ConvShape& shape, int64_t batch) {
+  ConvOption option;
+  option.algorithm = algorithm;
+  MPLAN_CHECK(conv_family_of(direction, algorithm, option.family), "calibration: no family for " + algorithm);
+  option.phases = conv_work(direction, algorithm, shape, batch);
+  return option;
+}
+
+ConvTask conv_task(const ConvShape& shape, ConvDirection direction, int64_t batch, const std::string& library) {
+  ConvTask task;
+  task.shape = shape;
+  task.direction = direction;
+  task.batch = batch;
+  for (const std::string& algorithm : conv_algorithm_names(direction)) {
+    if (!conv_supported(direction, algorithm, shape) || !library_has(library, direction, algorithm)) continue;
+    task.options.push_back(conv_option(direction, algorithm, shape, batch));
+  }
+  MPLAN_CHECK(!task.options.empty(), "calibration: no algorithm of " + library + " supports a task");
+  return task;
+}
+
+double option_ms(const ConvOption& option, const Device& device, MathMode math) {
+  double ms = 0;
+  for (const KernelWork& w : option.phases) ms += kernel_time_ms(device, w, math);
+  return ms;
+}
+
 std::vector<Row> read_csv(const std::string& path) {
   std::ifstream in(path);
   MPLAN_CHECK(static_cast<bool>(in), "cannot read " + path);
@@ -266,13 +269,15 @@ std::vector<Case> load_cases(const std::string& data_dir, const std::string& sou
       MPLAN_CHECK(!task.options.empty(), conv_file + ": " + c.library + " lacks " + measured);
     }
     c.convs.push_back({std::move(task), 1.0});
-    c.label = fmt::format("{} {} {}", field(row, "layer", conv_file), dir, c.algorithm);
+    c.layer = field(row, "layer", conv_file);
+    c.task = c.layer + " " + dir;
+    c.label = fmt::format("{} {} {}", c.layer, dir, c.algorithm);
     cases.push_back(std::move(c));
   }
   const std::string net_file = data_dir + "/networks.csv";
   for (const Row& row : read_csv(net_file)) {
     Case c;
-    c.network = true;
+    c.kind = CaseKind::network;
     c.device = field(row, "device", net_file);
     c.gpu = field(row, "gpu", net_file);
     c.library = field(row, "library", net_file);
@@ -282,9 +287,20 @@ std::vector<Case> load_cases(const std::string& data_dir, const std::string& sou
     c.holdout = field(row, "split", net_file) == "holdout";
     c.math = math_of(field(row, "counts", net_file));
     network_case(c, row, data_dir, source_dir, net_file);
+    c.layer = field(row, "model", net_file);
+    c.task = c.label;
     cases.push_back(std::move(c));
   }
   return cases;
+}
+
+const char* case_kind_name(CaseKind kind) {
+  switch (kind) {
+    case CaseKind::conv_task: return "conv tasks";
+    case CaseKind::other_task: return "other tasks";
+    case CaseKind::network: return "networks";
+  }
+  return "?";
 }
 
 std::string release_key(const std::string& architecture, int release) {

@@ -1,10 +1,11 @@
 #pragma once
 // The calibration set of bench/calibration_bench as cases the analytic model
-// can predict: single convolution tasks (bench/data/calibration/conv_layers.csv)
-// and whole networks (networks.csv), each with its GPU, cuDNN release, math
-// mode, measured time and split (fit or holdout). The work of every case is
-// computed once; predicting it again under other architecture tables (the
-// fit) only re-times the kernels.
+// can predict: single convolution tasks (bench/data/calibration/conv_layers.csv),
+// whole networks (networks.csv) and the kernel profiler's per-task times
+// (kernel_times.csv, bench/calibration/kernel_times.h), each with its GPU,
+// cuDNN release, math mode, measured time and split (fit or holdout). The work
+// of every case is computed once; predicting it again under other
+// architecture tables (the fit) only re-times the kernels.
 
 #include <map>
 #include <memory>
@@ -52,11 +53,25 @@ struct ConvTask {
   std::vector<ConvOption> options;
 };
 
+// One algorithm of a convolution task (the model must support it).
+ConvOption conv_option(ConvDirection direction, const std::string& algorithm, const ConvShape& shape, int64_t batch);
+// Every option of a convolution task the release had (library_has) and the
+// model supports.
+ConvTask conv_task(const ConvShape& shape, ConvDirection direction, int64_t batch, const std::string& library);
+// The predicted time of one option (its kernels) in a math mode.
+double option_ms(const ConvOption& option, const Device& device, MathMode math);
+
 // Another task of a network (pool, relu, batch norm, linear, update...).
 struct OtherTask {
   TaskShape shape;
   int64_t batch = 1;
 };
+
+// What a case times: one convolution task (one algorithm, or the library's
+// fastest), one other task (pool, ReLU, batch norm, linear, update...), or
+// a whole network's pass.
+enum class CaseKind { conv_task, other_task, network };
+const char* case_kind_name(CaseKind kind);  // "conv tasks", "other tasks", "networks"
 
 struct Case {
   std::string device;     // examples/devices name
@@ -67,8 +82,18 @@ struct Case {
   MathMode math = MathMode::fp32;
   double measured_ms = 0;
   bool holdout = false;
-  bool network = false;
+  CaseKind kind = CaseKind::conv_task;
   int release = 0;        // old_release(library)
+  // The unit of the split (a layer is held out whole, at every sub-batch):
+  // conv_layers.csv's layer, a layer signature, a network's model.
+  std::string layer;
+  // The measured task: cases that time options of one task share it
+  // ("L1 forward", "<task signature>@<sub-batch>").
+  std::string task;
+  bool kernel_times = false;  // from the kernel profiler's result files (kernel_times.h), not a publication
+  // Kernel profiler cases: the algorithm the source measured fastest for the
+  // task, among every option it timed (also those the model refuses).
+  std::string measured_fastest;
   // A single convolution: `algorithm` is "fastest" (the library's fastest
   // option was timed) or the algorithm measured.
   std::string algorithm = "fastest";

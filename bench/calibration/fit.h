@@ -29,8 +29,28 @@
 // An architecture without data of its own takes its parent's values
 // (ampere's FP32 ones from volta, hopper's from ampere, Maxwell's Winograd
 // factor from Pascal), and says so.
+//
+// An architecture with per-algorithm kernel times of its own (the kernel
+// profiler's result files, kernel_times.h: hopper) gets its own table instead,
+// fitted on its own cases alone so that no other architecture's values move
+// (fit_own_table): every convolution family and direction with fit data is a
+// parameter of its own (the data time every algorithm, so the families can
+// be told apart), and so are the transform and cuBLAS efficiencies, the
+// half-saturation items per SM, the cuDNN kernel overhead and the memory
+// efficiency. An entry without data keeps its starting table's ratio to
+// implicit_precomp_gemm in the same direction; the tensor-core efficiencies
+// stay the parent's (FP32 measurements say nothing of them). The loss is
+// robust (soft L1 on the log ratio, fit.cpp's kRobustScale): every option
+// cuDNN accepts is a case, and some are pathological kernels 5-30x slower
+// than their family (cuDNN 9's workspace-less `gemm`, backward-data `algo_1`
+// at stride 2) that no per-family efficiency can follow and that a squared
+// loss would let drag their family's efficiency. The prior is much weaker
+// (every free parameter has data; the starting values are another
+// architecture's).
 
+#include <array>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -44,6 +64,13 @@ struct ArchParams {
   double s = 0.65, w_fft = 1.0, w_winograd = 1.0, half = 8192, overhead_us = 5, memory = 0.8, tf32 = 0.5, fp16 = 0.5;
 };
 
+// The table of an architecture fitted on kernel times of its own, and which
+// convolution entries had fit data.
+struct OwnTable {
+  ArchEfficiency table;
+  std::array<std::array<bool, 3>, kConvFamilies> measured{};
+};
+
 struct Params {
   // Family ratios to implicit_precomp_gemm, in ConvFamily order.
   double family[kConvFamilies] = {0.7, 1.0, 1.15, 1.0, 1.0, 0.85, 1.0};
@@ -54,6 +81,7 @@ struct Params {
   ReleaseFactors release;  // "kepler.R2" -> time factor of cuDNN R2 on Kepler (fitted where data has it)
   std::map<std::string, ArchParams> arch = {{"kepler", {}}, {"maxwell", {}}, {"pascal", {}}, {"volta", {}},
                                             {"ampere", {}}};
+  std::map<std::string, OwnTable> own;  // architectures fitted on kernel times of their own
 };
 
 // The architecture whose parameters `name` uses ("hopper" -> "ampere").
@@ -71,7 +99,12 @@ Devices load_case_devices(const std::vector<Case>& cases);
 void apply(const Params& p, Devices& devices);
 
 // Fits the parameters to the fit split; prints progress lines to stdout.
+// The cases must not include those of an architecture fitted on its own.
 Params fit(const std::vector<Case>& cases, Devices devices);
+
+// Fits the own table of `arch` to the fit split of `cases` (its cases only),
+// starting from the table `p` gives it now; prints progress lines.
+void fit_own_table(const std::vector<Case>& cases, Devices devices, Params& p, const std::string& arch);
 
 // Fits only the old releases' speed factors, the devices' tables as they are
 // (the same objective; evaluating the committed tables uses this).

@@ -1,0 +1,227 @@
+// The calibration bench's kernel-time cases (bench/calibration/kernel_times.h):
+// the committed H100 result files read into one case per measured option with
+// the shape the model's own TDFG gives, what is left out counted, bad files
+// refused with the file and key named, the whole-layer split fixed and
+// deterministic, and an own table's entries without data derived by its rule.
+
+#include "bench/calibration/kernel_times.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+
+#include "bench/calibration/fit.h"
+#include "frontend/parse.h"
+#include "profiler/ideal.h"
+#include "profiler/profile.h"
+
+namespace mplan::calibration {
+namespace {
+
+const std::string kSource = MPLAN_SOURCE_DIR;
+const std::string kData = kSource + "/bench/data/calibration";
+
+std::vector<KernelTimesFile> committed_files() {
+  Result<std::vector<KernelTimesFile>> files = load_kernel_times_files(kData, kSource);
+  EXPECT_TRUE(files.ok()) << (files.ok() ? "" : files.error().to_string());
+  return files.ok() ? std::move(files).value() : std::vector<KernelTimesFile>{};
+}
+
+std::unique_ptr<Model> model_of(const std::string& name) {
+  Result<Model> model = load_model(kSource + "/examples/models/" + name + ".yaml");
+  EXPECT_TRUE(model.ok());
+  return std::make_unique<Model>(std::move(model).value());
+}
+
+// A result file of one job, in the format the kernel profiler writes.
+std::string results_text(const std::string& backend, const std::string& libraries, const std::string& key,
+                         const std::string& options, const std::string& error = "") {
+  return "{\"format\": \"mplan-kernel-times\", \"version\": 1, \"backend\": {\"name\": \"" + backend +
+         "\", \"device\": \"NVIDIA H100 80GB HBM3\", \"driver\": \"13.0\", \"runtime\": \"13.0\", \"libraries\": \"" +
+         libraries + "\", \"memory_bytes\": 85017493504}, \"repeats\": 3, \"copies\": [], \"results\": [{\"key\": \"" +
+         key + "\"" + (error.empty() ? "" : ", \"error\": \"" + error + "\"") + ", \"options\": [" + options + "]}]}";
+}
+
+const char* const kFp32Libraries = "cuDNN 9.19.0 (FP32, TF32 off), cuBLAS 13.1.0 (FP32, TF32 off, no workspace)";
+const char* const kCifarConv1Fp =
+    "conv in=[3, 32, 32] out=[32, 32, 32] kernel=3x3 stride=1x1 pad=1x1 groups=1 bias=1 FP";
+
+TEST(KernelTimes, CommittedFilesReadAsOneCasePerMeasuredOption) {
+  const std::vector<KernelTimesFile> files = committed_files();
+  ASSERT_EQ(files.size(), 3u);
+  KernelTimesSummary summary;
+  const std::vector<Case> cases = load_kernel_time_cases(files, &summary);
+  // Every option of every job (counted from the JSON files independently):
+  // AlexNet 630 conv options + 316 other jobs, cifar_small 258 + 115,
+  // ResNet-50 822 (of 843: 21 FFT-tiling options at stride 2 left out) + 190.
+  std::map<CaseKind, int> kinds;
+  for (const Case& c : cases) {
+    ++kinds[c.kind];
+    EXPECT_TRUE(c.kernel_times);
+    EXPECT_EQ(c.device, "h100");
+    EXPECT_EQ(c.gpu, "NVIDIA H100 80GB HBM3");
+    EXPECT_EQ(c.library, "cuDNN 9.19.0 (CUDA 13.0)");
+    EXPECT_EQ(c.math, MathMode::fp32);
+    EXPECT_GT(c.measured_ms, 0);
+  }
+  EXPECT_EQ(kinds[CaseKind::conv_task], 630 + 258 + 822);
+  EXPECT_EQ(kinds[CaseKind::other_task], 316 + 115 + 190);
+  EXPECT_EQ(summary.skipped.at("failed on the GPU: batchnorm BP1"), 36);
+  EXPECT_EQ(summary.skipped.at("runs no kernel (0 ms): add BP1"), 12);
+  EXPECT_EQ(summary.skipped.at("forward fft_tiling: the model refuses it (fft_tiling needs stride 1)"), 12);
+  EXPECT_EQ(summary.skipped.at("backward_data fft_tiling: the model refuses it (fft_tiling needs stride 1)"), 9);
+}
+
+TEST(KernelTimes, ConvCasesCarryTheSignaturesShapeAndTheMeasuredTimes) {
+  const std::vector<KernelTimesFile> files = committed_files();
+  ASSERT_FALSE(files.empty());
+  const std::vector<Case> cases = load_kernel_time_cases(files);
+  // AlexNet's conv1 forward at sub-batch 1: three options in the file.
+  const std::string task =
+      "conv in=[3, 227, 227] out=[96, 55, 55] kernel=11x11 stride=4x4 pad=0x0 groups=1 bias=1 FP@1";
+  std::map<std::string, double> measured;
+  for (const Case& c : cases) {
+    if (c.task != task) continue;
+    measured[c.algorithm] = c.measured_ms;
+    EXPECT_EQ(c.measured_fastest, "implicit_gemm");
+    ASSERT_EQ(c.convs.size(), 1u);
+    const ConvTask& t = c.convs[0].first;
+    EXPECT_EQ(t.direction, ConvDirection::forward);
+    EXPECT_EQ(t.batch, 1);
+    EXPECT_EQ(t.shape.C, 3);
+    EXPECT_EQ(t.shape.H, 227);
+    EXPECT_EQ(t.shape.K, 96);
+    EXPECT_EQ(t.shape.R, 11);
+    EXPECT_EQ(t.shape.stride_h, 4);
+    EXPECT_EQ(t.shape.P, 55);
+    EXPECT_TRUE(t.shape.bias);
+    ASSERT_EQ(t.options.size(), 1u);
+    EXPECT_EQ(t.options[0].algorithm, c.algorithm);
+  }
+  ASSERT_EQ(measured.size(), 3u);
+  EXPECT_DOUBLE_EQ(measured.at("implicit_gemm"), 0.063423998653888702);
+  EXPECT_DOUBLE_EQ(measured.at("implicit_precomp_gemm"), 0.065535999834537506);
+  EXPECT_DOUBLE_EQ(measured.at("gemm"), 0.104032002389431);
+}
+
+TEST(KernelTimes, MeasuredIdealIsTheMergedProfilesIdeal) {
+  // The same sum through another path: the profile `mplan profile --merge` made of the file.
+  const std::vector<KernelTimesFile> files = committed_files();
+  ASSERT_FALSE(files.empty());
+  const KernelTimesFile& alexnet = files[0];
+  ASSERT_EQ(alexnet.model->name, "alexnet");
+  const Result<double> measured = measured_ideal_ms(alexnet, 200);
+  ASSERT_TRUE(measured.ok()) << measured.error().to_string();
+  Result<Profile> profile = load_profile(kSource + "/examples/profiles/alexnet-h100-sxm.json");
+  ASSERT_TRUE(profile.ok());
+  auto recorded = RecordedCostModel::create(std::move(profile).value(), alexnet.tdfg, {200}, "alexnet-h100-sxm.json");
+  ASSERT_TRUE(recorded.ok());
+  EXPECT_NEAR(*measured, ideal_run(alexnet.tdfg, **recorded, 200).time_ms, 1e-9 * *measured);
+  // ResNet-50's file lacks batch norm's BP1: no ideal, and the missing task is named.
+  const Result<double> partial = measured_ideal_ms(files[2], 128);
+  ASSERT_FALSE(partial.ok());
+  EXPECT_NE(partial.error().message.find("batchnorm"), std::string::npos);
+}
+
+TEST(KernelTimes, BadFilesAreRefusedWithTheKeyNamed) {
+  auto parse = [](const std::string& text, MathMode math = MathMode::fp32) {
+    return parse_kernel_times_file(text, "t.json", model_of("cifar_small"), "h100", math, "test");
+  };
+  const std::string option = "{\"algorithm\": \"implicit_gemm\", \"time_ms\": 0.05, \"workspace_bytes\": 0}";
+  // A CPU result file is no GPU measurement.
+  Result<KernelTimesFile> cpu = parse(results_text("cpu", kFp32Libraries, std::string(kCifarConv1Fp) + "@1", option));
+  ASSERT_FALSE(cpu.ok());
+  EXPECT_NE(cpu.error().to_string().find("t.json"), std::string::npos);
+  // The manifest's math must be what the file says it ran.
+  EXPECT_FALSE(parse(results_text("cuda", kFp32Libraries, std::string(kCifarConv1Fp) + "@1", option),
+                     MathMode::tf32)
+                   .ok());
+  EXPECT_FALSE(parse(results_text("cuda", "cuDNN 9.19.0 (TF32 on)", std::string(kCifarConv1Fp) + "@1", option)).ok());
+  // Not JSON of the format.
+  EXPECT_FALSE(parse("{\"format\": \"mplan-profile\"}").ok());
+  LayerSplit split;
+  auto cases_of = [&](const std::string& key) {
+    Result<KernelTimesFile> f = parse(results_text("cuda", kFp32Libraries, key, option));
+    EXPECT_TRUE(f.ok()) << f.error().to_string();
+    split.add_model(f->tdfg);
+    return kernel_time_cases(*f, split);
+  };
+  // A key of another model, and malformed keys.
+  for (const std::string& key : {std::string("conv in=[3, 227, 227] out=[96, 55, 55] kernel=11x11 stride=4x4 pad=0x0 "
+                                             "groups=1 bias=1 FP@1"),
+                                 std::string(kCifarConv1Fp), std::string(kCifarConv1Fp) + "@x",
+                                 std::string(kCifarConv1Fp) + "@0"}) {
+    Result<std::vector<Case>> cases = cases_of(key);
+    ASSERT_FALSE(cases.ok()) << key;
+    EXPECT_NE(cases.error().message.find(key.substr(0, 20)), std::string::npos) << cases.error().message;
+  }
+  // A good one.
+  Result<std::vector<Case>> good = cases_of(std::string(kCifarConv1Fp) + "@4");
+  ASSERT_TRUE(good.ok()) << good.error().to_string();
+  ASSERT_EQ(good->size(), 1u);
+  EXPECT_EQ((*good)[0].convs[0].first.batch, 4);
+}
+
+// The split of the committed files' layers: the rule, pinned.
+TEST(KernelTimesSplit, SecondOfEveryThreeLayersOfEachOpIsHeldOutWhole) {
+  const std::vector<KernelTimesFile> files = committed_files();
+  ASSERT_EQ(files.size(), 3u);
+  LayerSplit split;
+  for (const KernelTimesFile& f : files) split.add_model(f.tdfg);
+  // AlexNet's five convolutions come first: conv2 and conv5 held out.
+  std::vector<std::pair<std::string, bool>> convs;
+  for (const auto& [layer, holdout] : split.layers())
+    if (layer.rfind("conv ", 0) == 0) convs.emplace_back(layer, holdout);
+  ASSERT_EQ(convs.size(), 5u + 3u + 23u);
+  for (size_t i = 0; i < convs.size(); ++i) EXPECT_EQ(convs[i].second, i % 3 == 1) << convs[i].first;
+  EXPECT_EQ(convs[1].first, "conv in=[96, 27, 27] out=[256, 27, 27] kernel=5x5 stride=1x1 pad=2x2 groups=1 bias=1");
+  EXPECT_EQ(convs[4].first, "conv in=[384, 13, 13] out=[256, 13, 13] kernel=3x3 stride=1x1 pad=1x1 groups=1 bias=1");
+  // Every case of a layer is on one side, at every sub-batch and for every algorithm.
+  const std::vector<Case> cases = load_kernel_time_cases(files);
+  std::map<std::string, std::set<bool>> sides;
+  std::map<std::string, std::set<std::string>> sub_batches;
+  for (const Case& c : cases) {
+    sides[c.layer].insert(c.holdout);
+    EXPECT_EQ(c.holdout, split.holdout(c.layer));
+    sub_batches[c.layer].insert(c.task.substr(c.task.rfind('@')));
+  }
+  for (const auto& [layer, set] : sides) EXPECT_EQ(set.size(), 1u) << layer;
+  EXPECT_GT(sub_batches.at(convs[1].first).size(), 1u);  // held out at several sub-batches
+  // Deterministic: built again (and from the files in the same order), the same split.
+  LayerSplit again;
+  for (const KernelTimesFile& f : committed_files()) again.add_model(f.tdfg);
+  EXPECT_EQ(again.layers(), split.layers());
+  // A layer seen in an earlier file keeps its first number: softmax_xent over
+  // 1000 classes is AlexNet's (number 0, fit), not ResNet-50's third.
+  EXPECT_FALSE(split.holdout("softmax_xent in=[1000] out=[1000]"));
+  EXPECT_TRUE(split.holdout("softmax_xent in=[10] out=[10]"));
+}
+
+TEST(OwnTable, EntriesWithoutDataKeepTheParentsRatioToPrecomputedGemm) {
+  Params p;
+  OwnTable own;
+  own.table = arch_table(p, "hopper", ArchEfficiency{});
+  const ArchEfficiency parent = own.table;
+  const int ipg = static_cast<int>(ConvFamily::implicit_precomp_gemm);
+  const int wino = static_cast<int>(ConvFamily::winograd);
+  const int fwd = static_cast<int>(ConvDirection::forward);
+  own.measured[ipg][fwd] = true;
+  own.table.conv[ipg][fwd] = 0.3;
+  own.table.conv[wino][fwd] = 0.99;  // no data: ignored
+  own.table.memory_efficiency = 0.5;
+  p.own["hopper"] = own;
+  const ArchEfficiency table = arch_table(p, "hopper", ArchEfficiency{});
+  EXPECT_DOUBLE_EQ(table.conv[ipg][fwd], 0.3);
+  EXPECT_DOUBLE_EQ(table.conv[wino][fwd], 0.3 * parent.conv[wino][fwd] / parent.conv[ipg][fwd]);
+  // A direction whose precomputed GEMM has no data keeps the parent's values.
+  const int bd = static_cast<int>(ConvDirection::backward_data);
+  EXPECT_DOUBLE_EQ(table.conv[wino][bd], parent.conv[wino][bd]);
+  EXPECT_DOUBLE_EQ(table.memory_efficiency, 0.5);
+  // Tensor cores stay the parent's; other architectures are untouched.
+  EXPECT_DOUBLE_EQ(table.tensor_tf32, parent.tensor_tf32);
+  EXPECT_EQ(arch_table(p, "ampere", ArchEfficiency{}).conv, arch_table(Params{}, "ampere", ArchEfficiency{}).conv);
+}
+
+}  // namespace
+}  // namespace mplan::calibration
