@@ -14,6 +14,7 @@
 #include <new>
 
 #include "cli/command.h"
+#include "codegen/output_dir.h"
 
 namespace mplan::cli {
 
@@ -48,24 +49,11 @@ void write_file_atomically(const std::string& path, const std::string& text) {
   // A name of our own beside the target: the rename below is atomic only
   // within one folder (one file system).
   const std::string temporary = fmt::format("{}.tmp-{}", path, static_cast<long>(::getpid()));
-  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0)
-    fail(fmt::format("cannot write '{}': {}", path,
-                     errno == ENOENT ? std::string("its folder does not exist") : std::strerror(errno)),
-         ErrorKind::io);
-  size_t done = 0;
-  int error = 0;
-  while (done < text.size()) {
-    const ssize_t wrote = ::write(fd, text.data() + done, text.size() - done);
-    if (wrote < 0 && errno == EINTR) continue;
-    if (wrote <= 0) {
-      error = wrote < 0 ? errno : ENOSPC;
-      break;
-    }
-    done += static_cast<size_t>(wrote);
+  ::unlink(temporary.c_str());  // a stale one of an earlier process with our pid
+  int error = codegen::write_new_file_durably(temporary, text);
+  if (error == ENOENT) {
+    fail(fmt::format("cannot write '{}': its folder does not exist", path), ErrorKind::io);
   }
-  if (error == 0 && ::fsync(fd) != 0) error = errno;
-  if (::close(fd) != 0 && error == 0) error = errno;
   if (error == 0 && ::rename(temporary.c_str(), path.c_str()) != 0) error = errno;
   if (error != 0) {
     ::unlink(temporary.c_str());

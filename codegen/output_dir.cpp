@@ -75,25 +75,6 @@ void sync_folder(const fs::path& folder) {
   ::close(fd);
 }
 
-// Writes `text` to `path` (a new file) and makes it durable.
-int write_durably(const fs::path& path, const std::string& text) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) return errno;
-  size_t done = 0;
-  int error = 0;
-  while (done < text.size()) {
-    const ssize_t wrote = ::write(fd, text.data() + done, text.size() - done);
-    if (wrote < 0 && errno == EINTR) continue;
-    if (wrote <= 0) {
-      error = wrote < 0 ? errno : ENOSPC;
-      break;
-    }
-    done += static_cast<size_t>(wrote);
-  }
-  if (error == 0 && ::fsync(fd) != 0) error = errno;
-  if (::close(fd) != 0 && error == 0) error = errno;
-  return error;
-}
 
 // An output folder's marker file: the explanation, "token <hex>" (the run
 // that wrote it), then one line per file mplan wrote.
@@ -210,6 +191,25 @@ bool is_inside(const std::string& path) {
 
 }  // namespace
 
+int write_new_file_durably(const std::string& path, const std::string& text) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) return errno;
+  size_t done = 0;
+  int error = 0;
+  while (done < text.size()) {
+    const ssize_t wrote = ::write(fd, text.data() + done, text.size() - done);
+    if (wrote < 0 && errno == EINTR) continue;
+    if (wrote <= 0) {
+      error = wrote < 0 ? errno : ENOSPC;
+      break;
+    }
+    done += static_cast<size_t>(wrote);
+  }
+  if (error == 0 && ::fsync(fd) != 0) error = errno;
+  if (::close(fd) != 0 && error == 0) error = errno;
+  return error;
+}
+
 std::vector<std::string> leftover_staging_folders(const std::string& dir) {
   std::vector<std::string> out;
   Result<Target> t = resolve(dir);
@@ -283,7 +283,7 @@ Status replace_output_folder(const std::string& dir_text, const std::vector<Outp
   std::string marker = "This folder was written by `mplan compile`; the next compile into it replaces these files:\n";
   marker += "token " + token + "\n";
   for (const OutputFile& f : files) marker += f.path + "\n";
-  if (int error = write_durably(staging / kOutputMarkerFile, marker); error != 0)
+  if (int error = write_new_file_durably(staging / kOutputMarkerFile, marker); error != 0)
     return abandon(fmt::format("cannot write '{}': {}; the previous output is unchanged", kOutputMarkerFile,
                                std::strerror(error)));
   std::set<fs::path> made;
@@ -294,7 +294,7 @@ Status replace_output_folder(const std::string& dir_text, const std::vector<Outp
       if (ec) return abandon(fmt::format("cannot create '{}': {}", f.path, ec.message()));
       made.insert(path.parent_path());
     }
-    if (int error = write_durably(path, f.text); error != 0)
+    if (int error = write_new_file_durably(path, f.text); error != 0)
       return abandon(fmt::format("cannot write '{}': {}; the previous output is unchanged", f.path,
                                  std::strerror(error)));
   }

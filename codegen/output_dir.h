@@ -39,6 +39,10 @@ struct OutputFile {
 // untouched.
 Status replace_output_folder(const std::string& dir, const std::vector<OutputFile>& files);
 
+// Writes `text` to `path`, which must not exist, and makes it durable (fsync);
+// returns 0 or the errno of the failure (ENOSPC for a write that wrote nothing).
+int write_new_file_durably(const std::string& path, const std::string& text);
+
 // The staging and swapped-out folders a killed run left beside `dir` (for
 // tests: after a completed run there are none).
 std::vector<std::string> leftover_staging_folders(const std::string& dir);
