@@ -154,7 +154,8 @@ def program_parameter_shapes(train, work):
     save = os.path.join(work, "saved-weights")
     run([train, "--steps", "0", "--save", save], env=env_one_thread())
     shapes = []
-    with open(os.path.join(save, "tensors.txt")) as f:
+    # A checkpoint folder: its newest step is under `latest` (docs/generated-program.md).
+    with open(os.path.join(save, "latest", "tensors.txt")) as f:
         for line in f:
             if line.startswith("#") or not line.strip():
                 continue
