@@ -1,6 +1,7 @@
 // Depthwise convolution planes with AVX-512 (runtime/cpu/conv_depthwise.h).
 
 #include "runtime/cpu/conv_depthwise.h"
+#include "runtime/cpu/isa.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
@@ -23,11 +24,7 @@ namespace {
 constexpr int64_t kMaxZeroRow = 1024 + 128;  // floats in the zero row (see below)
 
 bool cpu_has_avx512() {
-  static const bool has = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("bmi2");
-  }();
-  return has;
+  return kernel_isa() == Isa::avx512;
 }
 
 // Bits [lo, hi) of a 16-lane mask for the columns q0 .. q0+15.

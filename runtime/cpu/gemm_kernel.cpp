@@ -4,6 +4,7 @@
 // other CPU, with the portable kernel only).
 
 #include "runtime/cpu/gemm_kernel.h"
+#include "runtime/cpu/isa.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
@@ -258,9 +259,8 @@ __attribute__((target("avx512f"))) void kernel_avx512_8x32(int64_t kc, const flo
 
 MicroKernel choose() {
 #ifdef MPLAN_X86_KERNELS
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f")) return {8, 32, "avx512 8x32", kernel_avx512_8x32};
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return {6, 16, "avx2 6x16", kernel_avx2_6x16};
+  if (kernel_isa() == Isa::avx512) return {8, 32, "avx512 8x32", kernel_avx512_8x32};
+  if (kernel_isa() == Isa::avx2) return {6, 16, "avx2 6x16", kernel_avx2_6x16};
 #endif
   return {4, 8, "portable 4x8", kernel_portable};
 }
@@ -275,9 +275,8 @@ const MicroKernel& micro_kernel() {
 DotKernel dot_kernel() {
   static const DotKernel kernel = [] {
 #ifdef MPLAN_X86_KERNELS
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f")) return static_cast<DotKernel>(dot_avx512);
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return static_cast<DotKernel>(dot_avx2);
+    if (kernel_isa() == Isa::avx512) return static_cast<DotKernel>(dot_avx512);
+    if (kernel_isa() == Isa::avx2) return static_cast<DotKernel>(dot_avx2);
 #endif
     return static_cast<DotKernel>(dot_portable);
   }();

@@ -1,6 +1,7 @@
 // Rows of an implicit im2col matrix (runtime/cpu/im2col.h).
 
 #include "runtime/cpu/im2col.h"
+#include "runtime/cpu/isa.h"
 
 #include <algorithm>
 
@@ -16,11 +17,7 @@ namespace {
 
 bool cpu_has_avx512() {
 #ifdef MPLAN_X86_AVX512
-  static const bool has = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f") != 0;
-  }();
-  return has;
+  return kernel_isa() == Isa::avx512;
 #else
   return false;
 #endif

@@ -8,9 +8,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <string>
 #include <limits>
 #include <vector>
 
+#include "runtime/cpu/gemm_kernel.h"
+#include "runtime/cpu/isa.h"
 #include "runtime/cpu/kernels.h"
 #include "tests/runtime/runtime_test_util.h"
 
@@ -163,6 +167,29 @@ TEST(CpuFastPaths, DropoutMaskIsDropoutUniformPerElement) {
       ASSERT_EQ(mask[b * e + i], keep ? 1 : 0) << b << " " << i;
       ASSERT_FLOAT_EQ(y[b * e + i], keep ? x[b * e + i] / (1.0f - p) : 0.0f);
     }
+}
+
+}  // namespace
+}  // namespace mplan::rt::cpu
+
+namespace mplan::rt::cpu {
+namespace {
+
+// MPLAN_CPU_ISA caps the hand-written kernels' instruction set, so that the
+// AVX2 and portable fallbacks run in this suite on an AVX-512 machine too
+// (tests/runtime/CMakeLists.txt runs the kernel tests again under each cap).
+TEST(CpuIsa, TheCapChoosesTheKernels) {
+  const char* cap = std::getenv("MPLAN_CPU_ISA");
+  const Isa isa = kernel_isa();
+  if (cap != nullptr && *cap != '\0') {
+    const std::string wanted = cap;
+    // The cap is the ISA unless this CPU has less.
+    EXPECT_TRUE(wanted == isa_name(isa) || (wanted == "avx512" && isa != Isa::avx512) ||
+                (wanted == "avx2" && isa == Isa::portable))
+        << "MPLAN_CPU_ISA=" << wanted << " gave " << isa_name(isa);
+  }
+  const std::string kernel = micro_kernel().name;
+  EXPECT_EQ(kernel.rfind(isa_name(isa), 0), 0u) << kernel << " under " << isa_name(isa);
 }
 
 }  // namespace
