@@ -38,8 +38,9 @@ ALL_EXAMPLES = ["alexnet", "cifar_small", "densenet121", "every_op", "every_op_n
 
 
 def compare(mplan, model, device, budget_bytes, batch, extra=()):
+    # batch 0: the model file's own batch (`mplan compare` refuses --batch 0).
     cmd = [mplan, "compare", os.path.join(ROOT, "examples", "models", model + ".yaml"), "--device", device,
-           "--budget", str(budget_bytes), "--batch", str(batch), "--json", *extra]
+           "--budget", str(budget_bytes), *(["--batch", str(batch)] if batch > 0 else []), "--json", *extra]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     return json.loads(out)
 

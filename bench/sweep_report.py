@@ -8,7 +8,9 @@ batches that do not fit), and mplan's gap to the best point of each sweep.
 
 It runs the bench twice (K40, then H100) with two threads; on the shared
 2-core build machine that takes about two hours. --rows-k40 FILE and
---rows-h100 FILE reuse rows an earlier run of the bench wrote (--markdown).
+--rows-h100 FILE reuse rows an earlier run of the bench wrote (--markdown);
+--note TEXT adds a line under the summary (say there which rows a partial
+run left out).
 """
 
 import argparse
@@ -44,6 +46,7 @@ def main():
     ap.add_argument("--out", default=os.path.join(ROOT, "docs", "benchmarks-sweep.md"))
     ap.add_argument("--rows-k40")
     ap.add_argument("--rows-h100")
+    ap.add_argument("--note", help="a line printed under the summary (e.g. which rows a partial run left out)")
     args = ap.parse_args()
     seconds = {}
     k40 = args.rows_k40 or "/tmp/sweep_k40_rows.md"
@@ -72,6 +75,8 @@ def main():
           "analytic cost models of `examples/devices/k40.yaml` and `examples/devices/h100.yaml`; nothing is "
           "random. *sweep s* is the wall time of the row's sweep on the shared 2-core build machine.", "",
           f"**Largest gap: {worst:.2f}%** over {len(valid)} rows; rows above 1%: {over}.", ""]
+    if args.note:
+        md += [args.note, ""]
     if seconds:
         md += ["Run time of this report: " + ", ".join(f"{k} {v / 60:.0f} min" for k, v in seconds.items()) + ".", ""]
     md += ["## K40 at 12, 8 and 4 GiB, every example model", "", HEADER,
