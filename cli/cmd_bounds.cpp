@@ -56,6 +56,8 @@ nlohmann::json bounds_json(const Model& model, const Tdfg& tdfg, const MemoryBou
   out["liveness_peak_bytes"] = bounds.liveness_peak_bytes;
   out["liveness_peak_task"] = task_name(tdfg, bounds.liveness_peak_task);
   out["modnn_min_bytes"] = bounds.modnn_min_bytes;
+  out["least_round"] = bounds.least_round;
+  out["least_round_min_bytes"] = bounds.least_round_min_bytes;
   out["modnn_min_task"] = task_name(tdfg, bounds.modnn_min_task);
   if (ideal) {
     out["device"] = ideal->device;
@@ -95,6 +97,10 @@ std::string bounds_text(const Model& model, const Tdfg& tdfg, const MemoryBounds
   out += fmt::format("Mmin (moDNN)    {}  set by {} (sub-batch 1, Eq. 2)\n",
                      format_bytes_exact(bounds.modnn_min_bytes),
                      task_name(tdfg, bounds.modnn_min_task));
+  if (bounds.least_round > 1)
+    out += fmt::format("least budget    {}  (Eq. 2 at sub-batch {}: a batchnorm sees one value per channel and "
+                       "sample, so every round needs {} samples)\n",
+                       format_bytes_exact(bounds.least_round_min_bytes), bounds.least_round, bounds.least_round);
   if (ideal) {
     out += fmt::format("device          {}\n", ideal->device);
     out += fmt::format("ideal time      {:.3f} ms per iteration  (full batch, fastest algorithms, "

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "frontend/bytes.h"
+#include "tdfg/bounds.h"
 #include "planner/deciders/deciders.h"
 #include "planner/plan_limits.h"
 #include "planner/search_internal.h"

@@ -190,17 +190,6 @@ Result<SearchResult> search_vdnn_dyn(const Tdfg& tdfg, const CostModel& cost, co
 }  // namespace
 }  // namespace search
 
-int64_t least_batchnorm_round(const Tdfg& tdfg) {
-  int64_t least = 1;
-  for (const Layer& l : tdfg.model->layers) {
-    if (!op_spec(l.op).batch_statistics) continue;  // batch norm
-    int64_t per_sample = 1;  // values per channel per sample: H * W
-    for (size_t i = 1; i < l.output.dims.size(); ++i) per_sample *= l.output.dims[i];
-    least = std::max<int64_t>(least, (2 + per_sample - 1) / per_sample);
-  }
-  return least;
-}
-
 std::vector<int64_t> rounds_for(int64_t batch, int64_t sub_batch, int64_t least_round) {
   std::vector<int64_t> rounds = split_batch(batch, sub_batch);
   if (rounds.back() >= least_round) return rounds;

@@ -49,10 +49,7 @@ struct SearchResult {
 Result<SearchResult> search_plan(PolicyKind policy, const Tdfg& tdfg, const CostModel& cost, int64_t batch,
                                  const PlanOptions& options);
 
-// Batch-norm semantics (planner/planner.h split_batchnorm): the least samples
-// a round must have so that every batchnorm layer sees at least two values
-// per channel (1 when the model has none; 2 for a batchnorm on a vector).
-int64_t least_batchnorm_round(const Tdfg& tdfg);
+// least_batchnorm_round (the least samples of a round): tdfg/bounds.h.
 
 // Rounds of about b samples summing to `batch`: split_batch(batch, b), or,
 // when its last round would hold fewer than `least_round` samples, as many

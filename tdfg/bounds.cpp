@@ -83,6 +83,17 @@ std::vector<int64_t> liveness_profile(const Tdfg& tdfg, int64_t sub_batch,
   return live;
 }
 
+int64_t least_batchnorm_round(const Tdfg& tdfg) {
+  int64_t least = 1;
+  for (const Layer& l : tdfg.model->layers) {
+    if (!op_spec(l.op).batch_statistics) continue;  // batch norm
+    int64_t per_sample = 1;  // values per channel per sample: H * W
+    for (size_t i = 1; i < l.output.dims.size(); ++i) per_sample *= l.output.dims[i];
+    least = std::max<int64_t>(least, (2 + per_sample - 1) / per_sample);
+  }
+  return least;
+}
+
 MemoryBounds compute_bounds(const Tdfg& tdfg, int64_t batch) {
   MPLAN_CHECK(batch >= 1, "compute_bounds: the batch must be at least 1");
   MemoryBounds bounds;
@@ -103,18 +114,24 @@ MemoryBounds compute_bounds(const Tdfg& tdfg, int64_t batch) {
   // with the leanest option's workspace: none for a convolution (implicit
   // GEMM), the op table's fixed scratch for the others (batch norm's BP1), as
   // the planner counts it (planner/sub_batch.h minimum_budget).
-  int64_t largest_task_bytes = -1;
-  for (TaskId t = 0; t < static_cast<TaskId>(tdfg.tasks.size()); ++t) {
-    const int64_t bytes = task_footprint_bytes(tdfg, tdfg.tasks[t], 1, /*aligned=*/true) + task_scratch_bytes(tdfg, t);
-    if (bytes > largest_task_bytes) {
-      largest_task_bytes = bytes;
-      bounds.modnn_min_task = t;
-    }
-  }
   int64_t resident_region = 0;
   for (const Block& block : tdfg.blocks)
     if (block.resident) resident_region += aligned_block_bytes(block.bytes(1));
-  bounds.modnn_min_bytes = resident_region + std::max<int64_t>(largest_task_bytes, 0);
+  const auto eq2_at = [&](int64_t sub_batch, TaskId* task) {
+    int64_t largest_task_bytes = -1;
+    for (TaskId t = 0; t < static_cast<TaskId>(tdfg.tasks.size()); ++t) {
+      const int64_t bytes =
+          task_footprint_bytes(tdfg, tdfg.tasks[t], sub_batch, /*aligned=*/true) + task_scratch_bytes(tdfg, t);
+      if (bytes > largest_task_bytes) {
+        largest_task_bytes = bytes;
+        if (task != nullptr) *task = t;
+      }
+    }
+    return resident_region + std::max<int64_t>(largest_task_bytes, 0);
+  };
+  bounds.modnn_min_bytes = eq2_at(1, &bounds.modnn_min_task);
+  bounds.least_round = tdfg.model != nullptr ? std::min(least_batchnorm_round(tdfg), batch) : 1;
+  bounds.least_round_min_bytes = bounds.least_round == 1 ? bounds.modnn_min_bytes : eq2_at(bounds.least_round, nullptr);
 
   if (tdfg.model != nullptr) {
     const Model& model = *tdfg.model;

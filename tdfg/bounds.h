@@ -45,11 +45,22 @@ struct MemoryBounds {
   // accepts when the leanest algorithms need no workspace.
   int64_t modnn_min_bytes = 0;
   TaskId modnn_min_task = kNoTask;
+  // The same at the least samples a round may have (least_batchnorm_round):
+  // for a model whose batch norm sees one value per channel and sample (a
+  // batchnorm on a vector), sub-batch 1 is no legal plan, and this is the
+  // least budget `mplan compile` accepts. Equal to modnn_min_bytes otherwise.
+  int64_t least_round = 1;
+  int64_t least_round_min_bytes = 0;
   std::vector<LayerBytes> layers;
 };
 
 // Bounds at `batch` (>= 1; the Tdfg's model gives the per-layer table).
 MemoryBounds compute_bounds(const Tdfg& tdfg, int64_t batch);
+
+// Batch-norm semantics (docs/planner.md): the least samples a round must have
+// so that every layer with batch statistics sees at least two values per
+// channel (1 when the model has none; 2 for a batchnorm on a vector).
+int64_t least_batchnorm_round(const Tdfg& tdfg);
 
 // Bytes alive during each task when non-resident blocks are allocated just
 // before their first writer and freed after their last use (last reader, or

@@ -80,6 +80,32 @@ TEST_F(CompilePolicy, BatchnormWithOneValuePerChannelIsRefusedWithTheLeastBudget
   EXPECT_FALSE(fs::exists(path("out/plan.json")));
 }
 
+TEST_F(CompilePolicy, BoundsLeastBudgetIsWhatCompileAcceptsForABatchnormOnAVector) {
+  // every_op's bn2 sees one value per channel and sample: rounds need 2
+  // samples, so `bounds` gives Eq. 2 at sub-batch 2 beside the paper's Eq. 2
+  // at sub-batch 1, and that is exactly the least budget compile accepts.
+  const MplanRun bounds = mplan({"bounds", example_model("every_op"), "--json"});
+  ASSERT_EQ(bounds.exit_code, 0) << bounds.describe();
+  const nlohmann::json b = nlohmann::json::parse(bounds.out);
+  EXPECT_EQ(b.at("least_round").get<int64_t>(), 2);
+  const int64_t least = b.at("least_round_min_bytes").get<int64_t>();
+  EXPECT_GT(least, b.at("modnn_min_bytes").get<int64_t>());
+  const MplanRun fits = mplan({"compile", example_model("every_op"), "--budget", std::to_string(least), "-o",
+                               path("fits")});
+  EXPECT_EQ(fits.exit_code, 0) << fits.describe();
+  const MplanRun below = mplan({"compile", example_model("every_op"), "--budget", std::to_string(least - 1), "-o",
+                                path("below")});
+  EXPECT_NE(below.exit_code, 0) << below.describe();
+  EXPECT_TRUE(contains(below.err, "the least budget that runs rounds of 2 samples is " + std::to_string(least)))
+      << below.describe();
+  // Without such a batchnorm the two are one figure.
+  const MplanRun nobn = mplan({"bounds", example_model("every_op_nobn"), "--json"});
+  ASSERT_EQ(nobn.exit_code, 0) << nobn.describe();
+  const nlohmann::json n = nlohmann::json::parse(nobn.out);
+  EXPECT_EQ(n.at("least_round").get<int64_t>(), 1);
+  EXPECT_EQ(n.at("least_round_min_bytes"), n.at("modnn_min_bytes"));
+}
+
 TEST_F(CompilePolicy, EveryBufferIsUsedAfterDefragmentation) {
   // The budget of issue 11's report: defragmentation used to leave buffers
   // allocated and freed with no step using them.

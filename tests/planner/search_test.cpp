@@ -11,6 +11,7 @@
 
 #include "frontend/parse.h"
 #include "planner/plan_search.h"
+#include "tdfg/bounds.h"
 #include "planner/planner.h"
 #include "planner/sub_batch.h"
 #include "planner/verify.h"
