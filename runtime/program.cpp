@@ -3,6 +3,7 @@
 
 #include "runtime/program.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cinttypes>
@@ -65,12 +66,14 @@ void synthetic_sample(const ProgramSpec& spec, uint64_t seed, uint64_t sample, f
       }
 }
 
-// Runs fill(i) for i in [0, count) on up to hardware_concurrency threads: the
+// Runs fill(i) for i in [0, count) on up to hardware_concurrency threads, one
+// per `grain` of `work` at most (a thread costs more than a small input): the
 // host's part of a step (making or copying its samples) is on the step's
 // critical path, and on a GPU it would otherwise rival the kernels' time.
 template <typename Fill>
-void parallel_for(int64_t count, const Fill& fill) {
-  const int64_t threads = std::min<int64_t>(count, std::max(1u, std::thread::hardware_concurrency()));
+void parallel_for(int64_t count, int64_t work, int64_t grain, const Fill& fill) {
+  const int64_t threads = std::min<int64_t>({count, std::max<int64_t>(1, work / grain),
+                                             static_cast<int64_t>(std::max(1u, std::thread::hardware_concurrency()))});
   if (threads <= 1) {
     for (int64_t i = 0; i < count; ++i) fill(i);
     return;
@@ -193,7 +196,8 @@ double Program::run_step(uint64_t step, const Dataset& data) {
   for (int32_t r = 0; r < spec_.rounds; ++r)
     for (int64_t i = 0; i < spec_.sub_batches[r]; ++i) samples.emplace_back(r, i);
   const auto data_started = std::chrono::steady_clock::now();
-  parallel_for(static_cast<int64_t>(samples.size()), [&](int64_t k) {
+  const int64_t sample_count = static_cast<int64_t>(samples.size());
+  parallel_for(sample_count, sample_count * elements, /*grain: pixels per thread=*/int64_t{1} << 20, [&](int64_t k) {
     const auto [r, i] = samples[static_cast<size_t>(k)];
     auto* x = static_cast<float*>(host(spec_.input_slots[r].offset)) + i * elements;
     auto* y = static_cast<int32_t*>(host(spec_.label_slots[r].offset)) + i;
