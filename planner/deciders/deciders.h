@@ -24,6 +24,12 @@ struct ModnnRules {
   // A victim needed within the lookahead costs its re-fetch (the prefetch
   // thrash fix; planner/deciders/offload_scheme.h).
   bool refetch_cost = true;
+  // Eq. 5's T_off counts the re-fetch cost of the victims too (with
+  // refetch_cost); false: the delay alone, as published. The re-fetch cost
+  // keeps eviction from thrashing, but in Eq. 5 it can make a fast algorithm
+  // look dearer than it is (cifar_small at 3 MiB; docs/planner.md), so the
+  // plan search tries both.
+  bool eq5_refetch = true;
 
   // ---- mplan's levers (off: moDNN as published) ----
   // Recomputation (SuperNeurons §3.4, chosen by cost): outputs of cheap

@@ -175,7 +175,7 @@ size_t ModnnDecider::choose_option(IterationSim& sim, int32_t r, int32_t k, cons
     } else if (o.workspace_bytes > 0 && !sim.memory().fits(o.workspace_bytes)) {
       OffloadScheme s = finder_.find(sim, RoomRequest{o.workspace_bytes, kComputeSlot, here, RoomRequest::Purpose::workspace});
       if (!s.found) continue;
-      off_ms = s.delay_ms + s.future_ms;
+      off_ms = s.delay_ms + s.future_ms - (rules_.eq5_refetch ? 0.0 : s.refetch_ms);
     }
     double pre_ms = 0;
     if (!pooled && prefetch_need > 0 && o.workspace_bytes > 0 &&

@@ -53,6 +53,7 @@ OffloadScheme OffloadSchemeFinder::find(IterationSim& sim, const RoomRequest& re
       const bool soon = next != IterationSim::kNever && next - here <= costs_.lookahead_tasks;
       const int64_t bytes = sim.instance_bytes(inst);
       const double refetch_ms = costs_.refetch_cost && soon ? sim.cost().host_to_device_ms(bytes) : 0.0;
+      g.refetch_ms = refetch_ms;
       if (s.host_valid) {
         g.future_ms = refetch_ms;
       } else {
@@ -69,6 +70,7 @@ OffloadScheme OffloadSchemeFinder::find(IterationSim& sim, const RoomRequest& re
             g.needs_copy = false;
             g.copy_ms = 0;
             g.future_ms = recompute_ms;
+            g.refetch_ms = 0;
           }
         }
       }
@@ -111,6 +113,7 @@ OffloadScheme OffloadSchemeFinder::find(IterationSim& sim, const RoomRequest& re
       c.soonest_next_use = std::min(c.soonest_next_use, g.next_use);
       ready_ms = std::max(ready_ms, g.users_end_ms);
       c.future_ms += g.future_ms;
+      c.refetch_ms += g.refetch_ms;
       if (g.needs_copy) {
         const double start = std::max(copy_free_ms, g.writer_end_ms);
         copy_free_ms = start + g.copy_ms;

@@ -36,6 +36,7 @@ struct OffloadScheme {
   double delay_ms = 0;               // how much later the writer can start (Fig. 3)
   double transfer_ms = 0;            // copies to the host it issues
   double future_ms = 0;              // re-fetches and recomputations it causes later
+  double refetch_ms = 0;             // the re-fetches' part of future_ms
   int64_t soonest_next_use = 0;      // the earliest next use among the victims
 };
 
@@ -62,6 +63,7 @@ class OffloadSchemeFinder {
     double copy_ms = 0;
     bool needs_copy = false;
     double future_ms = 0;
+    double refetch_ms = 0;
     int64_t next_use = 0;
   };
   SchemeCosts costs_;

@@ -269,6 +269,35 @@ TEST(RefetchCost, AVictimNeededSoonCostsItsCopyBack) {
   }
 }
 
+// workspace_displaces_a_block with lean at 3 ms: T2 reads V right after T1,
+// so offloading V for the fast option's workspace costs its copy now (1.05 ms
+// not hidden) and, with the re-fetch cost, its copy back (1.05 ms). Eq. 5
+// with that cost in T_off: gain(fast) = 3 - 1 - 1.04 - 1.05 < 0 = gain(lean):
+// lean. T_off as published (the delay alone; the search's variant
+// ModnnRules::eq5_refetch = false): 2 - 1.04 > 0, fast.
+TEST(RefetchCost, Eq5CountsItOnlyWhenAsked) {
+  auto g = workspace_displaces_a_block();
+  FakeCost cost;
+  cost.table["T0b"] = {TaskOption{"default", 0.01, 0}};
+  cost.table["T1"] = {TaskOption{"fast", 1.0, MiB}, TaskOption{"lean", 3.0, 0}};
+  for (bool eq5_refetch : {true, false}) {
+    SCOPED_TRACE(eq5_refetch ? "T_off with the re-fetch" : "T_off as published");
+    ModnnRules rules = testing::published_rules();
+    rules.refetch_cost = true;
+    rules.eq5_refetch = eq5_refetch;
+    SimResult r = simulate_modnn(g->tdfg, cost, MiB + 512 * K + K, rules);
+    ASSERT_TRUE(r.feasible) << r.failure;
+    const double delay_ms = cost.device_to_host_ms(MiB) - 0.01;
+    if (eq5_refetch) {
+      EXPECT_EQ(r.plan.choices[2].algorithm, "lean");
+      EXPECT_EQ(r.plan.summary.offload_count, 0);
+    } else {
+      EXPECT_EQ(r.plan.choices[2].algorithm, "fast");
+      EXPECT_NEAR(r.plan.choices[2].gain_ms, 2.0 - delay_ms, 1e-9);
+    }
+  }
+}
+
 // ---- mplan: Eq. 4 with the copy queue ------------------------------------------
 
 // A (64K) and B (1480K) are on the host (evicted by the script before T2);
