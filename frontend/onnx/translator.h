@@ -134,7 +134,9 @@ class Translator {
   int emit(const std::string& name, const std::string& op, const std::vector<int>& input_bases,
            std::vector<std::pair<std::string, std::string>> fields = {}, std::string note = {});
   std::string unique_name(const std::string& onnx_name);
-  const std::vector<int64_t>& base_dims(int base) const { return bases_.at(static_cast<size_t>(base)).dims; }
+  // A copy: bases_ grows while callers still use the dims (a reference into
+  // it dangled after a push_back; ASan found it in ViT's patch embedding).
+  std::vector<int64_t> base_dims(int base) const { return bases_.at(static_cast<size_t>(base)).dims; }
   int base_layer(int base) const { return bases_.at(static_cast<size_t>(base)).layer; }
 
   // ---- problems ---------------------------------------------------------------------------------

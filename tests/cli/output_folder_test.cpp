@@ -169,6 +169,12 @@ TEST_F(OutputFolder, AFailingDumpLpLeavesThePreviousOutputExactly) {
 // Item 4: a full disk at each write of the output.
 TEST_F(OutputFolder, AFullDiskAtAnyWriteLeavesThePreviousOutputExactly) {
   if (!strace_works()) GTEST_SKIP() << "strace cannot trace here";
+#if defined(__SANITIZE_ADDRESS__)
+  // Under scripts/sanitize.sh the sanitizer runtime probes memory with
+  // write() to a pipe dozens of times per run (UBSan's vptr checks): the
+  // injected failures hit those, not mplan's writes, and abort the runtime.
+  GTEST_SKIP() << "write() counting is meaningless in a sanitizer build; the plain build runs this test";
+#endif
   ASSERT_EQ(compile("b.yaml").exit_code, 0);
   const std::set<std::string> b_files = names(snapshot(path("out")));
   ASSERT_EQ(compile("a.yaml").exit_code, 0);
