@@ -122,6 +122,19 @@ double direct_outputs(ConvDirection d, const ConvShape& s, int64_t b, const Size
   return d == ConvDirection::backward_filter ? filter_parallelism(s, b) : operands_of(d, z).outputs;
 }
 
+// The reduction one output tile of a GEMM-family kernel sums (its tile cost,
+// arch_efficiency.h reduction_half_length): forward C/g*R*S, backward-data
+// K/g*R*S, backward-filter the split-K chunk of b*P*Q (filter_splits).
+double gemm_reduction_length(ConvDirection d, const ConvShape& s, int64_t b) {
+  switch (d) {
+    case ConvDirection::forward: return static_cast<double>(s.C / s.groups) * s.R * s.S;
+    case ConvDirection::backward_data: return static_cast<double>(s.K / s.groups) * s.R * s.S;
+    case ConvDirection::backward_filter:
+      return std::min(static_cast<double>(b) * s.P * s.Q, kFilterReductionChunk);
+  }
+  return 0;
+}
+
 bool is(std::string_view a, const char* b) { return a == b; }
 
 }  // namespace
@@ -289,11 +302,13 @@ std::vector<KernelWork> conv_work(ConvDirection d, std::string_view algorithm, c
     // b*P*Q split across CTAs (filter_parallelism).
     if (workspace > 0) phases.push_back(streaming(0, workspace, workspace / kFloatBytes));
     phases.push_back(arithmetic(direct, operand_bytes + workspace, outputs));
+    phases.back().reduction_length = gemm_reduction_length(d, s, b);
   } else if (family == ConvFamily::gemm) {
     // im2col (memory bound: read the image, write the buffer), then one GEMM.
     const double image_bytes = z.x * kFloatBytes;  // forward and backward-filter both unfold X
     phases.push_back(streaming(0, image_bytes + workspace, workspace / kFloatBytes));
     phases.push_back(arithmetic(direct, operand_bytes - image_bytes + workspace, outputs));
+    phases.back().reduction_length = gemm_reduction_length(d, s, b);
   } else if (family == ConvFamily::fft || family == ConvFamily::fft_tiling) {
     const bool tiled = family == ConvFamily::fft_tiling;
     const int64_t n_h = tiled ? kFftTile : fft_friendly_size(s.H + 2 * s.pad_h);

@@ -37,6 +37,10 @@ struct KernelWork {
   ConvFamily family = ConvFamily::implicit_gemm;      // KernelClass::conv
   ConvDirection direction = ConvDirection::forward;   // KernelClass::conv
   bool call_overhead = false;     // a cuDNN kernel: pays the architecture's conv_call_overhead_us
+  // KernelClass::conv of a GEMM family: the reduction one output tile sums
+  // (arch reduction_half_length; 0: not a tiled GEMM). Never decreasing in
+  // the sub-batch, so time per sample still never increases with b.
+  double reduction_length = 0;
 };
 
 // Time of one piece of work on a device in a math mode, in milliseconds.
@@ -46,7 +50,9 @@ struct KernelWork {
 double kernel_time_ms(const Device& device, const KernelWork& work, MathMode math = MathMode::fp32);
 
 // The fraction of peak the work's arithmetic reaches on a full GPU, and the
-// peak it is a fraction of (FLOP/s), in a math mode.
+// peak it is a fraction of (FLOP/s), in a math mode. A GEMM-family conv
+// kernel's efficiency includes its tile cost: L / (L + the architecture's
+// reduction_half_length), L its reduction_length.
 double work_efficiency(const Device& device, const KernelWork& work, MathMode math, double& peak_flops);
 
 // The utilisation curve: items / (items + half), where `half` is the work
