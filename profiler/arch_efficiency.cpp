@@ -123,14 +123,15 @@ Result<ArchEfficiency> parse_arch_efficiency(const std::string& yaml_text, const
                                        "fft_transform_efficiency", "linear_gemm_efficiency",
                                        "half_saturation_items_per_sm", "conv_call_overhead_us", "memory_efficiency",
                                        "tensor_core_efficiency", "gemm_reduction_half_length",
-                                       "unavailable_algorithms"};
+                                       "filter_reduction_chunk", "unavailable_algorithms"};
   for (const auto& entry : root)
     if (!known.count(entry.first.Scalar()))
       return error_at(file, entry.first.Mark(),
                       fmt::format("unknown key '{}' (expected one of: name, description, fitted_on, held_out_error, "
                                   "conv_efficiency, fft_transform_efficiency, linear_gemm_efficiency, "
                                   "half_saturation_items_per_sm, conv_call_overhead_us, memory_efficiency, "
-                                  "tensor_core_efficiency, gemm_reduction_half_length, unavailable_algorithms)",
+                                  "tensor_core_efficiency, gemm_reduction_half_length, filter_reduction_chunk, "
+                                  "unavailable_algorithms)",
                                   entry.first.Scalar()));
   for (const char* required : {"name", "conv_efficiency", "fft_transform_efficiency", "linear_gemm_efficiency",
                                "half_saturation_items_per_sm", "conv_call_overhead_us", "memory_efficiency"})
@@ -196,23 +197,34 @@ Result<ArchEfficiency> parse_arch_efficiency(const std::string& yaml_text, const
   if (!overhead) return overhead.error();
   arch.conv_call_overhead_us = *overhead;
 
-  if (const YAML::Node half = root["gemm_reduction_half_length"]) {
-    if (!half.IsMap())
-      return error_at(file, half.Mark(),
-                      "'gemm_reduction_half_length': expected a map {implicit_gemm, implicit_precomp_gemm, gemm}");
-    for (const auto& entry : half) {
+  // Per GEMM family numbers: {implicit_gemm, implicit_precomp_gemm, gemm}.
+  auto gemm_family_map = [&](const char* key, std::array<double, kConvFamilies>& into, bool at_least_one) -> Status {
+    const YAML::Node node = root[key];
+    if (!node) return Ok{};
+    if (!node.IsMap())
+      return error_at(file, node.Mark(),
+                      fmt::format("'{}': expected a map {{implicit_gemm, implicit_precomp_gemm, gemm}}", key));
+    for (const auto& entry : node) {
       ConvFamily family{};
       const std::string name = entry.first.Scalar();
       if (!conv_family_of(ConvDirection::forward, name, family) || !conv_family_uses_tensor_cores(family))
         return error_at(file, entry.first.Mark(),
-                        fmt::format("'gemm_reduction_half_length': unknown GEMM family '{}' (expected implicit_gemm, "
+                        fmt::format("'{}': unknown GEMM family '{}' (expected implicit_gemm, "
                                     "implicit_precomp_gemm, gemm)",
-                                    name));
-      auto v = positive(entry.second, "gemm_reduction_half_length." + name, file);
+                                    key, name));
+      auto v = positive(entry.second, fmt::format("{}.{}", key, name), file);
       if (!v) return v.error();
-      arch.reduction_half_length[static_cast<int>(family)] = *v;
+      if (at_least_one && *v != 0 && *v < 1)
+        return error_at(file, entry.second.Mark(),
+                        fmt::format("'{}.{}': expected 0 (the default) or at least 1, got {}", key, name, *v));
+      into[static_cast<int>(family)] = *v;
     }
-  }
+    return Ok{};
+  };
+  if (Status ok = gemm_family_map("gemm_reduction_half_length", arch.reduction_half_length, false); !ok.ok())
+    return ok.error();
+  if (Status ok = gemm_family_map("filter_reduction_chunk", arch.filter_reduction_chunk, true); !ok.ok())
+    return ok.error();
   if (const YAML::Node off = root["unavailable_algorithms"]) {
     if (!off.IsMap())
       return error_at(file, off.Mark(),

@@ -61,6 +61,14 @@ struct ArchEfficiency {
   // backward-filter). 0: no such cost (the family's efficiency is flat in L).
   // Only implicit_gemm, implicit_precomp_gemm and gemm have one.
   std::array<double, kConvFamilies> reduction_half_length{};
+  // filter_reduction_chunk[family]: the b*P*Q a CTA of the family's
+  // backward-filter kernel reduces before adding its partial dW (split-K):
+  // the kernel's parallel work is the filter's elements times
+  // ceil(b*P*Q / chunk), and a tile's reduction min(b*P*Q, chunk). cuDNN's
+  // weight-gradient kernels split differently from family to family.
+  // 0: the model's default (1024, profiler/conv_algorithms.cpp). Only
+  // implicit_gemm, implicit_precomp_gemm and gemm have one.
+  std::array<double, kConvFamilies> filter_reduction_chunk{};
   // Algorithms the architecture's cuDNN does not run for FP32 data, per
   // direction (cuDNN 9 on Hopper runs no fused Winograd and no
   // backward-filter FFT tiling): the analytic model does not offer them.
@@ -82,6 +90,7 @@ struct ArchEfficiency {
   }
   double tensor_efficiency(MathMode mode) const;
   double reduction_half(ConvFamily family) const { return reduction_half_length[static_cast<int>(family)]; }
+  double filter_chunk(ConvFamily family) const { return filter_reduction_chunk[static_cast<int>(family)]; }
   bool runs(ConvDirection direction, std::string_view algorithm) const;
 };
 

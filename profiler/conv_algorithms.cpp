@@ -135,6 +135,16 @@ double gemm_reduction_length(ConvDirection d, const ConvShape& s, int64_t b) {
   return 0;
 }
 
+// A GEMM-family arithmetic kernel's tiling: its reduction per tile and, for
+// backward-filter, what split-K divides (the architecture may split at a
+// chunk of its own: kernel_work.h effective_work).
+void set_gemm_tiling(KernelWork& w, ConvDirection d, const ConvShape& s, int64_t b) {
+  w.reduction_length = gemm_reduction_length(d, s, b);
+  if (d != ConvDirection::backward_filter) return;
+  w.filter_elements = static_cast<double>(s.K) * (s.C / s.groups) * s.R * s.S;
+  w.filter_reduction = static_cast<double>(b) * s.P * s.Q;
+}
+
 bool is(std::string_view a, const char* b) { return a == b; }
 
 }  // namespace
@@ -302,13 +312,13 @@ std::vector<KernelWork> conv_work(ConvDirection d, std::string_view algorithm, c
     // b*P*Q split across CTAs (filter_parallelism).
     if (workspace > 0) phases.push_back(streaming(0, workspace, workspace / kFloatBytes));
     phases.push_back(arithmetic(direct, operand_bytes + workspace, outputs));
-    phases.back().reduction_length = gemm_reduction_length(d, s, b);
+    set_gemm_tiling(phases.back(), d, s, b);
   } else if (family == ConvFamily::gemm) {
     // im2col (memory bound: read the image, write the buffer), then one GEMM.
     const double image_bytes = z.x * kFloatBytes;  // forward and backward-filter both unfold X
     phases.push_back(streaming(0, image_bytes + workspace, workspace / kFloatBytes));
     phases.push_back(arithmetic(direct, operand_bytes - image_bytes + workspace, outputs));
-    phases.back().reduction_length = gemm_reduction_length(d, s, b);
+    set_gemm_tiling(phases.back(), d, s, b);
   } else if (family == ConvFamily::fft || family == ConvFamily::fft_tiling) {
     const bool tiled = family == ConvFamily::fft_tiling;
     const int64_t n_h = tiled ? kFftTile : fft_friendly_size(s.H + 2 * s.pad_h);

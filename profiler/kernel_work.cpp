@@ -1,6 +1,7 @@
 #include "profiler/kernel_work.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace mplan {
 
@@ -45,6 +46,16 @@ double base_efficiency(const Device& device, const KernelWork& work, MathMode ma
 
 }  // namespace
 
+KernelWork effective_work(const ArchEfficiency& arch, const KernelWork& work) {
+  if (work.kind != KernelClass::conv || work.filter_reduction <= 0) return work;
+  const double chunk = arch.filter_chunk(work.family);
+  if (chunk <= 0) return work;
+  KernelWork split = work;
+  split.parallel_items = work.filter_elements * std::ceil(work.filter_reduction / chunk);
+  split.reduction_length = std::min(work.filter_reduction, chunk);
+  return split;
+}
+
 double utilisation(const Device& device, double parallel_items) {
   const double half = device.arch.half_items_per_sm * device.sm_count;
   const double items = std::max(parallel_items, 1.0);
@@ -52,7 +63,7 @@ double utilisation(const Device& device, double parallel_items) {
 }
 
 double work_efficiency(const Device& device, const KernelWork& work, MathMode math, double& peak_flops) {
-  return base_efficiency(device, work, math, peak_flops) * tile_amortisation(device.arch, work);
+  return base_efficiency(device, work, math, peak_flops) * tile_amortisation(device.arch, effective_work(device.arch, work));
 }
 
 double kernel_time_ms(const Device& device, const KernelWork& work, MathMode math) {
@@ -60,7 +71,7 @@ double kernel_time_ms(const Device& device, const KernelWork& work, MathMode mat
   if (work.flops > 0) {
     double peak = 0;
     const double efficiency = work_efficiency(device, work, math, peak);
-    compute_s = work.flops / (peak * efficiency * utilisation(device, work.parallel_items));
+    compute_s = work.flops / (peak * efficiency * utilisation(device, effective_work(device.arch, work).parallel_items));
   }
   double memory_s = 0;
   if (work.bytes > 0) {

@@ -41,7 +41,17 @@ struct KernelWork {
   // (arch reduction_half_length; 0: not a tiled GEMM). Never decreasing in
   // the sub-batch, so time per sample still never increases with b.
   double reduction_length = 0;
+  // KernelClass::conv backward-filter of a GEMM family: the filter's
+  // elements and the b*P*Q reduction that split-K divides (0 otherwise); with
+  // the architecture's filter_reduction_chunk they replace parallel_items and
+  // reduction_length (effective_work).
+  double filter_elements = 0, filter_reduction = 0;
 };
+
+// The work as the device's architecture runs it: a backward-filter GEMM
+// kernel split at the architecture's filter_reduction_chunk of its family,
+// where the table has one; otherwise the work as given.
+KernelWork effective_work(const ArchEfficiency& arch, const KernelWork& work);
 
 // Time of one piece of work on a device in a math mode, in milliseconds.
 // Tensor-core modes apply to GEMM-like kernels (conv GEMM families, linear

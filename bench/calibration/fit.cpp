@@ -31,6 +31,8 @@ constexpr double kStartReductionHalf = 64;
 // the operands, a per-step cost their efficiencies already hold.
 constexpr ConvFamily kGemmFamilies[] = {ConvFamily::implicit_gemm, ConvFamily::implicit_precomp_gemm,
                                         ConvFamily::gemm};
+// Start of a backward-filter split-K chunk: the model's default (conv_algorithms.cpp).
+constexpr double kStartFilterChunk = 1024;
 constexpr int kTiedFamily = static_cast<int>(ConvFamily::implicit_precomp_gemm);
 
 enum class Loss { squared, soft_l1 };
@@ -192,6 +194,7 @@ ArchEfficiency arch_table(const Params& p, const std::string& name, const ArchEf
   // One tile cost for the GEMM families (fit_own_table fits it on implicit_precomp_gemm's entry).
   for (ConvFamily f : kGemmFamilies)
     table.reduction_half_length[static_cast<int>(f)] = own.table.reduction_half_length[kTiedFamily];
+  table.filter_reduction_chunk = own.table.filter_reduction_chunk;
   table.unavailable = own.table.unavailable;
   table.fft_transform = own.table.fft_transform;
   table.linear_gemm = own.table.linear_gemm;
@@ -329,6 +332,14 @@ void fit_own_table(const std::vector<Case>& cases, Devices devices, Params& p, c
     if (half <= 0) half = kStartReductionHalf;
     add(arch + ".gemm_reduction_half_length", &half, 1, 1e5);
   }
+  // Each GEMM family's backward-filter split-K chunk (arch_efficiency.h),
+  // where its backward-filter kernel has fit data; started at the model's 1024.
+  for (ConvFamily f : kGemmFamilies) {
+    if (!start.measured[static_cast<int>(f)][static_cast<int>(ConvDirection::backward_filter)]) continue;
+    double& chunk = t.filter_reduction_chunk[static_cast<int>(f)];
+    if (chunk <= 0) chunk = kStartFilterChunk;
+    add(fmt::format("{}.{}.filter_reduction_chunk", arch, conv_family_name(f)), &chunk, 16, 1e7);
+  }
   if (transform) add(arch + ".fft_transform", &t.fft_transform, 0.01, 1.0);
   if (linear) add(arch + ".linear_gemm", &t.linear_gemm, 0.05, 0.9);
   add(arch + ".half_items_per_sm", &t.half_items_per_sm, 256, 262144);
@@ -430,6 +441,16 @@ void write_arch_files(const Params& p, const Devices& devices, const std::map<st
       for (ConvFamily f : kGemmFamilies)
         if (table.reduction_half(f) > 0)
           out << sep << conv_family_name(f) << ": " << yaml_number(table.reduction_half(f)), sep = ", ";
+      out << "}\n";
+    }
+    bool split = false;
+    for (double c : table.filter_reduction_chunk) split = split || c > 0;
+    if (split) {
+      out << "filter_reduction_chunk: {";
+      std::string sep;
+      for (ConvFamily f : kGemmFamilies)
+        if (table.filter_chunk(f) > 0)
+          out << sep << conv_family_name(f) << ": " << yaml_number(table.filter_chunk(f)), sep = ", ";
       out << "}\n";
     }
     bool off = false;

@@ -39,7 +39,9 @@
 // half-saturation items per SM, the cuDNN kernel overhead and the memory
 // efficiency, and the GEMM families' tile cost (reduction_half_length,
 // arch_efficiency.h; one parameter for the three families, whose kernels
-// share their tile and epilogue code; started at 64). The table also lists the algorithms its
+// share their tile and epilogue code; started at 64) and each GEMM family's
+// backward-filter split-K chunk (filter_reduction_chunk, started at the
+// model's 1024). The table also lists the algorithms its
 // cuDNN does not run: those the model supports for some fit task of a
 // direction that the kernel times never ran for any fit task of that
 // direction. An entry without data keeps its starting table's ratio to

@@ -263,15 +263,19 @@ TEST(OwnTable, TileCostIsSharedByTheGemmFamilies) {
   own.table = arch_table(p, "hopper", ArchEfficiency{});
   own.table.reduction_half_length[static_cast<int>(ConvFamily::implicit_precomp_gemm)] = 80;
   own.table.unavailable[static_cast<int>(ConvDirection::forward)] = {"winograd"};
+  own.table.filter_reduction_chunk[static_cast<int>(ConvFamily::gemm)] = 256;
   p.own["hopper"] = own;
   const ArchEfficiency table = arch_table(p, "hopper", ArchEfficiency{});
   for (ConvFamily f : {ConvFamily::implicit_gemm, ConvFamily::implicit_precomp_gemm, ConvFamily::gemm})
     EXPECT_DOUBLE_EQ(table.reduction_half(f), 80) << conv_family_name(f);
   EXPECT_EQ(table.reduction_half(ConvFamily::fft), 0);
+  EXPECT_DOUBLE_EQ(table.filter_chunk(ConvFamily::gemm), 256);  // per family, not shared
+  EXPECT_EQ(table.filter_chunk(ConvFamily::implicit_gemm), 0);
   EXPECT_FALSE(table.runs(ConvDirection::forward, "winograd"));
   // The shared architectures have neither.
   const ArchEfficiency ampere = arch_table(p, "ampere", ArchEfficiency{});
   EXPECT_EQ(ampere.reduction_half(ConvFamily::gemm), 0);
+  EXPECT_EQ(ampere.filter_chunk(ConvFamily::gemm), 0);
   EXPECT_TRUE(ampere.runs(ConvDirection::forward, "winograd"));
 }
 

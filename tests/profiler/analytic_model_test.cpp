@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <map>
 #include <set>
 
@@ -75,6 +76,8 @@ TEST(AnalyticModel, PerSampleTimeNeverGrowsWithTheSubBatchWithTileCosts) {
   Device device = device_or_die("k40");
   for (ConvFamily f : {ConvFamily::implicit_gemm, ConvFamily::implicit_precomp_gemm, ConvFamily::gemm})
     device.arch.reduction_half_length[static_cast<int>(f)] = 500;
+  device.arch.filter_reduction_chunk[static_cast<int>(ConvFamily::implicit_precomp_gemm)] = 30000;
+  device.arch.filter_reduction_chunk[static_cast<int>(ConvFamily::gemm)] = 100;
   for (TaskKind kind : {TaskKind::FP, TaskKind::BP1, TaskKind::BP2}) {
     expect_per_sample_non_increasing(device, conv_task(kind, 64, 56, 64, 3, 1, 1));
     expect_per_sample_non_increasing(device, conv_task(kind, 256, 7, 64, 1, 1, 0));  // b*P*Q below 1024 at small b
@@ -225,6 +228,40 @@ TEST(AnalyticModel, GemmTileCostIsAmortisedByTheReduction) {
   Device plain = device_or_die("titanx");
   EXPECT_DOUBLE_EQ(work_efficiency(device, wino, MathMode::fp32, peak),
                    work_efficiency(plain, wino, MathMode::fp32, peak));
+}
+
+// A backward-filter GEMM kernel splits its b*P*Q reduction at its
+// architecture's chunk (cuDNN's weight-gradient kernels split differently
+// from family to family): fewer, longer CTAs for a larger chunk.
+TEST(AnalyticModel, BackwardFilterSplitsAtTheArchitecturesChunk) {
+  Device device = device_or_die("titanx");
+  const ConvShape one = make_conv_shape(64, 56, 56, 64, 1, 1, 1, 0);  // 4096 weights, b*P*Q = 3136 b
+  KernelWork w;
+  for (const KernelWork& phase : conv_work(ConvDirection::backward_filter, "algo_1", one, 32))
+    if (phase.kind == KernelClass::conv) w = phase;
+  EXPECT_EQ(w.filter_elements, 4096);
+  EXPECT_EQ(w.filter_reduction, 32 * 3136);
+  // The default: 1024 per CTA.
+  EXPECT_EQ(effective_work(device.arch, w).parallel_items, w.parallel_items);
+  EXPECT_EQ(w.parallel_items, 4096 * std::ceil(32 * 3136 / 1024.0));
+  const double before = option_ms(device, conv_task(TaskKind::BP2, 64, 56, 64, 1, 1, 0), 32, MathMode::fp32, "algo_1");
+  const int ipg = static_cast<int>(ConvFamily::implicit_precomp_gemm);
+  device.arch.filter_reduction_chunk[ipg] = 32768;
+  const KernelWork split = effective_work(device.arch, w);
+  EXPECT_EQ(split.parallel_items, 4096 * std::ceil(32 * 3136 / 32768.0));
+  EXPECT_EQ(split.reduction_length, 32768);
+  const double after = option_ms(device, conv_task(TaskKind::BP2, 64, 56, 64, 1, 1, 0), 32, MathMode::fp32, "algo_1");
+  EXPECT_GT(after, 2 * before);  // 16 CTAs' worth of work per weight instead of 98: the GPU is far from full
+  // Other families and directions keep the default.
+  KernelWork algo0;
+  for (const KernelWork& phase : conv_work(ConvDirection::backward_filter, "algo_0", one, 32))
+    if (phase.kind == KernelClass::conv) algo0 = phase;
+  EXPECT_EQ(effective_work(device.arch, algo0).parallel_items, algo0.parallel_items);
+  KernelWork forward;
+  for (const KernelWork& phase : conv_work(ConvDirection::forward, "implicit_precomp_gemm", one, 32))
+    if (phase.kind == KernelClass::conv) forward = phase;
+  EXPECT_EQ(forward.filter_reduction, 0);
+  EXPECT_EQ(effective_work(device.arch, forward).parallel_items, forward.parallel_items);
 }
 
 // An architecture whose cuDNN does not run an algorithm (cuDNN 9 on Hopper:

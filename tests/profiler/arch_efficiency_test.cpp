@@ -100,6 +100,10 @@ TEST(ArchEfficiency, GemmTileCostAndUnavailableAlgorithms) {
   ASSERT_TRUE(arch.ok()) << arch.error().to_string();
   EXPECT_DOUBLE_EQ(arch->reduction_half(ConvFamily::implicit_precomp_gemm), 300);
   EXPECT_DOUBLE_EQ(arch->reduction_half(ConvFamily::gemm), 40);
+  EXPECT_EQ(arch->filter_chunk(ConvFamily::gemm), 0);  // absent: the model's default
+  Result<ArchEfficiency> split = parse_arch_efficiency(good + "filter_reduction_chunk: {implicit_precomp_gemm: 32768}\n", "t.yaml");
+  ASSERT_TRUE(split.ok()) << split.error().to_string();
+  EXPECT_DOUBLE_EQ(split->filter_chunk(ConvFamily::implicit_precomp_gemm), 32768);
   EXPECT_EQ(arch->reduction_half(ConvFamily::implicit_gemm), 0);
   EXPECT_FALSE(arch->runs(ConvDirection::forward, "winograd"));
   EXPECT_TRUE(arch->runs(ConvDirection::backward_data, "winograd"));
@@ -113,6 +117,10 @@ TEST(ArchEfficiency, GemmTileCostAndUnavailableAlgorithms) {
     return bad.ok() ? std::string() : bad.error().to_string();
   };
   EXPECT_NE(error_of("gemm_reduction_half_length: {fft: 10}\n").find("unknown GEMM family 'fft'"), std::string::npos);
+  EXPECT_NE(error_of("filter_reduction_chunk: {winograd: 10}\n").find("unknown GEMM family 'winograd'"),
+            std::string::npos);
+  EXPECT_NE(error_of("filter_reduction_chunk: {gemm: 0.5}\n").find("expected 0 (the default) or at least 1"),
+            std::string::npos);
   EXPECT_NE(error_of("gemm_reduction_half_length: {gemm: -1}\n").find("expected a number >= 0"), std::string::npos);
   EXPECT_NE(error_of("gemm_reduction_half_length: 5\n").find("expected a map"), std::string::npos);
   EXPECT_NE(error_of("unavailable_algorithms: {forwards: [fft]}\n").find("unknown direction 'forwards'"),
