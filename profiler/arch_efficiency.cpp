@@ -246,7 +246,9 @@ Result<ArchEfficiency> parse_arch_efficiency(const std::string& yaml_text, const
         ConvFamily family{};
         if (!conv_family_of(*direction, algorithm, family))
           return error_at(file, item.Mark(),
-                          fmt::format("'unavailable_algorithms.{}': '{}' is no {} algorithm of cuDNN", d, algorithm, d));
+                          fmt::format("'unavailable_algorithms.{}': '{}' is no {} algorithm the model prices (expected "
+                                      "one of cuDNN's {} algorithms but direct)",
+                                      d, algorithm, d, d));
         // The zero-workspace algorithm must stay: the planner's leanest option.
         if (family == ConvFamily::implicit_gemm)
           return error_at(file, item.Mark(),

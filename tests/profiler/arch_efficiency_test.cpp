@@ -127,6 +127,8 @@ TEST(ArchEfficiency, GemmTileCostAndUnavailableAlgorithms) {
             std::string::npos);
   EXPECT_NE(error_of("unavailable_algorithms: {backward_data: [algo_3]}\n").find("'algo_3' is no backward_data"),
             std::string::npos);
+  EXPECT_NE(error_of("unavailable_algorithms: {forward: [direct]}\n").find("'direct' is no forward algorithm"),
+            std::string::npos);
   EXPECT_NE(error_of("unavailable_algorithms: {forward: winograd}\n").find("expected a list"), std::string::npos);
   // The zero-workspace algorithm is the planner's leanest option: it cannot be left out.
   EXPECT_NE(error_of("unavailable_algorithms: {backward_data: [algo_0]}\n").find("cannot be left out"),
