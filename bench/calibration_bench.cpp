@@ -308,6 +308,7 @@ void algorithm_agreement(const std::vector<Outcome>& outcomes, const Devices& de
     std::string best_every;
     double best_ms = 1e300;
     for (const ConvOption& o : every.options) {
+      if (!devices.at(first.device).arch.runs(task.direction, o.algorithm)) continue;  // as analytic_options
       const double ms = option_ms(o, devices.at(first.device), first.math);
       if (ms < best_ms) best_ms = ms, best_every = o.algorithm;
     }

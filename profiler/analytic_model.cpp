@@ -81,6 +81,7 @@ std::vector<TaskOption> analytic_options(const Device& device, const TaskShape& 
   std::vector<TaskOption> options;
   for (const std::string& algorithm : conv_algorithm_names(direction)) {
     if (!conv_supported(direction, algorithm, conv)) continue;
+    if (!device.arch.runs(direction, algorithm)) continue;  // this architecture's cuDNN does not run it
     options.push_back(TaskOption{algorithm, time_ms(device, conv_work(direction, algorithm, conv, sub_batch), math),
                                  conv_workspace_bytes(direction, algorithm, conv, sub_batch)});
   }

@@ -96,6 +96,11 @@ bool conv_family_uses_tensor_cores(ConvFamily family) {
          family == ConvFamily::gemm;
 }
 
+bool ArchEfficiency::runs(ConvDirection direction, std::string_view algorithm) const {
+  const std::vector<std::string>& list = unavailable[static_cast<int>(direction)];
+  return std::find(list.begin(), list.end(), algorithm) == list.end();
+}
+
 double ArchEfficiency::tensor_efficiency(MathMode mode) const {
   switch (mode) {
     case MathMode::fp32: return 0;
@@ -117,14 +122,16 @@ Result<ArchEfficiency> parse_arch_efficiency(const std::string& yaml_text, const
   const std::set<std::string> known = {"name", "description", "fitted_on", "held_out_error", "conv_efficiency",
                                        "fft_transform_efficiency", "linear_gemm_efficiency",
                                        "half_saturation_items_per_sm", "conv_call_overhead_us", "memory_efficiency",
-                                       "tensor_core_efficiency"};
+                                       "tensor_core_efficiency", "gemm_reduction_half_length",
+                                       "filter_reduction_chunk", "unavailable_algorithms"};
   for (const auto& entry : root)
     if (!known.count(entry.first.Scalar()))
       return error_at(file, entry.first.Mark(),
                       fmt::format("unknown key '{}' (expected one of: name, description, fitted_on, held_out_error, "
                                   "conv_efficiency, fft_transform_efficiency, linear_gemm_efficiency, "
                                   "half_saturation_items_per_sm, conv_call_overhead_us, memory_efficiency, "
-                                  "tensor_core_efficiency)",
+                                  "tensor_core_efficiency, gemm_reduction_half_length, filter_reduction_chunk, "
+                                  "unavailable_algorithms)",
                                   entry.first.Scalar()));
   for (const char* required : {"name", "conv_efficiency", "fft_transform_efficiency", "linear_gemm_efficiency",
                                "half_saturation_items_per_sm", "conv_call_overhead_us", "memory_efficiency"})
@@ -190,6 +197,67 @@ Result<ArchEfficiency> parse_arch_efficiency(const std::string& yaml_text, const
   if (!overhead) return overhead.error();
   arch.conv_call_overhead_us = *overhead;
 
+  // Per GEMM family numbers: {implicit_gemm, implicit_precomp_gemm, gemm}.
+  auto gemm_family_map = [&](const char* key, std::array<double, kConvFamilies>& into, bool at_least_one) -> Status {
+    const YAML::Node node = root[key];
+    if (!node) return Ok{};
+    if (!node.IsMap())
+      return error_at(file, node.Mark(),
+                      fmt::format("'{}': expected a map {{implicit_gemm, implicit_precomp_gemm, gemm}}", key));
+    for (const auto& entry : node) {
+      ConvFamily family{};
+      const std::string name = entry.first.Scalar();
+      if (!conv_family_of(ConvDirection::forward, name, family) || !conv_family_uses_tensor_cores(family))
+        return error_at(file, entry.first.Mark(),
+                        fmt::format("'{}': unknown GEMM family '{}' (expected implicit_gemm, "
+                                    "implicit_precomp_gemm, gemm)",
+                                    key, name));
+      auto v = positive(entry.second, fmt::format("{}.{}", key, name), file);
+      if (!v) return v.error();
+      if (at_least_one && *v != 0 && *v < 1)
+        return error_at(file, entry.second.Mark(),
+                        fmt::format("'{}.{}': expected 0 (the default) or at least 1, got {}", key, name, *v));
+      into[static_cast<int>(family)] = *v;
+    }
+    return Ok{};
+  };
+  if (Status ok = gemm_family_map("gemm_reduction_half_length", arch.reduction_half_length, false); !ok.ok())
+    return ok.error();
+  if (Status ok = gemm_family_map("filter_reduction_chunk", arch.filter_reduction_chunk, true); !ok.ok())
+    return ok.error();
+  if (const YAML::Node off = root["unavailable_algorithms"]) {
+    if (!off.IsMap())
+      return error_at(file, off.Mark(),
+                      "'unavailable_algorithms': expected a map {forward, backward_data, backward_filter} of lists");
+    for (const auto& entry : off) {
+      const std::string d = entry.first.Scalar();
+      const ConvDirection* direction = nullptr;
+      for (const ConvDirection& candidate : kDirections)
+        if (d == conv_direction_name(candidate)) direction = &candidate;
+      if (!direction)
+        return error_at(file, entry.first.Mark(),
+                        fmt::format("'unavailable_algorithms': unknown direction '{}' (expected forward, "
+                                    "backward_data, backward_filter)",
+                                    d));
+      if (!entry.second.IsSequence())
+        return error_at(file, entry.second.Mark(), fmt::format("'unavailable_algorithms.{}': expected a list", d));
+      for (const auto& item : entry.second) {
+        const std::string algorithm = item.Scalar();
+        ConvFamily family{};
+        if (!conv_family_of(*direction, algorithm, family))
+          return error_at(file, item.Mark(),
+                          fmt::format("'unavailable_algorithms.{}': '{}' is no {} algorithm the model prices (expected "
+                                      "one of cuDNN's {} algorithms but direct)",
+                                      d, algorithm, d, d));
+        // The zero-workspace algorithm must stay: the planner's leanest option.
+        if (family == ConvFamily::implicit_gemm)
+          return error_at(file, item.Mark(),
+                          fmt::format("'unavailable_algorithms.{}': '{}' needs no workspace and cannot be left out",
+                                      d, algorithm));
+        arch.unavailable[static_cast<int>(*direction)].push_back(algorithm);
+      }
+    }
+  }
   if (const YAML::Node tensor = root["tensor_core_efficiency"]) {
     if (!tensor.IsMap()) return error_at(file, tensor.Mark(), "'tensor_core_efficiency': expected a map {tf32, fp16, bf16}");
     for (const auto& entry : tensor) {

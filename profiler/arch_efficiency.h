@@ -52,6 +52,27 @@ struct ArchEfficiency {
       {0.55, 0.55, 0.55},  // winograd
       {0.65, 0.65, 0.65},  // winograd_nonfused (its batched GEMMs)
   }};
+  // reduction_half_length[family]: the GEMM families' tile cost. An output
+  // tile of a GEMM kernel pays a fixed cost (filling the operand pipeline,
+  // the epilogue that writes the tile) that its reduction amortises, so the
+  // arithmetic reaches conv[family][direction] * L / (L + this), L the
+  // reduction length one CTA sums (KernelWork::reduction_length: C/g*R*S
+  // forward, K/g*R*S backward-data, the split-K chunk of b*P*Q
+  // backward-filter). 0: no such cost (the family's efficiency is flat in L).
+  // Only implicit_gemm, implicit_precomp_gemm and gemm have one.
+  std::array<double, kConvFamilies> reduction_half_length{};
+  // filter_reduction_chunk[family]: the b*P*Q a CTA of the family's
+  // backward-filter kernel reduces before adding its partial dW (split-K):
+  // the kernel's parallel work is the filter's elements times
+  // ceil(b*P*Q / chunk), and a tile's reduction min(b*P*Q, chunk). cuDNN's
+  // weight-gradient kernels split differently from family to family.
+  // 0: the model's default (1024, profiler/conv_algorithms.cpp). Only
+  // implicit_gemm, implicit_precomp_gemm and gemm have one.
+  std::array<double, kConvFamilies> filter_reduction_chunk{};
+  // Algorithms the architecture's cuDNN does not run for FP32 data, per
+  // direction (cuDNN 9 on Hopper runs no fused Winograd and no
+  // backward-filter FFT tiling): the analytic model does not offer them.
+  std::array<std::vector<std::string>, 3> unavailable;
   double fft_transform = 0.25;         // cuFFT and Winograd transform kernels, fraction of peak
   double linear_gemm = 0.75;           // cuBLAS SGEMM of linear layers
   double half_items_per_sm = 8192;     // utilisation u = items / (items + this * SMs)
@@ -68,6 +89,9 @@ struct ArchEfficiency {
     return conv[static_cast<int>(family)][static_cast<int>(direction)];
   }
   double tensor_efficiency(MathMode mode) const;
+  double reduction_half(ConvFamily family) const { return reduction_half_length[static_cast<int>(family)]; }
+  double filter_chunk(ConvFamily family) const { return filter_reduction_chunk[static_cast<int>(family)]; }
+  bool runs(ConvDirection direction, std::string_view algorithm) const;
 };
 
 // Parses an architecture file's text; `file` names it in error messages.

@@ -122,6 +122,29 @@ double direct_outputs(ConvDirection d, const ConvShape& s, int64_t b, const Size
   return d == ConvDirection::backward_filter ? filter_parallelism(s, b) : operands_of(d, z).outputs;
 }
 
+// The reduction one output tile of a GEMM-family kernel sums (its tile cost,
+// arch_efficiency.h reduction_half_length): forward C/g*R*S, backward-data
+// K/g*R*S, backward-filter the split-K chunk of b*P*Q (filter_splits).
+double gemm_reduction_length(ConvDirection d, const ConvShape& s, int64_t b) {
+  switch (d) {
+    case ConvDirection::forward: return static_cast<double>(s.C / s.groups) * s.R * s.S;
+    case ConvDirection::backward_data: return static_cast<double>(s.K / s.groups) * s.R * s.S;
+    case ConvDirection::backward_filter:
+      return std::min(static_cast<double>(b) * s.P * s.Q, kFilterReductionChunk);
+  }
+  return 0;
+}
+
+// A GEMM-family arithmetic kernel's tiling: its reduction per tile and, for
+// backward-filter, what split-K divides (the architecture may split at a
+// chunk of its own: kernel_work.h effective_work).
+void set_gemm_tiling(KernelWork& w, ConvDirection d, const ConvShape& s, int64_t b) {
+  w.reduction_length = gemm_reduction_length(d, s, b);
+  if (d != ConvDirection::backward_filter) return;
+  w.filter_elements = static_cast<double>(s.K) * (s.C / s.groups) * s.R * s.S;
+  w.filter_reduction = static_cast<double>(b) * s.P * s.Q;
+}
+
 bool is(std::string_view a, const char* b) { return a == b; }
 
 }  // namespace
@@ -289,11 +312,13 @@ std::vector<KernelWork> conv_work(ConvDirection d, std::string_view algorithm, c
     // b*P*Q split across CTAs (filter_parallelism).
     if (workspace > 0) phases.push_back(streaming(0, workspace, workspace / kFloatBytes));
     phases.push_back(arithmetic(direct, operand_bytes + workspace, outputs));
+    set_gemm_tiling(phases.back(), d, s, b);
   } else if (family == ConvFamily::gemm) {
     // im2col (memory bound: read the image, write the buffer), then one GEMM.
     const double image_bytes = z.x * kFloatBytes;  // forward and backward-filter both unfold X
     phases.push_back(streaming(0, image_bytes + workspace, workspace / kFloatBytes));
     phases.push_back(arithmetic(direct, operand_bytes - image_bytes + workspace, outputs));
+    set_gemm_tiling(phases.back(), d, s, b);
   } else if (family == ConvFamily::fft || family == ConvFamily::fft_tiling) {
     const bool tiled = family == ConvFamily::fft_tiling;
     const int64_t n_h = tiled ? kFftTile : fft_friendly_size(s.H + 2 * s.pad_h);

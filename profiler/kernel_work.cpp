@@ -1,6 +1,7 @@
 #include "profiler/kernel_work.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace mplan {
 
@@ -13,15 +14,16 @@ bool tensor_eligible(const KernelWork& work) {
   return work.kind == KernelClass::linear_gemm ||
          (work.kind == KernelClass::conv && conv_family_uses_tensor_cores(work.family));
 }
-}  // namespace
 
-double utilisation(const Device& device, double parallel_items) {
-  const double half = device.arch.half_items_per_sm * device.sm_count;
-  const double items = std::max(parallel_items, 1.0);
-  return items / (items + half);
+// The fraction of a GEMM tile's time spent on its reduction: the tile's fixed
+// cost (operand pipeline fill, epilogue) is worth `half` reduction steps.
+double tile_amortisation(const ArchEfficiency& arch, const KernelWork& work) {
+  if (work.kind != KernelClass::conv || work.reduction_length <= 0) return 1.0;
+  const double half = arch.reduction_half(work.family);
+  return half > 0 ? work.reduction_length / (work.reduction_length + half) : 1.0;
 }
 
-double work_efficiency(const Device& device, const KernelWork& work, MathMode math, double& peak_flops) {
+double base_efficiency(const Device& device, const KernelWork& work, MathMode math, double& peak_flops) {
   const ArchEfficiency& arch = device.arch;
   peak_flops = device.peak_fp32_flops;
   if (math != MathMode::fp32 && device.has_math(math) && tensor_eligible(work)) {
@@ -42,12 +44,34 @@ double work_efficiency(const Device& device, const KernelWork& work, MathMode ma
   return work.compute_efficiency;
 }
 
+}  // namespace
+
+KernelWork effective_work(const ArchEfficiency& arch, const KernelWork& work) {
+  if (work.kind != KernelClass::conv || work.filter_reduction <= 0) return work;
+  const double chunk = arch.filter_chunk(work.family);
+  if (chunk <= 0) return work;
+  KernelWork split = work;
+  split.parallel_items = work.filter_elements * std::ceil(work.filter_reduction / chunk);
+  split.reduction_length = std::min(work.filter_reduction, chunk);
+  return split;
+}
+
+double utilisation(const Device& device, double parallel_items) {
+  const double half = device.arch.half_items_per_sm * device.sm_count;
+  const double items = std::max(parallel_items, 1.0);
+  return items / (items + half);
+}
+
+double work_efficiency(const Device& device, const KernelWork& work, MathMode math, double& peak_flops) {
+  return base_efficiency(device, work, math, peak_flops) * tile_amortisation(device.arch, effective_work(device.arch, work));
+}
+
 double kernel_time_ms(const Device& device, const KernelWork& work, MathMode math) {
   double compute_s = 0;
   if (work.flops > 0) {
     double peak = 0;
     const double efficiency = work_efficiency(device, work, math, peak);
-    compute_s = work.flops / (peak * efficiency * utilisation(device, work.parallel_items));
+    compute_s = work.flops / (peak * efficiency * utilisation(device, effective_work(device.arch, work).parallel_items));
   }
   double memory_s = 0;
   if (work.bytes > 0) {

@@ -37,7 +37,21 @@ struct KernelWork {
   ConvFamily family = ConvFamily::implicit_gemm;      // KernelClass::conv
   ConvDirection direction = ConvDirection::forward;   // KernelClass::conv
   bool call_overhead = false;     // a cuDNN kernel: pays the architecture's conv_call_overhead_us
+  // KernelClass::conv of a GEMM family: the reduction one output tile sums
+  // (arch reduction_half_length; 0: not a tiled GEMM). Never decreasing in
+  // the sub-batch, so time per sample still never increases with b.
+  double reduction_length = 0;
+  // KernelClass::conv backward-filter of a GEMM family: the filter's
+  // elements and the b*P*Q reduction that split-K divides (0 otherwise); with
+  // the architecture's filter_reduction_chunk they replace parallel_items and
+  // reduction_length (effective_work).
+  double filter_elements = 0, filter_reduction = 0;
 };
+
+// The work as the device's architecture runs it: a backward-filter GEMM
+// kernel split at the architecture's filter_reduction_chunk of its family,
+// where the table has one; otherwise the work as given.
+KernelWork effective_work(const ArchEfficiency& arch, const KernelWork& work);
 
 // Time of one piece of work on a device in a math mode, in milliseconds.
 // Tensor-core modes apply to GEMM-like kernels (conv GEMM families, linear
@@ -46,7 +60,9 @@ struct KernelWork {
 double kernel_time_ms(const Device& device, const KernelWork& work, MathMode math = MathMode::fp32);
 
 // The fraction of peak the work's arithmetic reaches on a full GPU, and the
-// peak it is a fraction of (FLOP/s), in a math mode.
+// peak it is a fraction of (FLOP/s), in a math mode. A GEMM-family conv
+// kernel's efficiency includes its tile cost: L / (L + the architecture's
+// reduction_half_length), L its reduction_length.
 double work_efficiency(const Device& device, const KernelWork& work, MathMode math, double& peak_flops);
 
 // The utilisation curve: items / (items + half), where `half` is the work

@@ -23,6 +23,17 @@ constexpr double kOwnPrior = 1e-4;
 // median error. k was chosen on the fit split alone (its H100 conv median:
 // k 0.1 19.1%, 0.25 20.1%, 0.5 21.1%; squared loss 24.5%).
 constexpr double kRobustScale = 0.1;
+// Start of a GEMM family's reduction_half_length in an own table: 64
+// reduction steps (a few of the operand pipeline's 8-32-deep stages).
+constexpr double kStartReductionHalf = 64;
+// The GEMM families share one tile cost in an own table (fit.h): their
+// kernels share the tile and epilogue code and differ in how they address
+// the operands, a per-step cost their efficiencies already hold.
+constexpr ConvFamily kGemmFamilies[] = {ConvFamily::implicit_gemm, ConvFamily::implicit_precomp_gemm,
+                                        ConvFamily::gemm};
+// Start of a backward-filter split-K chunk: the model's default (conv_algorithms.cpp).
+constexpr double kStartFilterChunk = 1024;
+constexpr int kTiedFamily = static_cast<int>(ConvFamily::implicit_precomp_gemm);
 
 enum class Loss { squared, soft_l1 };
 
@@ -180,6 +191,11 @@ ArchEfficiency arch_table(const Params& p, const std::string& name, const ArchEf
       else if (own.measured[ipg][d] && shared.conv[ipg][d] > 0)
         table.conv[f][d] = std::min(1.0, own.table.conv[ipg][d] * shared.conv[f][d] / shared.conv[ipg][d]);
     }
+  // One tile cost for the GEMM families (fit_own_table fits it on implicit_precomp_gemm's entry).
+  for (ConvFamily f : kGemmFamilies)
+    table.reduction_half_length[static_cast<int>(f)] = own.table.reduction_half_length[kTiedFamily];
+  table.filter_reduction_chunk = own.table.filter_reduction_chunk;
+  table.unavailable = own.table.unavailable;
   table.fft_transform = own.table.fft_transform;
   table.linear_gemm = own.table.linear_gemm;
   table.half_items_per_sm = own.table.half_items_per_sm;
@@ -249,6 +265,27 @@ Params fit(const std::vector<Case>& cases, Devices devices) {
   return p;
 }
 
+std::array<std::vector<std::string>, 3> unavailable_algorithms(const std::vector<Case>& cases) {
+  std::array<std::set<std::string>, 3> ran, possible;
+  for (const Case& c : cases) {
+    if (c.holdout) continue;
+    for (const auto& [task, count] : c.convs) {
+      const int d = static_cast<int>(task.direction);
+      for (const ConvOption& o : task.options) ran[d].insert(o.algorithm);
+      for (const std::string& algorithm : conv_algorithm_names(task.direction)) {
+        ConvFamily family{};
+        if (conv_family_of(task.direction, algorithm, family) && conv_supported(task.direction, algorithm, task.shape))
+          possible[d].insert(algorithm);
+      }
+    }
+  }
+  std::array<std::vector<std::string>, 3> off;
+  for (int d = 0; d < 3; ++d)
+    for (const std::string& algorithm : possible[d])
+      if (!ran[d].count(algorithm)) off[d].push_back(algorithm);
+  return off;
+}
+
 void fit_own_table(const std::vector<Case>& cases, Devices devices, Params& p, const std::string& arch) {
   // Only the architecture's devices are re-tabled and predicted.
   Devices own_devices;
@@ -271,6 +308,7 @@ void fit_own_table(const std::vector<Case>& cases, Devices devices, Params& p, c
         }
     for (const auto& [task, count] : c.others) linear = linear || task.shape.op == Op::linear;
   }
+  start.table.unavailable = unavailable_algorithms(cases);
   p.own[arch] = start;
   ArchEfficiency& t = p.own[arch].table;
   std::vector<Free> free;
@@ -284,6 +322,24 @@ void fit_own_table(const std::vector<Case>& cases, Devices devices, Params& p, c
         add(fmt::format("{}.{}.{}", arch, conv_family_name(static_cast<ConvFamily>(f)),
                         conv_direction_name(static_cast<ConvDirection>(d))),
             &t.conv[f][d], 0.01, 1.0);
+  // The GEMM families' tile cost (arch_efficiency.h): one parameter for the
+  // three (arch_table copies it), where they have fit data.
+  bool gemm_data = false;
+  for (ConvFamily f : kGemmFamilies)
+    for (bool measured : start.measured[static_cast<int>(f)]) gemm_data = gemm_data || measured;
+  if (gemm_data) {
+    double& half = t.reduction_half_length[kTiedFamily];
+    if (half <= 0) half = kStartReductionHalf;
+    add(arch + ".gemm_reduction_half_length", &half, 1, 1e5);
+  }
+  // Each GEMM family's backward-filter split-K chunk (arch_efficiency.h),
+  // where its backward-filter kernel has fit data; started at the model's 1024.
+  for (ConvFamily f : kGemmFamilies) {
+    if (!start.measured[static_cast<int>(f)][static_cast<int>(ConvDirection::backward_filter)]) continue;
+    double& chunk = t.filter_reduction_chunk[static_cast<int>(f)];
+    if (chunk <= 0) chunk = kStartFilterChunk;
+    add(fmt::format("{}.{}.filter_reduction_chunk", arch, conv_family_name(f)), &chunk, 16, 1e7);
+  }
   if (transform) add(arch + ".fft_transform", &t.fft_transform, 0.01, 1.0);
   if (linear) add(arch + ".linear_gemm", &t.linear_gemm, 0.05, 0.9);
   add(arch + ".half_items_per_sm", &t.half_items_per_sm, 256, 262144);
@@ -377,6 +433,40 @@ void write_arch_files(const Params& p, const Devices& devices, const std::map<st
         << "half_saturation_items_per_sm: " << yaml_number(table.half_items_per_sm) << "\n"
         << "conv_call_overhead_us: " << yaml_number(table.conv_call_overhead_us) << "\n"
         << "memory_efficiency: " << yaml_number(table.memory_efficiency) << "\n";
+    bool tiled = false;
+    for (double h : table.reduction_half_length) tiled = tiled || h > 0;
+    if (tiled) {
+      out << "gemm_reduction_half_length: {";
+      std::string sep;
+      for (ConvFamily f : kGemmFamilies)
+        if (table.reduction_half(f) > 0)
+          out << sep << conv_family_name(f) << ": " << yaml_number(table.reduction_half(f)), sep = ", ";
+      out << "}\n";
+    }
+    bool split = false;
+    for (double c : table.filter_reduction_chunk) split = split || c > 0;
+    if (split) {
+      out << "filter_reduction_chunk: {";
+      std::string sep;
+      for (ConvFamily f : kGemmFamilies)
+        if (table.filter_chunk(f) > 0)
+          out << sep << conv_family_name(f) << ": " << yaml_number(table.filter_chunk(f)), sep = ", ";
+      out << "}\n";
+    }
+    bool off = false;
+    for (const auto& list : table.unavailable) off = off || !list.empty();
+    if (off) {
+      out << "unavailable_algorithms: {";
+      std::string sep;
+      for (int d = 0; d < 3; ++d) {
+        if (table.unavailable[d].empty()) continue;
+        out << sep << conv_direction_name(static_cast<ConvDirection>(d)) << ": [";
+        for (size_t i = 0; i < table.unavailable[d].size(); ++i) out << (i ? ", " : "") << table.unavailable[d][i];
+        out << "]";
+        sep = ", ";
+      }
+      out << "}\n";
+    }
     if (table.tensor_tf32 > 0 || table.tensor_fp16 > 0 || table.tensor_bf16 > 0) {
       out << "tensor_core_efficiency: {";
       std::string sep;

@@ -37,7 +37,14 @@
 // parameter of its own (the data time every algorithm, so the families can
 // be told apart), and so are the transform and cuBLAS efficiencies, the
 // half-saturation items per SM, the cuDNN kernel overhead and the memory
-// efficiency. An entry without data keeps its starting table's ratio to
+// efficiency, and the GEMM families' tile cost (reduction_half_length,
+// arch_efficiency.h; one parameter for the three families, whose kernels
+// share their tile and epilogue code; started at 64) and each GEMM family's
+// backward-filter split-K chunk (filter_reduction_chunk, started at the
+// model's 1024). The table also lists the algorithms its
+// cuDNN does not run: those the model supports for some fit task of a
+// direction that the kernel times never ran for any fit task of that
+// direction. An entry without data keeps its starting table's ratio to
 // implicit_precomp_gemm in the same direction; the tensor-core efficiencies
 // stay the parent's (FP32 measurements say nothing of them). The loss is
 // robust (soft L1 on the log ratio, fit.cpp's kRobustScale): every option
@@ -101,6 +108,12 @@ void apply(const Params& p, Devices& devices);
 // Fits the parameters to the fit split; prints progress lines to stdout.
 // The cases must not include those of an architecture fitted on its own.
 Params fit(const std::vector<Case>& cases, Devices devices);
+
+// The algorithms an architecture's cuDNN does not run, per direction, from
+// its kernel-time cases' fit split: those the model supports for some fit
+// task of a direction (and that have a family) that no fit task of that
+// direction ran, in name order.
+std::array<std::vector<std::string>, 3> unavailable_algorithms(const std::vector<Case>& cases);
 
 // Fits the own table of `arch` to the fit split of `cases` (its cases only),
 // starting from the table `p` gives it now; prints progress lines.

@@ -223,5 +223,61 @@ TEST(OwnTable, EntriesWithoutDataKeepTheParentsRatioToPrecomputedGemm) {
   EXPECT_EQ(arch_table(p, "ampere", ArchEfficiency{}).conv, arch_table(Params{}, "ampere", ArchEfficiency{}).conv);
 }
 
+// What cuDNN never ran for a fit task the model supports is not offered
+// (cuDNN 9.19 on the H100: no fused Winograd, no backward-filter FFT tiling).
+TEST(OwnTable, AlgorithmsCudnnNeverRanAreUnavailable) {
+  const ConvShape three = make_conv_shape(64, 56, 56, 64, 3, 3, 1, 1);
+  const ConvShape strided = make_conv_shape(64, 56, 56, 128, 3, 3, 2, 1);
+  auto timed = [](ConvDirection d, const ConvShape& s, const std::string& algorithm, bool holdout) {
+    Case c;
+    c.kernel_times = true;
+    c.holdout = holdout;
+    c.algorithm = algorithm;
+    ConvTask task;
+    task.shape = s;
+    task.direction = d;
+    task.batch = 8;
+    task.options.push_back(conv_option(d, algorithm, s, 8));
+    c.convs.push_back({task, 1.0});
+    return c;
+  };
+  std::vector<Case> cases;
+  for (const char* a : {"implicit_gemm", "implicit_precomp_gemm", "gemm", "fft", "fft_tiling", "winograd_nonfused"})
+    cases.push_back(timed(ConvDirection::forward, three, a, false));
+  cases.push_back(timed(ConvDirection::forward, strided, "implicit_gemm", false));  // winograd refused: says nothing
+  cases.push_back(timed(ConvDirection::forward, three, "winograd", true));         // held out: not looked at
+  for (const char* a : {"algo_0", "algo_1", "algo_3", "fft"})
+    cases.push_back(timed(ConvDirection::backward_filter, three, a, false));
+  const auto off = unavailable_algorithms(cases);
+  EXPECT_EQ(off[static_cast<int>(ConvDirection::forward)], std::vector<std::string>{"winograd"});
+  EXPECT_TRUE(off[static_cast<int>(ConvDirection::backward_data)].empty());  // no backward-data task: nothing known
+  EXPECT_EQ(off[static_cast<int>(ConvDirection::backward_filter)],
+            (std::vector<std::string>{"fft_tiling", "winograd_nonfused"}));
+}
+
+// The GEMM families share the own table's one tile cost, and its list of
+// algorithms cuDNN does not run is kept.
+TEST(OwnTable, TileCostIsSharedByTheGemmFamilies) {
+  Params p;
+  OwnTable own;
+  own.table = arch_table(p, "hopper", ArchEfficiency{});
+  own.table.reduction_half_length[static_cast<int>(ConvFamily::implicit_precomp_gemm)] = 80;
+  own.table.unavailable[static_cast<int>(ConvDirection::forward)] = {"winograd"};
+  own.table.filter_reduction_chunk[static_cast<int>(ConvFamily::gemm)] = 256;
+  p.own["hopper"] = own;
+  const ArchEfficiency table = arch_table(p, "hopper", ArchEfficiency{});
+  for (ConvFamily f : {ConvFamily::implicit_gemm, ConvFamily::implicit_precomp_gemm, ConvFamily::gemm})
+    EXPECT_DOUBLE_EQ(table.reduction_half(f), 80) << conv_family_name(f);
+  EXPECT_EQ(table.reduction_half(ConvFamily::fft), 0);
+  EXPECT_DOUBLE_EQ(table.filter_chunk(ConvFamily::gemm), 256);  // per family, not shared
+  EXPECT_EQ(table.filter_chunk(ConvFamily::implicit_gemm), 0);
+  EXPECT_FALSE(table.runs(ConvDirection::forward, "winograd"));
+  // The shared architectures have neither.
+  const ArchEfficiency ampere = arch_table(p, "ampere", ArchEfficiency{});
+  EXPECT_EQ(ampere.reduction_half(ConvFamily::gemm), 0);
+  EXPECT_EQ(ampere.filter_chunk(ConvFamily::gemm), 0);
+  EXPECT_TRUE(ampere.runs(ConvDirection::forward, "winograd"));
+}
+
 }  // namespace
 }  // namespace mplan::calibration

@@ -6,9 +6,13 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <map>
+#include <set>
 
+#include "profiler/conv_algorithms.h"
 #include "profiler/device.h"
+#include "profiler/kernel_work.h"
 #include "tests/profiler/profiler_test_models.h"
 
 namespace mplan {
@@ -63,6 +67,21 @@ TEST(AnalyticModel, PerSampleTimeNeverGrowsWithTheSubBatch) {
       expect_per_sample_non_increasing(device, conv_task(kind, 3, 224, 64, 7, 2, 3));    // stem
       expect_per_sample_non_increasing(device, conv_task(kind, 64, 27, 192, 5, 1, 2));   // AlexNet 5x5
     }
+  }
+}
+
+// The GEMM families' tile cost (reduction_half_length) grows with the
+// backward-filter chunk b*P*Q up to 1024 and is fixed otherwise: still monotone.
+TEST(AnalyticModel, PerSampleTimeNeverGrowsWithTheSubBatchWithTileCosts) {
+  Device device = device_or_die("k40");
+  for (ConvFamily f : {ConvFamily::implicit_gemm, ConvFamily::implicit_precomp_gemm, ConvFamily::gemm})
+    device.arch.reduction_half_length[static_cast<int>(f)] = 500;
+  device.arch.filter_reduction_chunk[static_cast<int>(ConvFamily::implicit_precomp_gemm)] = 30000;
+  device.arch.filter_reduction_chunk[static_cast<int>(ConvFamily::gemm)] = 100;
+  for (TaskKind kind : {TaskKind::FP, TaskKind::BP1, TaskKind::BP2}) {
+    expect_per_sample_non_increasing(device, conv_task(kind, 64, 56, 64, 3, 1, 1));
+    expect_per_sample_non_increasing(device, conv_task(kind, 256, 7, 64, 1, 1, 0));  // b*P*Q below 1024 at small b
+    expect_per_sample_non_increasing(device, conv_task(kind, 3, 224, 64, 7, 2, 3));
   }
 }
 
@@ -159,6 +178,115 @@ double option_ms(const Device& device, const TaskShape& shape, int64_t b, MathMo
     if (o.algorithm == algorithm) return o.time_ms;
   ADD_FAILURE() << "no option " << algorithm;
   return 0;
+}
+
+// The tile cost of the GEMM families: an output tile's fixed cost is
+// amortised by the reduction it sums, so a 1x1 layer over 64 channels loses
+// far more of its family's efficiency than a 3x3 layer over 256 (on the H100
+// the precomputed GEMM reaches 0.11 of peak on the first, 0.5 on the second).
+TEST(AnalyticModel, GemmTileCostIsAmortisedByTheReduction) {
+  Device device = device_or_die("titanx");
+  const int ipg = static_cast<int>(ConvFamily::implicit_precomp_gemm);
+  const ConvShape one = make_conv_shape(64, 56, 56, 64, 1, 1, 1, 0);
+  const ConvShape three = make_conv_shape(256, 28, 28, 128, 3, 3, 1, 1);
+  auto conv_phase = [](ConvDirection d, const std::string& algorithm, const ConvShape& s, int64_t b) {
+    for (const KernelWork& w : conv_work(d, algorithm, s, b))
+      if (w.kind == KernelClass::conv) return w;
+    ADD_FAILURE() << "no conv phase";
+    return KernelWork{};
+  };
+  // The reduction one tile sums, per direction.
+  EXPECT_EQ(conv_phase(ConvDirection::forward, "implicit_precomp_gemm", one, 8).reduction_length, 64);
+  EXPECT_EQ(conv_phase(ConvDirection::forward, "gemm", three, 8).reduction_length, 256 * 9);
+  EXPECT_EQ(conv_phase(ConvDirection::backward_data, "algo_1", three, 8).reduction_length, 128 * 9);
+  EXPECT_EQ(conv_phase(ConvDirection::backward_filter, "algo_0", three, 1).reduction_length, 784);   // b*P*Q
+  EXPECT_EQ(conv_phase(ConvDirection::backward_filter, "algo_3", three, 8).reduction_length, 1024);  // split-K chunk
+  EXPECT_EQ(conv_phase(ConvDirection::forward, "winograd_nonfused", three, 8).reduction_length, 0);  // not a GEMM tile
+
+  const KernelWork w1 = conv_phase(ConvDirection::forward, "implicit_precomp_gemm", one, 64);
+  const KernelWork w3 = conv_phase(ConvDirection::forward, "implicit_precomp_gemm", three, 64);
+  double peak = 0;
+  const double flat1 = work_efficiency(device, w1, MathMode::fp32, peak);
+  const double flat3 = work_efficiency(device, w3, MathMode::fp32, peak);
+  EXPECT_DOUBLE_EQ(flat1, flat3);  // no tile cost in the table: one efficiency per family
+  const double before = option_ms(device, conv_task(TaskKind::FP, 256, 28, 128, 3, 1, 1), 64, MathMode::fp32,
+                                  "implicit_precomp_gemm");
+  device.arch.reduction_half_length[ipg] = 256 * 9;
+  EXPECT_DOUBLE_EQ(work_efficiency(device, w1, MathMode::fp32, peak), flat1 * 64 / (64 + 2304.0));
+  EXPECT_DOUBLE_EQ(work_efficiency(device, w3, MathMode::fp32, peak), flat3 / 2);
+  // Tensor-core math pays the same tile cost.
+  Device tensor = device_or_die("a100-80gb");
+  const double tf32 = work_efficiency(tensor, w3, MathMode::tf32, peak);
+  tensor.arch.reduction_half_length[ipg] = 256 * 9;
+  EXPECT_DOUBLE_EQ(work_efficiency(tensor, w3, MathMode::tf32, peak), tf32 / 2);
+  // A compute-bound layer whose reduction equals the half length takes about twice as long.
+  const double after = option_ms(device, conv_task(TaskKind::FP, 256, 28, 128, 3, 1, 1), 64, MathMode::fp32,
+                                 "implicit_precomp_gemm");
+  EXPECT_NEAR(after / before, 2.0, 0.15);
+  // Other families are untouched.
+  const KernelWork wino = conv_phase(ConvDirection::forward, "winograd_nonfused", three, 64);
+  Device plain = device_or_die("titanx");
+  EXPECT_DOUBLE_EQ(work_efficiency(device, wino, MathMode::fp32, peak),
+                   work_efficiency(plain, wino, MathMode::fp32, peak));
+}
+
+// A backward-filter GEMM kernel splits its b*P*Q reduction at its
+// architecture's chunk (cuDNN's weight-gradient kernels split differently
+// from family to family): fewer, longer CTAs for a larger chunk.
+TEST(AnalyticModel, BackwardFilterSplitsAtTheArchitecturesChunk) {
+  Device device = device_or_die("titanx");
+  const ConvShape one = make_conv_shape(64, 56, 56, 64, 1, 1, 1, 0);  // 4096 weights, b*P*Q = 3136 b
+  KernelWork w;
+  for (const KernelWork& phase : conv_work(ConvDirection::backward_filter, "algo_1", one, 32))
+    if (phase.kind == KernelClass::conv) w = phase;
+  EXPECT_EQ(w.filter_elements, 4096);
+  EXPECT_EQ(w.filter_reduction, 32 * 3136);
+  // The default: 1024 per CTA.
+  EXPECT_EQ(effective_work(device.arch, w).parallel_items, w.parallel_items);
+  EXPECT_EQ(w.parallel_items, 4096 * std::ceil(32 * 3136 / 1024.0));
+  const double before = option_ms(device, conv_task(TaskKind::BP2, 64, 56, 64, 1, 1, 0), 32, MathMode::fp32, "algo_1");
+  const int ipg = static_cast<int>(ConvFamily::implicit_precomp_gemm);
+  device.arch.filter_reduction_chunk[ipg] = 32768;
+  const KernelWork split = effective_work(device.arch, w);
+  EXPECT_EQ(split.parallel_items, 4096 * std::ceil(32 * 3136 / 32768.0));
+  EXPECT_EQ(split.reduction_length, 32768);
+  const double after = option_ms(device, conv_task(TaskKind::BP2, 64, 56, 64, 1, 1, 0), 32, MathMode::fp32, "algo_1");
+  EXPECT_GT(after, 2 * before);  // 16 CTAs' worth of work per weight instead of 98: the GPU is far from full
+  // Other families and directions keep the default.
+  KernelWork algo0;
+  for (const KernelWork& phase : conv_work(ConvDirection::backward_filter, "algo_0", one, 32))
+    if (phase.kind == KernelClass::conv) algo0 = phase;
+  EXPECT_EQ(effective_work(device.arch, algo0).parallel_items, algo0.parallel_items);
+  KernelWork forward;
+  for (const KernelWork& phase : conv_work(ConvDirection::forward, "implicit_precomp_gemm", one, 32))
+    if (phase.kind == KernelClass::conv) forward = phase;
+  EXPECT_EQ(forward.filter_reduction, 0);
+  EXPECT_EQ(effective_work(device.arch, forward).parallel_items, forward.parallel_items);
+}
+
+// An architecture whose cuDNN does not run an algorithm (cuDNN 9 on Hopper:
+// no fused Winograd, no backward-filter FFT tiling in FP32) does not offer it.
+TEST(AnalyticModel, OffersOnlyTheAlgorithmsTheArchitecturesCudnnRuns) {
+  Device device = device_or_die("titanx");
+  const TaskShape resnet = conv_task(TaskKind::FP, 64, 56, 64, 3, 1, 1);
+  auto names = [&](const Device& d, const TaskShape& s) {
+    std::set<std::string> out;
+    for (const TaskOption& o : analytic_options(d, s, 32)) out.insert(o.algorithm);
+    return out;
+  };
+  EXPECT_TRUE(names(device, resnet).count("winograd"));
+  device.arch.unavailable[static_cast<int>(ConvDirection::forward)] = {"winograd"};
+  const std::set<std::string> left = names(device, resnet);
+  EXPECT_FALSE(left.count("winograd"));
+  EXPECT_EQ(left.size(), 6u);
+  EXPECT_TRUE(names(device, conv_task(TaskKind::BP1, 64, 56, 64, 3, 1, 1)).count("winograd"));  // other directions keep it
+  // The shipped Hopper table (fitted on what cuDNN 9.19 ran on the H100).
+  const Device h100 = device_or_die("h100");
+  EXPECT_FALSE(names(h100, resnet).count("winograd"));
+  EXPECT_FALSE(names(h100, conv_task(TaskKind::BP1, 64, 56, 64, 3, 1, 1)).count("winograd"));
+  EXPECT_FALSE(names(h100, conv_task(TaskKind::BP2, 64, 56, 64, 3, 1, 1)).count("fft_tiling"));
+  EXPECT_TRUE(names(h100, resnet).count("winograd_nonfused"));
+  EXPECT_TRUE(names(h100, resnet).count("fft_tiling"));
 }
 
 // Backward-filter of layers with few weights (1x1, 3-channel first layers)

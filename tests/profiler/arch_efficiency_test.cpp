@@ -87,6 +87,56 @@ TEST(ArchEfficiency, BadTablesSayWhereAndWhat) {
   EXPECT_NE(unknown.error().message.find("volta"), std::string::npos);
 }
 
+TEST(ArchEfficiency, GemmTileCostAndUnavailableAlgorithms) {
+  const std::string good = kGood;
+  Result<ArchEfficiency> plain = parse_arch_efficiency(good, "t.yaml");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->reduction_half(ConvFamily::implicit_precomp_gemm), 0);  // absent: no tile cost
+  EXPECT_TRUE(plain->runs(ConvDirection::forward, "winograd"));
+  Result<ArchEfficiency> arch = parse_arch_efficiency(
+      good + "gemm_reduction_half_length: {implicit_precomp_gemm: 300, gemm: 40}\n"
+             "unavailable_algorithms: {forward: [winograd], backward_filter: [fft_tiling, algo_3]}\n",
+      "t.yaml");
+  ASSERT_TRUE(arch.ok()) << arch.error().to_string();
+  EXPECT_DOUBLE_EQ(arch->reduction_half(ConvFamily::implicit_precomp_gemm), 300);
+  EXPECT_DOUBLE_EQ(arch->reduction_half(ConvFamily::gemm), 40);
+  EXPECT_EQ(arch->filter_chunk(ConvFamily::gemm), 0);  // absent: the model's default
+  Result<ArchEfficiency> split = parse_arch_efficiency(good + "filter_reduction_chunk: {implicit_precomp_gemm: 32768}\n", "t.yaml");
+  ASSERT_TRUE(split.ok()) << split.error().to_string();
+  EXPECT_DOUBLE_EQ(split->filter_chunk(ConvFamily::implicit_precomp_gemm), 32768);
+  EXPECT_EQ(arch->reduction_half(ConvFamily::implicit_gemm), 0);
+  EXPECT_FALSE(arch->runs(ConvDirection::forward, "winograd"));
+  EXPECT_TRUE(arch->runs(ConvDirection::backward_data, "winograd"));
+  EXPECT_FALSE(arch->runs(ConvDirection::backward_filter, "fft_tiling"));
+  EXPECT_FALSE(arch->runs(ConvDirection::backward_filter, "algo_3"));
+  EXPECT_TRUE(arch->runs(ConvDirection::forward, "fft_tiling"));
+
+  auto error_of = [&](const std::string& extra) {
+    Result<ArchEfficiency> bad = parse_arch_efficiency(good + extra, "t.yaml");
+    EXPECT_FALSE(bad.ok()) << extra;
+    return bad.ok() ? std::string() : bad.error().to_string();
+  };
+  EXPECT_NE(error_of("gemm_reduction_half_length: {fft: 10}\n").find("unknown GEMM family 'fft'"), std::string::npos);
+  EXPECT_NE(error_of("filter_reduction_chunk: {winograd: 10}\n").find("unknown GEMM family 'winograd'"),
+            std::string::npos);
+  EXPECT_NE(error_of("filter_reduction_chunk: {gemm: 0.5}\n").find("expected 0 (the default) or at least 1"),
+            std::string::npos);
+  EXPECT_NE(error_of("gemm_reduction_half_length: {gemm: -1}\n").find("expected a number >= 0"), std::string::npos);
+  EXPECT_NE(error_of("gemm_reduction_half_length: 5\n").find("expected a map"), std::string::npos);
+  EXPECT_NE(error_of("unavailable_algorithms: {forwards: [fft]}\n").find("unknown direction 'forwards'"),
+            std::string::npos);
+  EXPECT_NE(error_of("unavailable_algorithms: {backward_data: [algo_3]}\n").find("'algo_3' is no backward_data"),
+            std::string::npos);
+  EXPECT_NE(error_of("unavailable_algorithms: {forward: [direct]}\n").find("'direct' is no forward algorithm"),
+            std::string::npos);
+  EXPECT_NE(error_of("unavailable_algorithms: {forward: winograd}\n").find("expected a list"), std::string::npos);
+  // The zero-workspace algorithm is the planner's leanest option: it cannot be left out.
+  EXPECT_NE(error_of("unavailable_algorithms: {backward_data: [algo_0]}\n").find("cannot be left out"),
+            std::string::npos);
+  EXPECT_NE(error_of("unavailable_algorithms: {forward: [implicit_gemm]}\n").find("cannot be left out"),
+            std::string::npos);
+}
+
 TEST(ArchEfficiency, FamiliesOfCudnnAlgorithms) {
   ConvFamily f{};
   ASSERT_TRUE(conv_family_of(ConvDirection::backward_data, "algo_0", f));
