@@ -222,6 +222,13 @@ class Parser {
 
 }  // namespace
 
+Value::Value() = default;
+Value::Value(const Value&) = default;
+Value::Value(Value&&) noexcept = default;
+Value& Value::operator=(const Value&) = default;
+Value& Value::operator=(Value&&) noexcept = default;
+Value::~Value() = default;
+
 const Value* Value::find(const std::string& key) const {
   for (const auto& member : object)
     if (member.first == key) return &member.second;

@@ -22,6 +22,15 @@ struct Value {
   std::vector<Value> array;
   std::vector<std::pair<std::string, Value>> object;
 
+  // Declared here, defined where Value is complete: a vector of pairs holding
+  // Value inside Value's own definition needs it with clang's libstdc++ mode.
+  Value();
+  Value(const Value&);
+  Value(Value&&) noexcept;
+  Value& operator=(const Value&);
+  Value& operator=(Value&&) noexcept;
+  ~Value();
+
   // The member `key` of an object, or nullptr.
   const Value* find(const std::string& key) const;
   bool is_number() const { return type == Type::number; }

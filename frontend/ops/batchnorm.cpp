@@ -69,7 +69,10 @@ int64_t scratch_bytes(const OpTask& task, int64_t) {
 }
 
 void invoke(const OpTask& task, const InvocationContext& ctx, Invocation& out) {
-  auto [c, hw] = channels_and_hw(task.inputs.at(0));
+  // Plain variables, not a structured binding: the lambdas below capture c,
+  // which clang before 16 refuses for a binding (the fuzz build uses clang).
+  const std::pair<int64_t, int64_t> c_hw = channels_and_hw(task.inputs.at(0));
+  const int64_t c = c_hw.first, hw = c_hw.second;
   const int64_t n = ctx.samples;
   // Slots are made by use: a task's tensors are exactly those its kernels take.
   auto gamma = [&] { return out.tensor(TensorRole::weight); };
