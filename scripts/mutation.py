@@ -135,7 +135,7 @@ MUTANTS = [
      "  const bool batchnorm_rounds = false && opt_.sub_batch == 0 && !published_ &&",
      ["planner"]),
     ("batchnorm: one value per channel allowed",
-     "planner/plan_search.cpp",
+     "tdfg/bounds.cpp",
      "    least = std::max<int64_t>(least, (2 + per_sample - 1) / per_sample);",
      "    least = std::max<int64_t>(least, 1);",
      ["planner"]),

@@ -23,7 +23,15 @@ done
 work="${MUTATION_WORK:-$(mktemp -d /tmp/mplan-mutation.XXXXXX)}"
 mkdir -p "$work/src"
 # The sources as git sees them (tracked and new files, not ignored ones).
-(cd "$root" && git ls-files -co --exclude-standard -z) | (cd "$root" && xargs -0 cp -p --parents -t "$work/src")
+# Only files whose content differs are copied, with a new time stamp: a kept
+# copy (--keep, MUTATION_WORK) then rebuilds exactly what changed (copying
+# with the source's old time stamp left objects of an earlier mutant in place).
+(cd "$root" && git ls-files -co --exclude-standard -z) | while IFS= read -r -d '' f; do
+  if ! cmp -s "$root/$f" "$work/src/$f"; then
+    mkdir -p "$(dirname "$work/src/$f")"
+    cp "$root/$f" "$work/src/$f"
+  fi
+done
 cmake -S "$work/src" -B "$work/src/build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMPLAN_BUILD_BENCH=OFF \
   > "$work/configure.log" 2>&1
 status=0
