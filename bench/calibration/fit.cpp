@@ -433,26 +433,16 @@ void write_arch_files(const Params& p, const Devices& devices, const std::map<st
         << "half_saturation_items_per_sm: " << yaml_number(table.half_items_per_sm) << "\n"
         << "conv_call_overhead_us: " << yaml_number(table.conv_call_overhead_us) << "\n"
         << "memory_efficiency: " << yaml_number(table.memory_efficiency) << "\n";
-    bool tiled = false;
-    for (double h : table.reduction_half_length) tiled = tiled || h > 0;
-    if (tiled) {
-      out << "gemm_reduction_half_length: {";
-      std::string sep;
+    // A per-GEMM-family map, written only where some family has a value.
+    auto write_gemm_map = [&](const char* key, auto value_of) {
+      std::string entries;
       for (ConvFamily f : kGemmFamilies)
-        if (table.reduction_half(f) > 0)
-          out << sep << conv_family_name(f) << ": " << yaml_number(table.reduction_half(f)), sep = ", ";
-      out << "}\n";
-    }
-    bool split = false;
-    for (double c : table.filter_reduction_chunk) split = split || c > 0;
-    if (split) {
-      out << "filter_reduction_chunk: {";
-      std::string sep;
-      for (ConvFamily f : kGemmFamilies)
-        if (table.filter_chunk(f) > 0)
-          out << sep << conv_family_name(f) << ": " << yaml_number(table.filter_chunk(f)), sep = ", ";
-      out << "}\n";
-    }
+        if (value_of(f) > 0)
+          entries += (entries.empty() ? "" : ", ") + std::string(conv_family_name(f)) + ": " + yaml_number(value_of(f));
+      if (!entries.empty()) out << key << ": {" << entries << "}\n";
+    };
+    write_gemm_map("gemm_reduction_half_length", [&](ConvFamily f) { return table.reduction_half(f); });
+    write_gemm_map("filter_reduction_chunk", [&](ConvFamily f) { return table.filter_chunk(f); });
     bool off = false;
     for (const auto& list : table.unavailable) off = off || !list.empty();
     if (off) {
