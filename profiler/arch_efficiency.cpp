@@ -7,6 +7,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -51,7 +52,8 @@ Result<double> positive(const YAML::Node& node, const std::string& key, const st
   } catch (const YAML::Exception&) {
     return error_at(file, node.Mark(), fmt::format("'{}': expected a number", key));
   }
-  if (!(value >= 0)) return error_at(file, node.Mark(), fmt::format("'{}': expected a number >= 0, got {}", key, value));
+  if (!(value >= 0) || !std::isfinite(value))
+    return error_at(file, node.Mark(), fmt::format("'{}': expected a finite number >= 0, got {}", key, value));
   return value;
 }
 

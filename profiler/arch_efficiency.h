@@ -69,9 +69,10 @@ struct ArchEfficiency {
   // 0: the model's default (1024, profiler/conv_algorithms.cpp). Only
   // implicit_gemm, implicit_precomp_gemm and gemm have one.
   std::array<double, kConvFamilies> filter_reduction_chunk{};
-  // Algorithms the architecture's cuDNN does not run for FP32 data, per
-  // direction (cuDNN 9 on Hopper runs no fused Winograd and no
-  // backward-filter FFT tiling): the analytic model does not offer them.
+  // Algorithms the architecture's cuDNN does not run, per direction (cuDNN 9
+  // on Hopper ran no fused Winograd and no backward-filter FFT tiling for any
+  // FP32 shape): the analytic model offers them in no math mode (only FP32
+  // was measured; the list is assumed to hold for TF32/FP16/BF16 too).
   std::array<std::vector<std::string>, 3> unavailable;
   double fft_transform = 0.25;         // cuFFT and Winograd transform kernels, fraction of peak
   double linear_gemm = 0.75;           // cuBLAS SGEMM of linear layers

@@ -26,12 +26,21 @@ mkdir -p "$work/src"
 # Only files whose content differs are copied, with a new time stamp: a kept
 # copy (--keep, MUTATION_WORK) then rebuilds exactly what changed (copying
 # with the source's old time stamp left objects of an earlier mutant in place).
+# Files gone from the source (deleted, renamed) leave the copy too: the
+# libraries glob their sources.
+: > "$work/files.list"
 (cd "$root" && git ls-files -co --exclude-standard -z) | while IFS= read -r -d '' f; do
+  [[ -e "$root/$f" ]] || continue
+  printf '%s\0' "$f" >> "$work/files.list"
   if ! cmp -s "$root/$f" "$work/src/$f"; then
     mkdir -p "$(dirname "$work/src/$f")"
     cp "$root/$f" "$work/src/$f"
   fi
 done
+(cd "$work/src" && find . -path ./build -prune -o -type f -printf '%P\0') | while IFS= read -r -d '' f; do
+  grep -qzxF -- "$f" "$work/files.list" || rm -f -- "$work/src/$f"
+done
+rm -f "$work/files.list"
 cmake -S "$work/src" -B "$work/src/build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMPLAN_BUILD_BENCH=OFF \
   > "$work/configure.log" 2>&1
 status=0

@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 
 #include "runtime/checkpoint.h"
@@ -37,6 +38,10 @@ TEST(CheckpointKill, EveryKillPointLeavesALoadableCheckpointAndResumesBitIdentic
 
   std::vector<std::string> files;
   for (const auto& [name, values] : expected) files.push_back(name);
+  // The sanitizer options of scripts/sanitize.sh, if any, without leak checking.
+  const char* asan = std::getenv("ASAN_OPTIONS");
+  const std::string asan_options_without_leaks =
+      std::string("ASAN_OPTIONS=") + (asan != nullptr && *asan != 0 ? std::string(asan) + ":" : "") + "detect_leaks=0";
   int kill_points = 0;
   for (const char* call : {"rename", "symlink", "fsync"}) {
     for (int n = 1; n < 200; ++n) {
@@ -45,7 +50,8 @@ TEST(CheckpointKill, EveryKillPointLeavesALoadableCheckpointAndResumesBitIdentic
       ASSERT_EQ(run_command("cp -a " + quoted(start) + " " + quoted(dir)).exit_code, 0);
       // Step 3, saved into the same folder, killed at the n-th `call` of the run.
       // Leak checking (of a sanitizer build, scripts/sanitize.sh) does not work under ptrace.
-      RunResult killed = run_command(std::string("strace -f -o /dev/null -E ASAN_OPTIONS=detect_leaks=0 -e trace=") + call + " -e inject=" + call +
+      RunResult killed = run_command(std::string("strace -f -o /dev/null -E ") + quoted(asan_options_without_leaks) +
+                                     " -e trace=" + call + " -e inject=" + call +
                                      ":signal=KILL:when=" + std::to_string(n) + " " +
                                      quoted(compiled.dir + "/build/train") + " --load " + dir +
                                      " --steps 1 --seed 3 --save " + dir);

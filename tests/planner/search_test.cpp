@@ -221,6 +221,7 @@ TEST(Search, NeverWorseThanEq5AsPublished) {
   ASSERT_TRUE(searched.ok()) << searched.error().to_string();
   ModnnRules rules;  // moDNN's rules with the re-fetch cost in eviction only
   rules.eq5_refetch = false;
+  int feasible = 0;
   for (int64_t b : {5, 6, 7}) {
     SCOPED_TRACE(b);
     SimOptions s;
@@ -229,8 +230,11 @@ TEST(Search, NeverWorseThanEq5AsPublished) {
     s.copy_engines = cost.copy_engines();
     std::unique_ptr<Decider> decider = make_modnn_decider(rules);
     const SimResult alone = simulate_iteration(l.tdfg, cost, s, *decider);
-    if (alone.feasible) EXPECT_LE(searched->summary.simulated_ms, alone.plan.summary.simulated_ms + 1e-9);
+    if (!alone.feasible) continue;
+    ++feasible;
+    EXPECT_LE(searched->summary.simulated_ms, alone.plan.summary.simulated_ms + 1e-9);
   }
+  EXPECT_GT(feasible, 0) << "the variant planned none of the sub-batches: the test checks nothing";
 }
 
 // The least budget the planner accepts is `mplan bounds`' Eq. 2 minimum (the

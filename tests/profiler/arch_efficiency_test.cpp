@@ -121,7 +121,10 @@ TEST(ArchEfficiency, GemmTileCostAndUnavailableAlgorithms) {
             std::string::npos);
   EXPECT_NE(error_of("filter_reduction_chunk: {gemm: 0.5}\n").find("expected 0 (the default) or at least 1"),
             std::string::npos);
-  EXPECT_NE(error_of("gemm_reduction_half_length: {gemm: -1}\n").find("expected a number >= 0"), std::string::npos);
+  EXPECT_NE(error_of("gemm_reduction_half_length: {gemm: -1}\n").find("expected a finite number >= 0"), std::string::npos);
+  // An infinite tile cost would price every GEMM kernel at infinite time.
+  EXPECT_NE(error_of("gemm_reduction_half_length: {gemm: .inf}\n").find("expected a finite number >= 0"),
+            std::string::npos);
   EXPECT_NE(error_of("gemm_reduction_half_length: 5\n").find("expected a map"), std::string::npos);
   EXPECT_NE(error_of("unavailable_algorithms: {forwards: [fft]}\n").find("unknown direction 'forwards'"),
             std::string::npos);
