@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include "runtime/npy.h"
 
 namespace mplan::rt {
@@ -45,10 +47,14 @@ std::string read_both(const std::string& bytes, NpyArray* array = nullptr) {
   std::string memory_error, file_error;
   const bool memory_ok =
       npy_parse(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), "mem.npy", &memory, &memory_error);
-  const std::string path = (std::filesystem::temp_directory_path() / "mplan_npy_hostile.npy").string();
+  // One file per process: ctest runs these tests in parallel, and a shared name raced.
+  const std::filesystem::path folder =
+      std::filesystem::temp_directory_path() / ("mplan_npy_hostile_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(folder);
+  const std::string path = (folder / "mplan_npy_hostile.npy").string();
   std::ofstream(path, std::ios::binary) << bytes;
   const bool file_ok = npy_read(path, &file, &file_error);
-  std::filesystem::remove(path);
+  std::filesystem::remove_all(folder);
   EXPECT_EQ(memory_ok, file_ok) << memory_error << " | " << file_error;
   if (!file_ok) {
     EXPECT_NE(file_error.find("mplan_npy_hostile.npy"), std::string::npos) << file_error;

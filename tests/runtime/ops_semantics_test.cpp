@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include <unistd.h>
+
 #include "runtime/npy.h"
 #include "runtime/cpu/kernels.h"
 #include "tests/runtime/runtime_test_util.h"
@@ -150,7 +152,7 @@ TEST(BatchNorm, RunningStatisticsFollowPyTorch) {
 }
 
 std::string temp_path(const std::string& name) {
-  return (std::filesystem::temp_directory_path() / ("mplan_rt_" + name)).string();
+  return (std::filesystem::temp_directory_path() / ("mplan_rt_" + std::to_string(::getpid()) + "_" + name)).string();
 }
 
 TEST(Npy, RoundTripsFloatAndInt) {
