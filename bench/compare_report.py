@@ -4,7 +4,11 @@ papers' networks, every scheduling policy side by side (planner/policy.h), and
 the targets of issue 11 (ResNet-1001's overheads, the moDNN suite, minimum
 budgets against Eq. 2, planner wall time, vDNN and SuperNeurons feasibility).
 
-    /usr/bin/python3 bench/compare_report.py --mplan build/cli/mplan [--out docs/benchmarks-compare.md]
+    /usr/bin/python3 bench/compare_report.py --mplan build/cli/mplan [--out docs/benchmarks-compare.md] [--jobs N]
+
+--jobs runs that many `mplan compare` processes at once for the tables (the
+figures do not depend on it); the planner wall-time rows always run one at a
+time, after the rest.
 
 Everything is simulated with the analytic cost model of the device files
 examples/devices/k40.yaml and examples/devices/h100.yaml; nothing is random
@@ -13,6 +17,7 @@ times. The script only reads `mplan compare --json`; it decides nothing itself.
 """
 
 import argparse
+import concurrent.futures
 import datetime
 import json
 import os
@@ -92,15 +97,47 @@ def shortfalls(label, result):
     return out
 
 
-def targets(args, paper, min_budgets):
+def h100_row(mplan, model, batch):
+    """(batch, compare result) on the H100 at the smallest power-of-two multiple of the paper's batch whose
+    ideal needs more than 80 GiB."""
+    b = batch
+    while True:
+        probe = compare(mplan, model, "h100", H100_BUDGET_GIB * GIB, b, ["--policies", "ideal", "--no-verify"])
+        if probe["ideal_budget_bytes"] > H100_BUDGET_GIB * GIB:
+            break
+        b *= 2
+    return b, compare(mplan, model, "h100", H100_BUDGET_GIB * GIB, b, ["--min-budget"])
+
+
+def least_budget_row(mplan, model):
+    """mplan at `mplan bounds`' Eq. 2 minimum: (feasible, bytes, note on the sub-batch)."""
+    bounds = json.loads(subprocess.run(
+        [mplan, "bounds", os.path.join(ROOT, "examples", "models", model + ".yaml"), "--json"],
+        check=True, capture_output=True, text=True).stdout)
+    # Eq. 2 at the least sub-batch that trains correctly: a batchnorm on a
+    # vector needs rounds of 2 (one value per channel has no variance;
+    # PyTorch refuses it too), and `mplan bounds` prints that least budget.
+    eq2 = bounds["modnn_min_bytes"]
+    note = None
+    if bounds.get("least_round", 1) > 1:
+        eq2 = bounds["least_round_min_bytes"]
+        note = f"{model}: Eq. 2 at sub-batch {bounds['least_round']}"
+    r = compare(mplan, model, "k40", eq2, 0, ["--policies", "mplan", "--no-verify"])
+    return by_policy(r)["mplan"]["feasible"], eq2, note
+
+
+def targets(args, paper, min_budgets, pool):
     """Issue 11's targets, each measured here."""
     md = ["## Targets (issue 11)", "",
           "Each line is measured by this script on the K40 file (simulated).", "",
           "| target | wanted | measured | holds |", "|---|---|---|---|"]
     rows = []
     # ResNet-1001 at batch 64.
+    r1001 = {budget: pool.submit(compare, args.mplan, "resnet1001", "k40", budget * GIB, 64,
+                                 ["--policies", "ideal,mplan", "--no-verify"]) for budget in (4, 2, 1)}
+    least = {model: pool.submit(least_budget_row, args.mplan, model) for model in ([] if args.quick else ALL_EXAMPLES)}
     for budget, wanted in ((4, 15.0), (2, 35.0), (1, 70.0)):
-        r = compare(args.mplan, "resnet1001", "k40", budget * GIB, 64, ["--policies", "ideal,mplan", "--no-verify"])
+        r = r1001[budget].result()
         m = by_policy(r)["mplan"]
         ov = 100 * m["overhead"] if m["feasible"] else float("inf")
         rows.append((f"ResNet-1001 (batch 64) at {budget} GiB: mplan's overhead over the ideal",
@@ -122,26 +159,17 @@ def targets(args, paper, min_budgets):
     # Minimum feasible budget at or below Eq. 2 for every example model.
     worst = []
     legal_rounds = []
-    for model in ([] if args.quick else ALL_EXAMPLES):
-        bounds = json.loads(subprocess.run(
-            [args.mplan, "bounds", os.path.join(ROOT, "examples", "models", model + ".yaml"), "--json"],
-            check=True, capture_output=True, text=True).stdout)
-        # Eq. 2 at the least sub-batch that trains correctly: a batchnorm on a
-        # vector needs rounds of 2 (one value per channel has no variance;
-        # PyTorch refuses it too), and `mplan bounds` prints that least budget.
-        eq2 = bounds["modnn_min_bytes"]
-        if bounds.get("least_round", 1) > 1:
-            eq2 = bounds["least_round_min_bytes"]
-            legal_rounds.append(f"{model}: Eq. 2 at sub-batch {bounds['least_round']}")
-        r = compare(args.mplan, model, "k40", eq2, 0, ["--policies", "mplan", "--no-verify"])
-        m = by_policy(r)["mplan"]
-        if not m["feasible"]:
+    for model, future in least.items():
+        feasible, eq2, note = future.result()
+        if note:
+            legal_rounds.append(note)
+        if not feasible:
             worst.append(f"{model} infeasible at {eq2} B")
         print(f"targets minimum {model} done", file=sys.stderr)
     rows.append(("mplan plans at `mplan bounds`' Eq. 2 minimum, every example model", "feasible",
                  ("all " + str(len(ALL_EXAMPLES)) + " feasible" if not worst else "; ".join(worst)) +
                  ("" if not legal_rounds else " (" + "; ".join(legal_rounds) + ")"), not worst))
-    # Planner wall time.
+    # Planner wall time: one process at a time (the pool is idle here).
     for model, batch, budget, wanted in (("resnet1001", 64, 4, 5000), ("resnet2500", 1, 12, 15000)):
         r = compare(args.mplan, model, "k40", budget * GIB, batch, ["--policies", "mplan", "--no-verify"])
         ms = by_policy(r)["mplan"]["planner_ms"]
@@ -177,7 +205,11 @@ def main():
     ap.add_argument("--mplan", required=True, help="the mplan executable")
     ap.add_argument("--out", default=os.path.join(ROOT, "docs", "benchmarks-compare.md"))
     ap.add_argument("--quick", action="store_true", help="two models, one budget (a smoke run)")
+    ap.add_argument("--jobs", type=int, default=1, help="`mplan compare` processes at once for the tables (default 1)")
     args = ap.parse_args()
+    if args.jobs < 1:
+        ap.error("--jobs must be at least 1")
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs)
     models = K40_MODELS[:2] if args.quick else K40_MODELS
     budgets = K40_BUDGETS_GIB[:1] if args.quick else K40_BUDGETS_GIB
 
@@ -198,10 +230,14 @@ def main():
     min_budgets = {}
     paper = {}
     md += ["## K40 at 12, 8 and 4 GiB", ""]
+    k40 = {(model, budget): pool.submit(compare, args.mplan, model, "k40", budget * GIB, batch,
+                                        ["--min-budget"] if i == 0 else [])
+           for model, batch in models for i, budget in enumerate(budgets)}
+    h100 = {model: pool.submit(h100_row, args.mplan, model, batch) for model, batch in
+            ([] if args.quick else K40_MODELS)}
     for model, batch in models:
         for i, budget in enumerate(budgets):
-            extra = ["--min-budget"] if i == 0 else []
-            r = compare(args.mplan, model, "k40", budget * GIB, batch, extra)
+            r = k40[(model, budget)].result()
             if i == 0:
                 min_budgets[(model, batch, "k40")] = {p["policy"]: p.get("min_budget_bytes") for p in r["policies"]}
             paper[(model, budget)] = r
@@ -211,14 +247,8 @@ def main():
         print(f"k40 {model} done", file=sys.stderr)
 
     md += ["## H100 at batches that do not fit 80 GB", ""]
-    for model, batch in ([] if args.quick else K40_MODELS):
-        b = batch
-        while True:  # the smallest power-of-two multiple of the paper's batch whose ideal needs more than 80 GiB
-            probe = compare(args.mplan, model, "h100", H100_BUDGET_GIB * GIB, b, ["--policies", "ideal", "--no-verify"])
-            if probe["ideal_budget_bytes"] > H100_BUDGET_GIB * GIB:
-                break
-            b *= 2
-        r = compare(args.mplan, model, "h100", H100_BUDGET_GIB * GIB, b, ["--min-budget"])
+    for model, future in h100.items():
+        b, r = future.result()
         min_budgets[(model, b, "h100")] = {p["policy"]: p.get("min_budget_bytes") for p in r["policies"]}
         md += [f"### {model} (batch {b}), H100, {H100_BUDGET_GIB} GiB", "",
                f"ideal: {fmt_ms(r['ideal_ms'])} ms, needs {gib(r['ideal_budget_bytes'])} GiB", "", table(r)]
@@ -255,7 +285,8 @@ def main():
         print(f"scaling {model} done", file=sys.stderr)
     md.append("")
 
-    md += targets(args, paper, min_budgets)
+    md += targets(args, paper, min_budgets, pool)
+    pool.shutdown()
 
     md += ["## Where mplan is not at or below a baseline", ""]
     md += [f"- {s}" for s in short] if short else ["None: on every row above mplan's simulated time is at or "
