@@ -11,6 +11,8 @@
 #include <functional>
 #include <map>
 #include <set>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "codegen/codegen.h"
 #include "codegen/emit_parts.h"
@@ -71,10 +73,11 @@ class ProgramEmitter {
 
   Result<GeneratedProgram> emit() {
     if (Status s = check_plan(model_, tdfg_, plan_); !s) return s.error();
+    const ChoiceIndex choices(plan_);
     for (const Step& step : plan_.steps) {
       if (step.records != kNoEvent) recorder_[step.records] = step.index;
       if (step.kind != StepKind::compute) continue;
-      Result<StepCalls> calls = step_calls(model_, tdfg_, plan_, step, options_.target);
+      Result<StepCalls> calls = step_calls(model_, tdfg_, plan_, choices, step, options_.target);
       if (!calls) return calls.error();
       note_substitutions(step, *calls);
       calls_.emplace(step.index, std::move(*calls));
@@ -468,17 +471,16 @@ class ProgramEmitter {
     }
     // Fields: the union over the members (a member lacking one has 0, or -1
     // for an event); flags for the guarded runs.
+    // (Sets beside the lists: a class of 64 rounds of ResNet-1001 has tens of
+    // thousands of fields, and a scan per field was quadratic.)
     std::vector<Field> fields;
     std::vector<std::string> event_names;
+    std::unordered_set<std::string> known_fields, known_events;
     for (int s : cls.members) {
-      for (const Field& f : segments[s].fields) {
-        bool known = false;
-        for (const Field& g : fields) known = known || g.name == f.name;
-        if (!known) fields.push_back(Field{f.name, f.type, 0});
-      }
+      for (const Field& f : segments[s].fields)
+        if (known_fields.insert(f.name).second) fields.push_back(Field{f.name, f.type, 0});
       for (const Field& f : segments[s].event_fields)
-        if (std::find(event_names.begin(), event_names.end(), f.name) == event_names.end())
-          event_names.push_back(f.name);
+        if (known_events.insert(f.name).second) event_names.push_back(f.name);
     }
     struct Guard {
       std::string name;
@@ -518,17 +520,17 @@ class ProgramEmitter {
                                          fmt::format(".first_sample = {}", first_sample(seg.segment.round)),
                                          fmt::format(".first_step = {}", seg.segment.first_step)};
       for (const Guard& g : guards) values.push_back(fmt::format(".{} = {}", g.name, g.present[m] ? "true" : "false"));
+      // The member's own values by name (the last of a name wins, as before).
+      std::unordered_map<std::string, int64_t> own_fields, own_events;
+      for (const Field& own : seg.fields) own_fields[own.name] = own.value;
+      for (const Field& own : seg.event_fields) own_events[own.name] = own.value;
       for (const Field& f : fields) {
-        int64_t value = 0;
-        for (const Field& own : seg.fields)
-          if (own.name == f.name) value = own.value;
-        values.push_back(fmt::format(".{} = {}", f.name, value));
+        auto it = own_fields.find(f.name);
+        values.push_back(fmt::format(".{} = {}", f.name, it == own_fields.end() ? int64_t{0} : it->second));
       }
       for (const std::string& name : event_names) {
-        int64_t value = -1;
-        for (const Field& own : seg.event_fields)
-          if (own.name == name) value = own.value;
-        values.push_back(fmt::format(".{} = {}", name, value));
+        auto it = own_events.find(name);
+        values.push_back(fmt::format(".{} = {}", name, it == own_events.end() ? int64_t{-1} : it->second));
       }
       text += fmt::format("    // {}: plan steps {}-{}\n    {{", seg.describe, seg.segment.first_step,
                           seg.segment.end_step - 1);

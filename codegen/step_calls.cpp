@@ -52,7 +52,8 @@ bool contains(const std::vector<BlockId>& list, BlockId b) {
 
 }  // namespace
 
-Result<StepCalls> step_calls(const Model& model, const Tdfg& tdfg, const Plan& plan, const Step& step, Target target) {
+Result<StepCalls> step_calls(const Model& model, const Tdfg& tdfg, const Plan& plan, const ChoiceIndex& choices,
+                             const Step& step, Target target) {
   const Task& task = tdfg.tasks.at(step.task);
   StepCalls result;
   if (task.kind == TaskKind::update) {
@@ -73,7 +74,7 @@ Result<StepCalls> step_calls(const Model& model, const Tdfg& tdfg, const Plan& p
       // shares and reads, never added to it.
       ctx.accumulates_input_gradient.push_back(contains(task.reads, g) && g != tdfg.gradient_of[task.layer]);
     }
-    const TaskChoice* choice = find_choice(plan, step.task, step.round);
+    const TaskChoice* choice = choices.find(step.task, step.round);
     ctx.workspace_bytes = step.workspace != kNoBuffer ? plan.buffers.at(step.workspace).bytes : 0;
     if (task.has_algorithms) {
       if (choice == nullptr)

@@ -25,6 +25,7 @@ struct StepCalls {
 
 // The kernels of compute step `step` (of task step.task in step.round).
 // Error: a step whose buffers do not cover its task's tensors.
-Result<StepCalls> step_calls(const Model& model, const Tdfg& tdfg, const Plan& plan, const Step& step, Target target);
+Result<StepCalls> step_calls(const Model& model, const Tdfg& tdfg, const Plan& plan, const ChoiceIndex& choices,
+                             const Step& step, Target target);
 
 }  // namespace mplan::codegen

@@ -122,11 +122,21 @@ std::string plan_model_digest(const Model& model) {
   return text;
 }
 
-const TaskChoice* find_choice(const Plan& plan, TaskId task, int32_t round) {
-  for (const TaskChoice& c : plan.choices) {
-    if (c.task == task && c.round == round) return &c;
-  }
-  return nullptr;
+namespace {
+uint64_t choice_key(TaskId task, int32_t round) {
+  return (static_cast<uint64_t>(static_cast<uint32_t>(task)) << 32) | static_cast<uint32_t>(round);
+}
+}  // namespace
+
+ChoiceIndex::ChoiceIndex(const Plan& plan) {
+  by_key_.reserve(plan.choices.size());
+  // The first choice of a (task, round) wins, as a scan from the front would find it.
+  for (const TaskChoice& c : plan.choices) by_key_.emplace(choice_key(c.task, c.round), &c);
+}
+
+const TaskChoice* ChoiceIndex::find(TaskId task, int32_t round) const {
+  auto it = by_key_.find(choice_key(task, round));
+  return it == by_key_.end() ? nullptr : it->second;
 }
 
 }  // namespace mplan

@@ -104,17 +104,20 @@ Json step_json(const Step& s) {
   return j;
 }
 
-// One element per line inside arrays of records; the rest indented.
-void append_array_of_objects(std::string& out, const Json& array) {
-  if (array.empty()) {
+// One element per line inside arrays of records; the rest indented. Each
+// record is converted and written in turn: a DOM of a plan's millions of
+// steps took gigabytes.
+template <typename T, typename ToJson>
+void append_records(std::string& out, const std::vector<T>& records, ToJson to_json) {
+  if (records.empty()) {
     out += "[]";
     return;
   }
   out += "[\n";
-  for (size_t i = 0; i < array.size(); ++i) {
+  for (size_t i = 0; i < records.size(); ++i) {
     out += "    ";
-    out += array[i].dump(-1, ' ', false, Json::error_handler_t::replace);
-    out += i + 1 < array.size() ? ",\n" : "\n";
+    out += to_json(records[i]).dump(-1, ' ', false, Json::error_handler_t::replace);
+    out += i + 1 < records.size() ? ",\n" : "\n";
   }
   out += "  ]";
 }
@@ -145,12 +148,6 @@ std::string plan_to_json(const Plan& plan) {
   header["task_names"] = plan.task_names;
   header["block_names"] = plan.block_names;
 
-  Json choices = Json::array(), buffers = Json::array(), slots = Json::array(), steps = Json::array();
-  for (const TaskChoice& c : plan.choices) choices.push_back(choice_json(c));
-  for (const Buffer& b : plan.buffers) buffers.push_back(buffer_json(b));
-  for (const HostSlot& h : plan.host_slots) slots.push_back(host_slot_json(h));
-  for (const Step& s : plan.steps) steps.push_back(step_json(s));
-
   std::string out = "{\n";
   for (auto it = header.begin(); it != header.end(); ++it) {
     out += "  " + Json(it.key()).dump() + ": ";
@@ -168,13 +165,15 @@ std::string plan_to_json(const Plan& plan) {
     }
     out += ",\n";
   }
-  const std::pair<const char*, const Json*> arrays[] = {
-      {"choices", &choices}, {"buffers", &buffers}, {"host_slots", &slots}, {"steps", &steps}};
-  for (size_t i = 0; i < 4; ++i) {
-    out += fmt::format("  \"{}\": ", arrays[i].first);
-    append_array_of_objects(out, *arrays[i].second);
-    out += i + 1 < 4 ? ",\n" : "\n";
-  }
+  out += "  \"choices\": ";
+  append_records(out, plan.choices, choice_json);
+  out += ",\n  \"buffers\": ";
+  append_records(out, plan.buffers, buffer_json);
+  out += ",\n  \"host_slots\": ";
+  append_records(out, plan.host_slots, host_slot_json);
+  out += ",\n  \"steps\": ";
+  append_records(out, plan.steps, step_json);
+  out += "\n";
   out += "}\n";
   return out;
 }

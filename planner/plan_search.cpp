@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <optional>
 
@@ -38,6 +39,19 @@ double ideal_ms(const Tdfg& tdfg, const CostModel& cost, int64_t batch) {
 
 }  // namespace
 
+bool better_plan(const SimResult& a, const SimResult& b) {
+  const PlanSummary& x = a.plan.summary;
+  const PlanSummary& y = b.plan.summary;
+  if (std::abs(x.simulated_ms - y.simulated_ms) > 1e-9 * std::max(x.simulated_ms, y.simulated_ms))
+    return x.simulated_ms < y.simulated_ms;
+  if (a.plan.sub_batches.size() != b.plan.sub_batches.size())
+    return a.plan.sub_batches.size() < b.plan.sub_batches.size();
+  const int64_t moved_a = x.bytes_to_host + x.bytes_to_device;
+  const int64_t moved_b = y.bytes_to_host + y.bytes_to_device;
+  if (moved_a != moved_b) return moved_a < moved_b;
+  return a.recomputed_tasks < b.recomputed_tasks;
+}
+
 double Search::lower_bound_ms(const std::vector<int64_t>& rounds) {
   double ms = 0;
   for (int64_t b : rounds) {
@@ -71,7 +85,8 @@ const SimResult& Search::consider(const Candidate& c) {
   o.workspace_pool_bytes = c.pool_bytes;
   o.fixed_configurations = c.fixed;
   o.micro_batch_dynamic = c.dynamic;
-  o.abandon_after_ms = screen_ ? bound : 0;
+  // A plan as fast as the best (to better_plan's tolerance) may still win on its copies.
+  o.abandon_after_ms = screen_ ? bound * (1 + 1e-9) : 0;
   std::unique_ptr<Decider> decider = c.decider();
   last_ = simulate_iteration(tdfg_, cost_, o, *decider);
   ++simulations_;
@@ -88,8 +103,7 @@ const SimResult& Search::consider(const Candidate& c) {
   }
   const double t = last_.plan.summary.simulated_ms;
   if (bound_ms_ > 0 && t >= bound_ms_) return last_;
-  const double tb = have_ ? best_.plan.summary.simulated_ms : 0;
-  if (!have_ || t < tb || (t == tb && last_.plan.sub_batches.size() < best_.plan.sub_batches.size())) {
+  if (!have_ || better_plan(last_, best_)) {
     best_ = last_;
     best_candidate_ = c;
     have_ = true;

@@ -35,7 +35,16 @@ struct Candidate {
   std::string label;
 };
 
-// Simulates candidates and keeps the fastest feasible one (ties: fewer rounds).
+// Whether plan `a` is better than `b`: faster; at the same simulated time (to
+// a part in 10^9), fewer rounds (batchnorm statistics over more samples), then
+// fewer bytes copied, then fewer tasks recomputed. Copies hidden under compute
+// cost no simulated time but still take PCIe bandwidth, host memory and
+// power, and a real GPU's timing is not the model's: an early offload of a
+// block that is never evicted again is pure waste (VGG-16 at 12 GiB on the
+// K40 copied 9.95 GiB out and nothing back at the same time as no copies).
+bool better_plan(const SimResult& a, const SimResult& b);
+
+// Simulates candidates and keeps the best feasible one (better_plan).
 class Search {
  public:
   Search(const Tdfg& tdfg, const CostModel& cost, int64_t arena, int copy_engines, bool screen)

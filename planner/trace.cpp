@@ -108,8 +108,17 @@ std::string plan_step_label(const Plan& plan, const Step& step) {
 std::string plan_to_trace_json(const Plan& plan) {
   using Json = nlohmann::json;
   constexpr int kPid = 1;
-  Json events = Json::array();
-  events.push_back({{"name", "process_name"},
+  // One event per line, written as it is made: a DOM of every event took
+  // gigabytes for plans of millions of steps. Readable and diffable, still one
+  // JSON object.
+  std::string out = "{\"traceEvents\": [\n";
+  bool first = true;
+  auto emit = [&](const Json& event) {
+    if (!first) out += ",\n";
+    first = false;
+    out += event.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  };
+  emit({{"name", "process_name"},
                     {"ph", "M"},
                     {"pid", kPid},
                     {"args",
@@ -131,27 +140,24 @@ std::string plan_to_trace_json(const Plan& plan) {
       streams.push_back(step.stream);
   }
   for (StreamKind stream : streams) {
-    events.push_back({{"name", "thread_name"},
+    emit({{"name", "thread_name"},
                       {"ph", "M"},
                       {"pid", kPid},
                       {"tid", stream_tid(stream)},
                       {"args", {{"name", stream_title(stream)}}}});
-    events.push_back({{"name", "thread_sort_index"},
+    emit({{"name", "thread_sort_index"},
                       {"ph", "M"},
                       {"pid", kPid},
                       {"tid", stream_tid(stream)},
                       {"args", {{"sort_index", stream_tid(stream)}}}});
   }
 
-  // The choice of each (task, round), found once: find_choice is a linear search.
-  std::map<std::pair<TaskId, int32_t>, const TaskChoice*> choice_of;
-  for (const TaskChoice& c : plan.choices) choice_of.emplace(std::make_pair(c.task, c.round), &c);
+  const ChoiceIndex choice_of(plan);
   for (const Step& step : plan.steps) {
     if (step.stream == StreamKind::host) continue;
     Json args = {{"step", step.index}};
     if (step.kind == StepKind::compute) {
-      auto found = choice_of.find({step.task, step.round});
-      const TaskChoice* choice = found == choice_of.end() ? nullptr : found->second;
+      const TaskChoice* choice = choice_of.find(step.task, step.round);
       if (choice != nullptr) {
         args["algorithm"] = choice->algorithm;
         if (choice->workspace_bytes > 0) args["workspace"] = format_bytes(choice->workspace_bytes);
@@ -163,7 +169,7 @@ std::string plan_to_trace_json(const Plan& plan) {
     }
     if (!step.waits.empty()) args["waits"] = step.waits;
     if (step.records != kNoEvent) args["records"] = step.records;
-    events.push_back({{"name", plan_step_label(plan, step)},
+    emit({{"name", plan_step_label(plan, step)},
                       {"cat", step_kind_name(step.kind)},
                       {"ph", "X"},
                       {"pid", kPid},
@@ -174,7 +180,7 @@ std::string plan_to_trace_json(const Plan& plan) {
   }
 
   for (const ArenaSample& sample : arena_usage(plan)) {
-    events.push_back({{"name", "arena in use (bytes)"},
+    emit({{"name", "arena in use (bytes)"},
                       {"ph", "C"},
                       {"pid", kPid},
                       {"ts", sample.time_ms * 1000.0},
@@ -190,13 +196,7 @@ std::string plan_to_trace_json(const Plan& plan) {
                   {"sub_batches", plan.sub_batches},
                   {"simulated_ms", plan.summary.simulated_ms},
                      {"time_unit", "simulated microseconds"}};
-  // One event per line: readable and diffable, still one JSON object.
-  std::string out = "{\"traceEvents\": [\n";
-  for (size_t i = 0; i < events.size(); ++i) {
-    out += events[i].dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-    out += i + 1 < events.size() ? ",\n" : "\n";
-  }
-  out += "],\n\"displayTimeUnit\": \"ms\",\n\"otherData\": " + other.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "}\n";
+  out += "\n],\n\"displayTimeUnit\": \"ms\",\n\"otherData\": " + other.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "}\n";
   return out;
 }
 

@@ -50,6 +50,71 @@ struct Refusal {
   std::string message;
 };
 
+// nlohmann's DOM builder behind the checks above, as a SAX handler. (Its
+// callback parser, used before, scans the enclosing array at the end of every
+// object: quadratic, hours for a plan of 2.4 million steps.)
+template <typename Json>
+class CheckedSax {
+ public:
+  using number_integer_t = typename Json::number_integer_t;
+  using number_unsigned_t = typename Json::number_unsigned_t;
+  using number_float_t = typename Json::number_float_t;
+  using string_t = typename Json::string_t;
+  using binary_t = typename Json::binary_t;
+
+  CheckedSax(Json& result, std::vector<Frame>& frames) : dom_(result, /*allow_exceptions=*/true), frames_(frames) {}
+
+  bool null() { return done(dom_.null()); }
+  bool boolean(bool v) { return done(dom_.boolean(v)); }
+  bool number_integer(number_integer_t v) { return done(dom_.number_integer(v)); }
+  bool number_unsigned(number_unsigned_t v) { return done(dom_.number_unsigned(v)); }
+  bool number_float(number_float_t v, const string_t& text) { return done(dom_.number_float(v, text)); }
+  bool string(string_t& v) { return done(dom_.string(v)); }
+  bool binary(binary_t& v) { return done(dom_.binary(v)); }
+  bool start_object(std::size_t n) {
+    open(false);
+    return dom_.start_object(n);
+  }
+  bool start_array(std::size_t n) {
+    open(true);
+    return dom_.start_array(n);
+  }
+  bool key(string_t& k) {
+    Frame& f = frames_.back();
+    f.key = k;
+    if (!f.keys.insert(f.key).second)
+      throw Refusal{fmt::format("{}: the key \"{}\" is given twice in one object", path_of(frames_), f.key)};
+    return dom_.key(k);
+  }
+  bool end_object() {
+    frames_.pop_back();
+    return done(dom_.end_object());
+  }
+  bool end_array() {
+    frames_.pop_back();
+    return done(dom_.end_array());
+  }
+  template <class Exception>
+  bool parse_error(std::size_t position, const std::string& last_token, const Exception& ex) {
+    return dom_.parse_error(position, last_token, ex);  // throws ex
+  }
+
+ private:
+  void open(bool array) {
+    if (static_cast<int>(frames_.size()) >= kMaxJsonDepth)
+      throw Refusal{fmt::format("{}: objects and arrays nested more than {} deep", path_of(frames_), kMaxJsonDepth)};
+    frames_.push_back(Frame{array, 0, {}, {}});
+  }
+  // A value (or a closed object or array) completes an element of the enclosing array.
+  bool done(bool ok) {
+    if (!frames_.empty() && frames_.back().array) ++frames_.back().index;
+    return ok;
+  }
+
+  nlohmann::detail::json_sax_dom_parser<Json> dom_;
+  std::vector<Frame>& frames_;
+};
+
 }  // namespace json_input_detail
 
 // Parses `text` (named `file` in messages) as one JSON document of type Json
@@ -59,40 +124,11 @@ Result<Json> parse_input_json(const std::string& text, const std::string& file) 
   using namespace json_input_detail;
   if (Status utf8 = check_utf8(text, file); !utf8) return utf8.error();
   std::vector<Frame> frames;
-  auto element_done = [&frames] {
-    if (!frames.empty() && frames.back().array) ++frames.back().index;
-  };
-  typename Json::parser_callback_t callback = [&](int /*depth*/, typename Json::parse_event_t event,
-                                                  Json& parsed) -> bool {
-    using Event = typename Json::parse_event_t;
-    switch (event) {
-      case Event::object_start:
-      case Event::array_start:
-        if (static_cast<int>(frames.size()) >= kMaxJsonDepth)
-          throw Refusal{fmt::format("{}: objects and arrays nested more than {} deep", path_of(frames),
-                                    kMaxJsonDepth)};
-        frames.push_back(Frame{event == Event::array_start, 0, {}, {}});
-        break;
-      case Event::key: {
-        Frame& f = frames.back();
-        f.key = parsed.template get<std::string>();
-        if (!f.keys.insert(f.key).second)
-          throw Refusal{fmt::format("{}: the key \"{}\" is given twice in one object", path_of(frames), f.key)};
-        break;
-      }
-      case Event::object_end:
-      case Event::array_end:
-        frames.pop_back();
-        element_done();
-        break;
-      case Event::value:
-        element_done();
-        break;
-    }
-    return true;
-  };
   try {
-    return Json::parse(text, callback);
+    Json result;
+    CheckedSax<Json> sax(result, frames);
+    Json::sax_parse(text, &sax);
+    return result;
   } catch (const Refusal& refusal) {
     return Error{SourceLocation{file, 0, 0}, refusal.message};
   } catch (const typename Json::parse_error& e) {

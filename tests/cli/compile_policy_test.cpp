@@ -16,6 +16,28 @@ namespace {
 
 using CompilePolicy = MplanTest;
 
+// A K40 plan compiled for the CPU substitutes an algorithm in most conv
+// tasks (ResNet-18: dozens; ResNet-1001: 2,900). compile shows the first few
+// and counts the rest; train.cpp's header lists every one.
+TEST_F(CompilePolicy, ManySubstitutionsAreCountedNotAllPrinted) {
+  const MplanRun r = mplan({"compile", example_model("resnet18"), "--budget", "4GiB", "--target", "cpu", "-o",
+                            (dir_ / "out").string()});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  int shown = 0;
+  std::string last;
+  for (size_t at = r.err.find("warning: "); at != std::string::npos; at = r.err.find("warning: ", at + 1)) {
+    ++shown;
+    last = r.err.substr(at, r.err.find('\n', at) - at);
+  }
+  const std::string program = read_file(dir_ / "out" / "train.cpp");
+  int listed = 0;
+  for (size_t at = program.find("// WARNING: "); at != std::string::npos; at = program.find("// WARNING: ", at + 1))
+    ++listed;
+  ASSERT_GT(listed, 13) << "the model no longer substitutes enough algorithms for this test";
+  EXPECT_EQ(shown, 13) << r.err;
+  EXPECT_NE(last.find("and " + std::to_string(listed - 12) + " more like these"), std::string::npos) << last;
+}
+
 TEST_F(CompilePolicy, UnknownPolicyFailsListingTheNames) {
   const MplanRun r =
       mplan({"compile", example_model("cifar_small"), "--budget", "64MiB", "--policy", "nosuch", "-o", path("out")});

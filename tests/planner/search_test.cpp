@@ -12,6 +12,7 @@
 #include "frontend/parse.h"
 #include "planner/deciders/deciders.h"
 #include "planner/plan_search.h"
+#include "planner/search_internal.h"
 #include "planner/sim/iteration_sim.h"
 #include "tdfg/bounds.h"
 #include "planner/planner.h"
@@ -235,6 +236,49 @@ TEST(Search, NeverWorseThanEq5AsPublished) {
     EXPECT_LE(searched->summary.simulated_ms, alone.plan.summary.simulated_ms + 1e-9);
   }
   EXPECT_GT(feasible, 0) << "the variant planned none of the sub-batches: the test checks nothing";
+}
+
+// Among plans of the same simulated time the search keeps the one that copies
+// less (planner/search_internal.h better_plan). VGG-16 at 12 GiB on the K40:
+// the plan with early offloads and the one without run in the same simulated
+// time (the copies hide under compute and nothing is ever evicted), and the
+// search kept the first, which copied 9.95 GiB to the host for nothing.
+TEST(Search, AmongEquallyFastPlansTheOneThatCopiesLessWins) {
+  Loaded l = load("vgg16");
+  const AnalyticCostModel cost = device("k40");
+  PlanOptions o;
+  o.budget_bytes = 12 * 1024 * kMiB;
+  Result<Plan> searched = make_plan(l.tdfg, cost, o);
+  ASSERT_TRUE(searched.ok()) << searched.error().to_string();
+  o.early_offload = false;
+  Result<Plan> no_early = make_plan(l.tdfg, cost, o);
+  ASSERT_TRUE(no_early.ok()) << no_early.error().to_string();
+  const PlanSummary& a = searched->summary;
+  const PlanSummary& b = no_early->summary;
+  EXPECT_LE(a.simulated_ms, b.simulated_ms * (1 + 1e-9));
+  if (std::abs(a.simulated_ms - b.simulated_ms) <= 1e-9 * b.simulated_ms)
+    EXPECT_LE(a.bytes_to_host + a.bytes_to_device, b.bytes_to_host + b.bytes_to_device);
+  EXPECT_EQ(a.bytes_to_host, 0) << "an offload that nothing reads back";
+}
+
+// better_plan's order: time first, then rounds, bytes copied, recomputations.
+TEST(Search, BetterPlanOrdersByTimeThenRoundsThenCopiesThenRecomputation) {
+  auto plan = [](double ms, size_t rounds, int64_t copied, int32_t recomputed) {
+    SimResult r;
+    r.plan.summary.simulated_ms = ms;
+    r.plan.sub_batches.assign(rounds, 1);
+    r.plan.summary.bytes_to_host = copied;
+    r.recomputed_tasks = recomputed;
+    return r;
+  };
+  using search::better_plan;
+  EXPECT_TRUE(better_plan(plan(10, 4, 100, 9), plan(11, 1, 0, 0)));  // faster wins whatever it costs
+  EXPECT_FALSE(better_plan(plan(11, 1, 0, 0), plan(10, 4, 100, 9)));
+  EXPECT_TRUE(better_plan(plan(10, 1, 100, 9), plan(10 * (1 + 1e-12), 2, 0, 0)));  // a tie: fewer rounds
+  EXPECT_TRUE(better_plan(plan(10, 2, 0, 9), plan(10, 2, 100, 0)));  // then fewer bytes copied
+  EXPECT_FALSE(better_plan(plan(10, 2, 100, 0), plan(10, 2, 0, 9)));
+  EXPECT_TRUE(better_plan(plan(10, 2, 0, 1), plan(10, 2, 0, 2)));  // then fewer recomputations
+  EXPECT_FALSE(better_plan(plan(10, 2, 0, 2), plan(10, 2, 0, 2)));  // never better than itself
 }
 
 // The least budget the planner accepts is `mplan bounds`' Eq. 2 minimum (the
