@@ -9,7 +9,10 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "frontend/parse.h"
 #include "planner/sub_batch.h"
@@ -31,6 +34,30 @@ const char* budget_name(Budget budget) {
 }
 
 std::string source_dir() { return MPLAN_SOURCE_DIR; }
+
+namespace {
+// ctest runs each test in its own process, and the tests of one suite share
+// their program's folder (SetUpTestSuite in each process): writing and
+// building it are serialised by a lock file beside the folder, or one process
+// runs `train` while another relinks it (CI: "Permission denied").
+class FolderLock {
+ public:
+  explicit FolderLock(const std::string& folder) {
+    const std::string path = fs::path(folder).lexically_normal().string() + ".lock";
+    fs::create_directories(fs::path(path).parent_path());
+    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd_ >= 0) ::flock(fd_, LOCK_EX);
+  }
+  ~FolderLock() {
+    if (fd_ >= 0) ::close(fd_);  // closing releases the lock
+  }
+  FolderLock(const FolderLock&) = delete;
+  FolderLock& operator=(const FolderLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+}  // namespace
 
 std::string work_dir(const std::string& tag) {
   fs::path dir = fs::path(MPLAN_BINARY_DIR) / "e2e-work" / tag;
@@ -86,6 +113,7 @@ Compiled write_plan_program(const Model& model, Plan plan, const std::string& ta
   // The folder is kept between runs: files are rewritten only when their text
   // changed, so an unchanged program is not rebuilt (cmake --build is incremental).
   out.dir = (fs::path(MPLAN_BINARY_DIR) / "e2e-work" / tag).string();
+  const FolderLock lock(out.dir);
   fs::create_directories(out.dir);
   codegen::GeneratedProgram changed;
   for (const codegen::GeneratedFile& file : program->files) {
@@ -117,6 +145,7 @@ static std::string quoted(const std::string& s) {
 }
 
 std::string build_program(const std::string& dir, const std::string& runtime_library) {
+  const FolderLock lock(dir);
   RunResult configure = run_command("cmake -S " + quoted(dir) + " -B " + quoted(dir + "/build") +
                                     " -DCMAKE_BUILD_TYPE=Release -DMPLAN_RUNTIME_LIBRARY=" +
                                     quoted(runtime_library.empty() ? MPLAN_RUNTIME_LIBRARY_PATH : runtime_library));
