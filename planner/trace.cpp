@@ -5,7 +5,6 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <map>
 
 #include "frontend/bytes.h"
 
