@@ -440,8 +440,13 @@ int main(int argc, char** argv) {
     calibration::apply(p, devices);
     release = p.release;
     if (write) {
+      // The files hold 4 significant digits: their held_out_error is the
+      // error of the tables as written and read back, not of the unrounded fit.
+      const auto fitted_on = fitted_on_text(cases, devices, own);
+      write_arch_files(p, devices, fitted_on, {});
+      devices = load_case_devices(cases);
       const std::vector<Outcome> outcomes = evaluate(cases, devices, release);
-      write_arch_files(p, devices, fitted_on_text(cases, devices, own), held_out_text(outcomes, devices, own));
+      write_arch_files(p, devices, fitted_on, held_out_text(outcomes, devices, own));
     }
   } else {
     release = fit_release_factors(shared_cases, devices);

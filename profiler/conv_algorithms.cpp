@@ -19,6 +19,14 @@ constexpr double kFloatBytes = 4;
 constexpr double kComplexBytes = 8;  // complex64
 constexpr int64_t kFftTile = 32;     // cuDNN FFT_TILING works on 32x32 tiles
 
+// ... except for a filter of one row, which needs no transform along the
+// height: cuDNN then transforms each image row on its own (tiles of 1 x 32).
+// Its reported workspace is exactly that on every 1x1 layer of the H100's fit
+// split (cuDNN 9.19: image planes of rows x 17 complex values, filter planes
+// of 17), and the 32x32 tile predicted 1x1 layers on 7x7 and 14x14 images
+// 2-6x too slow (issue 13).
+int64_t fft_tile_rows(const ConvShape& s) { return s.R == 1 ? 1 : kFftTile; }
+
 // The reduction length one CTA of a weight-gradient kernel sums before its
 // partial result is added to dW: cuDNN's backward-filter kernels split the
 // b*P*Q reduction over as many CTAs as it takes (split-K), so a layer with
@@ -71,7 +79,7 @@ int64_t winograd_tiles(ConvDirection d, const ConvShape& s, int64_t m) {
 int64_t fft_tiles(ConvDirection d, const ConvShape& s) {
   int64_t h = 0, w = 0;
   transformed_image(d, s, h, w);
-  return ceil_div(h, kFftTile - s.R + 1) * ceil_div(w, kFftTile - s.S + 1);
+  return ceil_div(h, fft_tile_rows(s) - s.R + 1) * ceil_div(w, kFftTile - s.S + 1);
 }
 
 // Planes an FFT or Winograd algorithm transforms: "in" and "out" scale with b.
@@ -259,7 +267,7 @@ int64_t conv_workspace_bytes(ConvDirection d, std::string_view algorithm, const 
   }
   if (is(algorithm, "fft_tiling")) {
     const Planes p = planes_of(d, s, static_cast<double>(b), static_cast<double>(fft_tiles(d, s)));
-    return static_cast<int64_t>((p.in + p.filter + p.out) * kFftTile * (kFftTile / 2 + 1) * kComplexBytes);
+    return static_cast<int64_t>((p.in + p.filter + p.out) * fft_tile_rows(s) * (kFftTile / 2 + 1) * kComplexBytes);
   }
   if (is(algorithm, "winograd"))  // fused F(2x2,3x3): only the 4x4 transformed filters are stored
     return s.K * (s.C / s.groups) * 4 * 4 * 4;
@@ -321,7 +329,7 @@ std::vector<KernelWork> conv_work(ConvDirection d, std::string_view algorithm, c
     set_gemm_tiling(phases.back(), d, s, b);
   } else if (family == ConvFamily::fft || family == ConvFamily::fft_tiling) {
     const bool tiled = family == ConvFamily::fft_tiling;
-    const int64_t n_h = tiled ? kFftTile : fft_friendly_size(s.H + 2 * s.pad_h);
+    const int64_t n_h = tiled ? fft_tile_rows(s) : fft_friendly_size(s.H + 2 * s.pad_h);
     const int64_t n_w = tiled ? kFftTile : fft_friendly_size(s.W + 2 * s.pad_w);
     const double spectrum = static_cast<double>(n_h) * (n_w / 2 + 1);
     const Planes p = planes_of(d, s, z.b, tiled ? static_cast<double>(fft_tiles(d, s)) : 1.0);

@@ -38,6 +38,24 @@ TEST(ConvWorkspace, FftHoldsThePaddedSpectra) {
   EXPECT_EQ(conv_workspace_bytes(ConvDirection::forward, "fft_tiling", cifar, 4), 1531904);
 }
 
+TEST(ConvWorkspace, FftTilingIsWhatCudnnReportsOnTheH100) {
+  // cuDNN 9.19's reported workspaces (bench/data/gpu/*-h100-sxm-times*.json).
+  // A 3x3 filter: 32x32 tiles, 13x13 fits one. AlexNet conv4, 384 -> 384 on
+  // 13x13, b = 1: planes 384 + 384*384 + 384 = 148,224 of 32 x 17 complex64.
+  const ConvShape alexnet = make_conv_shape(384, 13, 13, 384, 3, 3, 1, 1);
+  EXPECT_EQ(conv_workspace_bytes(ConvDirection::forward, "fft_tiling", alexnet, 1), 645070848);
+  // A 1x1 filter has one row, and cuDNN transforms each image row on its own
+  // (tiles of 1 x 32): ResNet-50's 512 -> 128 on 28x28, b = 32: image planes
+  // (32*512 + 32*128) * 28 rows * 1 tile a row, filter planes 128*512, each
+  // row 17 complex64: (573,440 + 65,536) * 17 * 8 = 86,900,736 bytes. The
+  // 32x32 tile (544 complex values) gave 23x that on 7x7 images.
+  const ConvShape bottleneck = make_conv_shape(512, 28, 28, 128, 1, 1, 1, 0);
+  EXPECT_EQ(conv_workspace_bytes(ConvDirection::forward, "fft_tiling", bottleneck, 32), 86900736);
+  const ConvShape last = make_conv_shape(2048, 7, 7, 512, 1, 1, 1, 0);
+  EXPECT_EQ(conv_workspace_bytes(ConvDirection::forward, "fft_tiling", last, 32), 220594176);
+  EXPECT_EQ(conv_workspace_bytes(ConvDirection::backward_data, "fft_tiling", last, 32), 220594176);
+}
+
 TEST(ConvWorkspace, WinogradHoldsTransformedTiles) {
   // ResNet conv: 64 -> 64, 3x3, pad 1, 56x56, b = 2.
   const ConvShape resnet = make_conv_shape(64, 56, 56, 64, 3, 3, 1, 1);
