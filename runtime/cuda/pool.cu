@@ -13,6 +13,7 @@
 // it send), so it needs no atomics and adds in the CPU's window order.
 
 #include <cmath>
+#include <cstdint>
 
 #include "runtime/cuda/check.h"
 #include "runtime/cuda/grid.cuh"
@@ -74,28 +75,46 @@ __global__ void max_pool_forward_kernel(PoolGeometry g, const float* x, float* y
 }
 
 // dx[i, j] = sum of dy over the windows whose first element equal to their y
-// is (i, j) (runtime/cpu/pool.cpp max_pool_backward).
-__global__ void max_pool_backward_kernel(PoolGeometry g, const float* x, const float* y, const float* dy, float* dx,
-                                         bool accumulate) {
-  MPLAN_FOR_EACH(at, g.planes * g.h * g.w) {
-    const int64_t plane = at / (g.h * g.w), i = (at / g.w) % g.h, j = at % g.w;
-    const float* xp = x + plane * g.h * g.w;
-    const float* yp = y + plane * g.p * g.q;
-    const float* dyp = dy + plane * g.p * g.q;
+// is (i, j) (runtime/cpu/pool.cpp max_pool_backward). A window whose maximum
+// is not x[i, j] sends nothing here, so the window is scanned (for an equal
+// element before (i, j)) only when x[i, j] is its maximum: the first kernel
+// scanned every covering window whole, 36 loads per input of a 3x3/2 pool,
+// and took 2.2-3.2 ms for AlexNet's pools at sub-batch 200 on the H100
+// (docs/gpu-validation.md). Index is int32_t where the tensor's elements fit,
+// as 64-bit division is many instructions on a GPU.
+template <typename Index>
+__global__ void max_pool_backward_kernel(PoolGeometry geometry, const float* x, const float* y, const float* dy,
+                                         float* dx, bool accumulate) {
+  const Index h = static_cast<Index>(geometry.h), w = static_cast<Index>(geometry.w);
+  const Index p_count = static_cast<Index>(geometry.p), q_count = static_cast<Index>(geometry.q);
+  const Index count = static_cast<Index>(geometry.planes) * h * w;
+  for (Index at = blockIdx.x * static_cast<Index>(blockDim.x) + threadIdx.x; at < count;
+       at += static_cast<Index>(blockDim.x) * gridDim.x) {
+    const Index plane = at / (h * w), ij = at - plane * (h * w), i = ij / w, j = ij - i * w;
+    const float* xp = x + static_cast<int64_t>(plane) * h * w;
+    const float* yp = y + static_cast<int64_t>(plane) * p_count * q_count;
+    const float* dyp = dy + static_cast<int64_t>(plane) * p_count * q_count;
+    const float v = xp[ij];
     int64_t p0, p1, q0, q1;
-    covering(i, g.kernel_h, g.stride_h, g.pad_h, g.p, &p0, &p1);
-    covering(j, g.kernel_w, g.stride_w, g.pad_w, g.q, &q0, &q1);
+    covering(i, geometry.kernel_h, geometry.stride_h, geometry.pad_h, geometry.p, &p0, &p1);
+    covering(j, geometry.kernel_w, geometry.stride_w, geometry.pad_w, geometry.q, &q0, &q1);
     float sum = 0.0f;
-    for (int64_t p = p0; p <= p1; ++p)
-      for (int64_t q = q0; q <= q1; ++q) {
-        const Window win = window_at(g, p, q);
-        const float best = yp[p * g.q + q];
-        // The window's first element equal to best, in the CPU's scan order.
-        int64_t first = -1;
-        for (int64_t a = win.h0; a < win.h1 && first < 0; ++a)
-          for (int64_t b = win.w0; b < win.w1 && first < 0; ++b)
-            if (xp[a * g.w + b] == best) first = a * g.w + b;
-        if (first == i * g.w + j) sum = __fadd_rn(sum, dyp[p * g.q + q]);
+    for (Index p = static_cast<Index>(p0); p <= static_cast<Index>(p1); ++p)
+      for (Index q = static_cast<Index>(q0); q <= static_cast<Index>(q1); ++q) {
+        const float best = yp[p * q_count + q];
+        if (!(v == best)) continue;  // not this window's maximum (NaN never is)
+        // Ours unless an element before (i, j) in the CPU's scan order equals best.
+        const Window win = window_at(geometry, p, q);
+        bool first = true;
+        for (Index a = static_cast<Index>(win.h0); a <= i && first; ++a) {
+          const Index end = a < i ? static_cast<Index>(win.w1) : j;
+          for (Index b = static_cast<Index>(win.w0); b < end; ++b)
+            if (xp[a * w + b] == best) {
+              first = false;
+              break;
+            }
+        }
+        if (first) sum = __fadd_rn(sum, dyp[p * q_count + q]);
       }
     dx[at] = accumulate ? __fadd_rn(dx[at], sum) : sum;
   }
@@ -144,7 +163,12 @@ void max_pool_backward(const PoolShape& shape, const float* x, const float* y, c
                        bool accumulate, cudaStream_t stream) {
   const PoolGeometry g = geometry_of(shape);
   if (g.planes * g.h * g.w <= 0) return;
-  max_pool_backward_kernel<<<blocks_for(g.planes * g.h * g.w), kThreads, 0, stream>>>(g, x, y, dy, dx, accumulate);
+  if (g.planes * g.h * g.w <= INT32_MAX)
+    max_pool_backward_kernel<int32_t>
+        <<<blocks_for(g.planes * g.h * g.w), kThreads, 0, stream>>>(g, x, y, dy, dx, accumulate);
+  else
+    max_pool_backward_kernel<int64_t>
+        <<<blocks_for(g.planes * g.h * g.w), kThreads, 0, stream>>>(g, x, y, dy, dx, accumulate);
   MPLAN_CUDA_CHECK_LAUNCH();
 }
 
