@@ -163,7 +163,8 @@ void max_pool_backward(const PoolShape& shape, const float* x, const float* y, c
                        bool accumulate, cudaStream_t stream) {
   const PoolGeometry g = geometry_of(shape);
   if (g.planes * g.h * g.w <= 0) return;
-  if (g.planes * g.h * g.w <= INT32_MAX)
+  // The grid-stride index goes up to count + the grid's threads, which must fit too.
+  if (g.planes * g.h * g.w <= INT32_MAX - static_cast<int64_t>(kThreads) * kMaxBlocks)
     max_pool_backward_kernel<int32_t>
         <<<blocks_for(g.planes * g.h * g.w), kThreads, 0, stream>>>(g, x, y, dy, dx, accumulate);
   else
