@@ -62,6 +62,17 @@ TEST(Profile, RoundTripGivesTheSameAnswers) {
   const double at_6 = replay.options(tdfg, conv2, 6).front().time_ms;
   EXPECT_GT(at_6, at_4);
   EXPECT_LT(at_6, at_8);
+  // ... and, per algorithm, the larger of their workspaces: cuDNN's are not
+  // linear in b, and a plan must not give an algorithm less than it asks for.
+  for (TaskId t = 0; t < static_cast<TaskId>(tdfg.tasks.size()); ++t)
+    for (const TaskOption& o : replay.options(tdfg, t, 6)) {
+      int64_t upper = -1;
+      for (const TaskOption& u : replay.options(tdfg, t, 8))
+        if (u.algorithm == o.algorithm) upper = std::max(upper, u.workspace_bytes);
+      for (const TaskOption& l : replay.options(tdfg, t, 4))
+        if (l.algorithm == o.algorithm) upper = std::max(upper, l.workspace_bytes);
+      EXPECT_EQ(o.workspace_bytes, upper) << tdfg.tasks[t].name << " " << o.algorithm;
+    }
 }
 
 TEST(Profile, IdenticalLayersShareOneEntry) {
