@@ -187,21 +187,15 @@ void Program::check_finite(int32_t round, const char* step, std::initializer_lis
   }
 }
 
-double Program::run_step(uint64_t step, const Dataset& data) {
-  step_ = step;
-  // The host slots of every round's images and labels: samples step*B ..
-  // step*B + B-1 (mod N for a data set of N samples).
+// Samples step*B .. step*B + B-1 (mod N for a data set of N samples), sample k
+// of the step (rounds in order) at images + k*elements and labels + k.
+void Program::make_input(uint64_t step, const Dataset& data, float* images, int32_t* labels) const {
   const int64_t elements = input_elements(spec_);
-  std::vector<std::pair<int32_t, int64_t>> samples;  // (round, index in its sub-batch)
-  for (int32_t r = 0; r < spec_.rounds; ++r)
-    for (int64_t i = 0; i < spec_.sub_batches[r]; ++i) samples.emplace_back(r, i);
-  const auto data_started = std::chrono::steady_clock::now();
-  const int64_t sample_count = static_cast<int64_t>(samples.size());
+  const int64_t sample_count = spec_.batch;
   parallel_for(sample_count, sample_count * elements, /*grain: pixels per thread=*/int64_t{1} << 20, [&](int64_t k) {
-    const auto [r, i] = samples[static_cast<size_t>(k)];
-    auto* x = static_cast<float*>(host(spec_.input_slots[r].offset)) + i * elements;
-    auto* y = static_cast<int32_t*>(host(spec_.label_slots[r].offset)) + i;
-    const uint64_t sample = step * static_cast<uint64_t>(spec_.batch) + static_cast<uint64_t>(spec_.first_sample[r] + i);
+    float* x = images + k * elements;
+    int32_t* y = labels + k;
+    const uint64_t sample = step * static_cast<uint64_t>(spec_.batch) + static_cast<uint64_t>(k);
     if (data.count > 0) {
       const int64_t at = static_cast<int64_t>(sample % static_cast<uint64_t>(data.count));
       std::memcpy(x, data.images.data() + at * elements, static_cast<size_t>(elements) * sizeof(float));
@@ -210,8 +204,46 @@ double Program::run_step(uint64_t step, const Dataset& data) {
       synthetic_sample(spec_, seed_, sample, x, y);
     }
   });
+}
+
+double Program::run_step(uint64_t step, const Dataset& data, bool prepare_next) {
+  step_ = step;
+  const int64_t elements = input_elements(spec_);
+  const size_t image_words = static_cast<size_t>(spec_.batch * elements);
+  if (staged_images_.size() != image_words) {
+    staged_images_.assign(image_words, 0.0f);
+    staged_labels_.assign(static_cast<size_t>(spec_.batch), 0);
+    staged_ = false;
+  }
+  // The step's samples, made now unless the previous step made them while the
+  // device ran it, then copied into every round's pinned host slots (their
+  // previous contents were read by the previous step, which has finished).
+  const auto data_started = std::chrono::steady_clock::now();
+  if (!staged_ || staged_step_ != step) make_input(step, data, staged_images_.data(), staged_labels_.data());
+  staged_ = false;
+  std::vector<int32_t> round_of;  // the round of sample k
+  std::vector<int64_t> first_of;  // the first sample of round r
+  for (int32_t r = 0; r < spec_.rounds; ++r) {
+    first_of.push_back(static_cast<int64_t>(round_of.size()));
+    round_of.insert(round_of.end(), static_cast<size_t>(spec_.sub_batches[r]), r);
+  }
+  parallel_for(spec_.batch, spec_.batch * elements, int64_t{1} << 22, [&](int64_t k) {
+    const int32_t r = round_of[static_cast<size_t>(k)];
+    const int64_t i = k - first_of[static_cast<size_t>(r)];
+    std::memcpy(static_cast<float*>(host(spec_.input_slots[r].offset)) + i * elements,
+                staged_images_.data() + k * elements, static_cast<size_t>(elements) * sizeof(float));
+    static_cast<int32_t*>(host(spec_.label_slots[r].offset))[i] = staged_labels_[static_cast<size_t>(k)];
+  });
   last_data_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - data_started).count();
   spec_.run_iteration(*this);
+  // The next step's samples on the host threads while the device runs this
+  // one: making them took 11 ms of ResNet-50's 151 ms step on the H200 when it
+  // came before the step's first kernel (docs/gpu-validation.md).
+  if (prepare_next) {
+    make_input(step + 1, data, staged_images_.data(), staged_labels_.data());
+    staged_ = true;
+    staged_step_ = step + 1;
+  }
   stream_synchronize(compute_stream_);
   stream_synchronize(h2d_);
   stream_synchronize(d2h_);
@@ -465,7 +497,7 @@ int run_program(int argc, char** argv, const ProgramSpec& spec) {
   int64_t timed_steps = 0;
   for (int64_t i = 0; i < flags.steps; ++i, ++step) {
     const auto started = std::chrono::steady_clock::now();
-    const double loss = p.run_step(static_cast<uint64_t>(step), data);
+    const double loss = p.run_step(static_cast<uint64_t>(step), data, /*prepare_next=*/i + 1 < flags.steps);
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
     std::printf("step %" PRId64 ": loss %.6f, %.2f ms, %.1f samples/s\n", step + 1, loss, ms,
                 static_cast<double>(spec.batch) * 1000.0 / ms);

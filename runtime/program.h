@@ -138,9 +138,12 @@ class Program {
   bool first_update() const { return first_update_; }
 
   // Runs one iteration (fills the input slots, runs the schedule, waits for
-  // every stream); returns the mean loss over the batch.
-  double run_step(uint64_t step, const struct Dataset& data);
-  // The host time of the last run_step's input (making or copying its samples).
+  // every stream); returns the mean loss over the batch. With prepare_next,
+  // the samples of step + 1 are made on the host while the device runs this
+  // step, and the next run_step(step + 1) only copies them into its slots.
+  double run_step(uint64_t step, const struct Dataset& data, bool prepare_next = false);
+  // The host time of the last run_step's input before its first kernel
+  // (making its samples, or copying those made during the previous step).
   double last_data_ms() const { return last_data_ms_; }
 
   const ProgramSpec& spec() const { return spec_; }
@@ -150,11 +153,17 @@ class Program {
 
  private:
   void copy_delay(Stream* stream);
+  void make_input(uint64_t step, const struct Dataset& data, float* images, int32_t* labels) const;
 
   const ProgramSpec& spec_;
   uint64_t seed_;
   uint64_t step_ = 0;
   double last_data_ms_ = 0;
+  // The samples of step staged_step_, made ahead (run_step's prepare_next).
+  std::vector<float> staged_images_;
+  std::vector<int32_t> staged_labels_;
+  bool staged_ = false;
+  uint64_t staged_step_ = 0;
   float lr_;
   bool first_update_ = true;
   bool debug_poison_;
