@@ -13,7 +13,10 @@ else
   CUDNN_FLAGS="-DCUDNN_INCLUDE_DIR=$CUDNN_DIR/include -DCUDNN_LIBRARY=$CUDNN_LIB"
 fi
 [ -f "$PACK/deps/lib/libopenblas.a" ] || xz -dk "$PACK/deps/lib/libopenblas.a.xz"
+# cuBLAS of PyTorch's wheel too, where the system has none for the prebuilt binaries.
+CUBLAS_DIR=$(python3 -c "import nvidia.cublas as m; print(list(m.__path__)[0])" 2>/dev/null) &&
+  [ -d "$CUBLAS_DIR/lib" ] && export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$CUBLAS_DIR/lib
 mkdir -p /tmp/mplan-pack && tar xJf "$PACK/mplan.tar.xz" -C /tmp/mplan-pack
-export LD_LIBRARY_PATH=/tmp/mplan-pack/lib:$LD_LIBRARY_PATH
-MPLAN=/tmp/mplan-pack/mplan
+# The planner's own shared libraries for mplan alone (not for PyTorch's python).
+MPLAN="env LD_LIBRARY_PATH=/tmp/mplan-pack/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} /tmp/mplan-pack/mplan"
 CMAKE_COMMON="-G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=native $CUDNN_FLAGS"

@@ -6,7 +6,9 @@
 #
 #   bench/gpu/node_validate.sh [STAGE ...]
 #
-# Stages (default: all, in this order; LIMIT=seconds bounds the whole run):
+# Stages (default: all, in this order; LIMIT=seconds bounds the whole run;
+# KPROF=path runs another kernel profiler, e.g. the CPU build, to try the
+# script's steps on a machine without a GPU):
 #   build    the GPU tests, the runtime and the kernel profiler (build-node/)
 #   tests    ctest -L gpu: every op of the CUDA backend against the CPU's kernels
 #   compare  pack.sh's programs on the GPU, 3 steps from the CPU's initial
@@ -27,14 +29,34 @@ stages=("$@"); [ ${#stages[@]} -eq 0 ] && stages=(build tests compare torch resn
 save() { tar czf "$OUT/results.tgz" -C build-node res; }
 P=build-node/kernel_profiler/mplan_kernel_profiler_cuda
 RTLIB=$R/build-node/runtime/cuda/libmplan_runtime_cuda.a
+GPU_TESTS=""
+# pack.sh's prebuilt binaries (built on the workstation for sm_90 with the same
+# CUDA and cuDNN): used where every library they link is found here.
+prebuilt_ok() {
+  local f
+  for f in "$PACK/bin/mplan_kernel_profiler_cuda" "$PACK/bin/gpu_tests"; do
+    [ -x "$f" ] && ! ldd "$f" | grep -q "not found" || return 1
+  done
+  [ -f "$PACK/lib/libmplan_runtime_cuda.a" ]
+}
 
 stage_build() {
+  if prebuilt_ok; then
+    P=${KPROF:-$PACK/bin/mplan_kernel_profiler_cuda}; RTLIB=$R/$PACK/lib/libmplan_runtime_cuda.a; GPU_TESTS=$PACK/bin/gpu_tests
+    echo "prebuilt binaries of $PACK/bin used"; return 0
+  fi
+  echo "prebuilt binaries missing or not loadable here: building"
   cmake -S tests/gpu -B build-node $CMAKE_COMMON -DGTEST_ROOT="$R/$PACK/deps" -DOPENBLAS_INCLUDE_DIR="$R/$PACK/deps/include" \
     -DOPENBLAS_LIBRARY="$R/$PACK/deps/lib/libopenblas.a" > build-node/cmake.txt 2>&1 || { tail -40 build-node/cmake.txt; return 1; }
   cmake --build build-node -j"$(nproc)" > build-node/build.txt 2>&1 || { grep -E "error" -A3 build-node/build.txt | head -60; return 1; }
   echo "built; warnings: $(grep -c warning build-node/build.txt)"
 }
 stage_tests() {
+  if [ -n "$GPU_TESTS" ]; then
+    timeout "$(left 300)" "$GPU_TESTS" > "$OUT/ctest.txt" 2>&1
+    grep -E "^\[  (PASSED|FAILED|SKIPPED) |tests ran|cuDNN refused|note" "$OUT/ctest.txt" | head -40
+    return
+  fi
   timeout "$(left 600)" ctest --test-dir build-node -L gpu -j8 --timeout 300 --output-on-failure > "$OUT/ctest.txt" 2>&1
   grep -E "tests passed|Failed|Not Run" "$OUT/ctest.txt"
 }
@@ -44,8 +66,8 @@ build_program() {  # folder
 }
 stage_compare() {
   local pids=()
-  for d in "$PACK"/prog/*; do build_program "$d" & pids+=($!); done
-  wait "${pids[@]}"
+  for d in "$PACK"/prog/*; do [ -x "$d/build/train" ] || { build_program "$d" & pids+=($!); }; done
+  [ ${#pids[@]} -gt 0 ] && wait "${pids[@]}"
   for d in "$PACK"/prog/*; do
     local n; n=$(basename "$d")
     echo "-- $n: $(sed -n 5,6p "$d/train.cpp" | tr '\n' ' ')"
@@ -89,6 +111,10 @@ profile_and_plan() {  # model sub-batches repeats budget[:sub-batch]...
   for n in "${names[@]}"; do
     echo "-- $n: $(sed -n 4,6p "build-node/p/$n/train.cpp" | tr '\n' ' ')"
     run_program "build-node/p/$n" "$n"
+    if [ "${n%-sb*}" != "$n" ]; then  # the offload plan at the full batch: every freed or dropped block poisoned
+      timeout "$(left 120)" "build-node/p/$n/build/train" --steps 3 --debug-poison > "build-node/res/$n-poison.txt" 2>&1
+      echo "   --debug-poison, 3 steps: exit $? ($(grep -E '^step 3' "build-node/res/$n-poison.txt"))"
+    fi
   done
   save
 }

@@ -11,7 +11,13 @@
 # libraries, cblas.h and the part of the static OpenBLAS that cblas_sgemm
 # needs, xz-compressed: the GPU tests' CPU reference), models/ (the example
 # models that are measured, with `math: fp32`: TF32 off, as PyTorch's
-# reference runs). Everything is x86-64 and needs glibc >= this machine's.
+# reference runs), and, where BUILD_DIR has the CUDA backend, prebuilt bin/
+# (the kernel profiler, the GPU tests), lib/ (the CUDA runtime's static
+# libraries) and the compare programs' build/train, so that the node builds
+# only the programs planned from its own profiles (node_validate.sh uses them
+# where every shared library they link is found there, and builds otherwise).
+# Everything is x86-64 and needs glibc >= this machine's; the binaries also
+# need the node's CUDA and cuDNN majors to be this machine's.
 set -euo pipefail
 build=${1:?usage: pack.sh BUILD_DIR OUT_DIR}; out=${2:?usage: pack.sh BUILD_DIR OUT_DIR}
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -37,6 +43,16 @@ cp /usr/include/x86_64-linux-gnu/openblas-pthread/cblas.h /usr/include/x86_64-li
 cp -r /usr/include/gtest "$out/deps/include/"
 cp "$libdir/libgtest.a" "$libdir/libgtest_main.a" "$out/deps/lib/"
 
+# The prebuilt binaries, without their debug information.
+rm -rf "$out/bin" "$out/lib"
+if [ -f "$build/runtime/cuda/libmplan_runtime_cuda.a" ]; then
+  mkdir -p "$out/bin" "$out/lib"
+  strip --strip-debug -o "$out/bin/mplan_kernel_profiler_cuda" "$build/profiler/kernel_profiler/mplan_kernel_profiler_cuda"
+  strip --strip-debug -o "$out/bin/gpu_tests" "$build/tests/gpu/gpu_tests"
+  strip --strip-debug -o "$out/lib/libmplan_runtime_cuda.a" "$build/runtime/cuda/libmplan_runtime_cuda.a"
+  strip --strip-debug -o "$out/lib/libmplan_runtime_core.a" "$build/runtime/libmplan_runtime_core.a"
+fi
+
 for m in cifar_small every_op alexnet vgg16 resnet50; do
   sed 's/^classes:/math: fp32\nclasses:/' "$root/examples/models/$m.yaml" > "$out/models/$m.yaml"
 done
@@ -56,5 +72,10 @@ for c in "${cases[@]}"; do
   "$tmp/$name/build/train" --steps 0 --save "$out/ref/$name/init" > /dev/null
   "$tmp/$name/build/train" --steps 3 --load "$out/ref/$name/init" --save "$out/ref/$name/cpu3" > /dev/null
   rm -f "$out/prog/$name/trace.json" "$out/prog/$name/memory.svg"
+  if [ -d "$out/lib" ]; then  # the CUDA program, built here; only its binary is kept
+    cmake -S "$out/prog/$name" -B "$tmp/$name/build-cuda" -DMPLAN_RUNTIME_LIBRARY="$build/runtime/cuda/libmplan_runtime_cuda.a" > /dev/null
+    cmake --build "$tmp/$name/build-cuda" > /dev/null
+    mkdir -p "$out/prog/$name/build" && strip --strip-debug -o "$out/prog/$name/build/train" "$tmp/$name/build-cuda/train"
+  fi
 done
 du -sh "$out"
