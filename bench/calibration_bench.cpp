@@ -364,7 +364,7 @@ void network_ideals(const std::vector<KernelTimesFile>& files, const LayerSplit&
     double held_predicted = 0, held_measured = 0;
     for (TaskId t = 0; t < static_cast<TaskId>(f.tdfg.tasks.size()); ++t) {
       const TaskShape shape = describe_task(f.tdfg, t);
-      if (!split.holdout(layer_signature(shape))) continue;
+      if (!f.holdout_whole && !split.holdout(layer_signature(shape))) continue;
       const int64_t b = shape.kind == TaskKind::update ? 0 : batch;
       held_predicted += ideal.choices[t].time_ms;
       held_measured += fastest_measured.at(fmt::format("{}@{}", task_signature(shape), b));

@@ -120,6 +120,10 @@ Result<std::vector<KernelTimesFile>> load_kernel_times_files(const std::string& 
                                                         std::make_unique<Model>(std::move(model).value()),
                                                         row.at("device"), *math, row.at("source"));
     if (!f) return f.error();
+    const std::string split = row.count("split") ? row.at("split") : "";
+    if (split != "" && split != "layers" && split != "holdout")
+      return file_error(manifest, fmt::format("split '{}' of {}: expected layers or holdout", split, row.at("file")));
+    f->holdout_whole = split == "holdout";
     files.push_back(std::move(f).value());
   }
   return files;
@@ -166,7 +170,7 @@ Result<std::vector<Case>> kernel_time_cases(const KernelTimesFile& file, const L
     base.math = file.math;
     base.kernel_times = true;
     base.layer = layer_signature(shape);
-    base.holdout = split.holdout(base.layer);
+    base.holdout = file.holdout_whole || split.holdout(base.layer);
     base.task = fmt::format("{}@{}", signature, sub_batch);
     const int64_t b = std::max<int64_t>(sub_batch, 1);  // the update's key says 0: it runs once per iteration
     if (update || !op_spec(shape.op).has_algorithms) {
@@ -220,7 +224,10 @@ Result<std::vector<Case>> kernel_time_cases(const KernelTimesFile& file, const L
 std::vector<Case> load_kernel_time_cases(const std::vector<KernelTimesFile>& files, KernelTimesSummary* summary,
                                          LayerSplit* split_out) {
   LayerSplit split;
-  for (const KernelTimesFile& f : files) split.add_model(f.tdfg);
+  // Only the files split by layer number layers: a file held out whole leaves
+  // the other files' split as it was.
+  for (const KernelTimesFile& f : files)
+    if (!f.holdout_whole) split.add_model(f.tdfg);
   std::vector<Case> cases;
   for (const KernelTimesFile& f : files) {
     Result<std::vector<Case>> more = kernel_time_cases(f, split, summary);

@@ -59,6 +59,11 @@ struct KernelTimesFile {
   rt::ResultFile results;
   std::string gpu;         // the result file's backend.device
   std::string library;     // "cuDNN 9.19.0 (CUDA 13.0)", from the result file's backend
+  // kernel_times.csv's split column: "holdout" holds the whole file out (a GPU
+  // the fit never sees, so its every case tests the table fitted on another:
+  // the H200's against Hopper's fitted on the H100); "layers" (the default)
+  // splits it by LayerSplit's rule.
+  bool holdout_whole = false;
 };
 
 // Reads a result file's text against its model (what load_kernel_times_files

@@ -47,8 +47,17 @@ const char* const kFp32Libraries = "cuDNN 9.19.0 (FP32, TF32 off), cuBLAS 13.1.0
 const char* const kCifarConv1Fp =
     "conv in=[3, 32, 32] out=[32, 32, 32] kernel=3x3 stride=1x1 pad=1x1 groups=1 bias=1 FP";
 
+// The committed files split by layer (the H100's), in kernel_times.csv's order.
+std::vector<KernelTimesFile> layer_split_files() {
+  std::vector<KernelTimesFile> files = committed_files();
+  std::vector<KernelTimesFile> kept;
+  for (KernelTimesFile& f : files)
+    if (!f.holdout_whole) kept.push_back(std::move(f));
+  return kept;
+}
+
 TEST(KernelTimes, CommittedFilesReadAsOneCasePerMeasuredOption) {
-  const std::vector<KernelTimesFile> files = committed_files();
+  const std::vector<KernelTimesFile> files = layer_split_files();
   ASSERT_EQ(files.size(), 3u);
   KernelTimesSummary summary;
   const std::vector<Case> cases = load_kernel_time_cases(files, &summary);
@@ -165,7 +174,7 @@ TEST(KernelTimes, BadFilesAreRefusedWithTheKeyNamed) {
 
 // The split of the committed files' layers: the rule, pinned.
 TEST(KernelTimesSplit, SecondOfEveryThreeLayersOfEachOpIsHeldOutWhole) {
-  const std::vector<KernelTimesFile> files = committed_files();
+  const std::vector<KernelTimesFile> files = layer_split_files();
   ASSERT_EQ(files.size(), 3u);
   LayerSplit split;
   for (const KernelTimesFile& f : files) split.add_model(f.tdfg);
@@ -190,7 +199,7 @@ TEST(KernelTimesSplit, SecondOfEveryThreeLayersOfEachOpIsHeldOutWhole) {
   EXPECT_GT(sub_batches.at(convs[1].first).size(), 1u);  // held out at several sub-batches
   // Deterministic: built again (and from the files in the same order), the same split.
   LayerSplit again;
-  for (const KernelTimesFile& f : committed_files()) again.add_model(f.tdfg);
+  for (const KernelTimesFile& f : layer_split_files()) again.add_model(f.tdfg);
   EXPECT_EQ(again.layers(), split.layers());
   // A layer seen in an earlier file keeps its first number: softmax_xent over
   // 1000 classes is AlexNet's (number 0, fit), not ResNet-50's third.
@@ -277,6 +286,37 @@ TEST(OwnTable, TileCostIsSharedByTheGemmFamilies) {
   EXPECT_EQ(ampere.reduction_half(ConvFamily::gemm), 0);
   EXPECT_EQ(ampere.filter_chunk(ConvFamily::gemm), 0);
   EXPECT_TRUE(ampere.runs(ConvDirection::forward, "winograd"));
+}
+
+
+// A GPU held out whole (kernel_times.csv's split "holdout": the H200's files,
+// never fitted): every one of its cases is held out, and it leaves the other
+// files' layer split exactly as it was.
+TEST(KernelTimesSplit, AGpuHeldOutWholeIsHeldOutEverywhereAndMovesNoOtherLayer) {
+  const std::vector<KernelTimesFile> all = committed_files();
+  int whole = 0;
+  for (const KernelTimesFile& f : all) {
+    if (!f.holdout_whole) continue;
+    ++whole;
+    EXPECT_EQ(f.device, "h200") << f.file;
+  }
+  ASSERT_EQ(whole, 2);
+  LayerSplit split;
+  const std::vector<Case> cases = load_kernel_time_cases(all, nullptr, &split);
+  LayerSplit by_layers;
+  for (const KernelTimesFile& f : layer_split_files()) by_layers.add_model(f.tdfg);
+  EXPECT_EQ(split.layers(), by_layers.layers());
+  int h200 = 0;
+  for (const Case& c : cases) {
+    if (c.device != "h200") {
+      EXPECT_EQ(c.holdout, by_layers.holdout(c.layer)) << c.task;
+      continue;
+    }
+    ++h200;
+    EXPECT_TRUE(c.holdout) << c.task;
+    EXPECT_EQ(c.gpu, "NVIDIA H200");
+  }
+  EXPECT_GT(h200, 1000);
 }
 
 }  // namespace
