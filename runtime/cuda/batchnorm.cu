@@ -71,38 +71,37 @@ __device__ __forceinline__ void take(ChannelWalk& v, int64_t (&at)[kLoadsInFligh
     }
 }
 
+// add(x[j]) for the values of a walk, in its order, kLoadsInFlight loads issued
+// before their adds.
+template <typename Add>
+__device__ __forceinline__ void for_each_value(const float* x, ChannelWalk v, Add add) {
+  int64_t at[kLoadsInFlight];
+  float xs[kLoadsInFlight];
+  while (v.more()) {
+    take(v, at);
+#pragma unroll
+    for (int u = 0; u < kLoadsInFlight; ++u)
+      if (at[u] >= 0) xs[u] = x[at[u]];
+#pragma unroll
+    for (int u = 0; u < kLoadsInFlight; ++u)
+      if (at[u] >= 0) add(xs[u]);
+  }
+}
+
 // Saves mean and 1/sqrt(biased var + eps) and updates the running statistics
 // (the running variance from the unbiased variance), as the CPU.
 __global__ void __launch_bounds__(kReduceThreads, 1)
     batchnorm_stats_kernel(const float* x, float* save_mean, float* save_invstd, float* running_mean,
                            float* running_var, int64_t n, int64_t c, int64_t hw, float eps, float momentum) {
   const int64_t ch = blockIdx.x, count = n * hw;
-  int64_t at[kLoadsInFlight];
-  float xs[kLoadsInFlight];
   double sum = 0.0;
-  for (ChannelWalk v(threadIdx.x, blockDim.x, n, c, ch, hw); v.more();) {
-    take(v, at);
-#pragma unroll
-    for (int u = 0; u < kLoadsInFlight; ++u)
-      if (at[u] >= 0) xs[u] = x[at[u]];
-#pragma unroll
-    for (int u = 0; u < kLoadsInFlight; ++u)
-      if (at[u] >= 0) sum += xs[u];
-  }
+  for_each_value(x, ChannelWalk(threadIdx.x, blockDim.x, n, c, ch, hw), [&](float value) { sum += value; });
   const double mean = block_sum(sum) / count;
   double squares = 0.0;
-  for (ChannelWalk v(threadIdx.x, blockDim.x, n, c, ch, hw); v.more();) {
-    take(v, at);
-#pragma unroll
-    for (int u = 0; u < kLoadsInFlight; ++u)
-      if (at[u] >= 0) xs[u] = x[at[u]];
-#pragma unroll
-    for (int u = 0; u < kLoadsInFlight; ++u)
-      if (at[u] >= 0) {
-        const double d = xs[u] - mean;
-        squares += d * d;
-      }
-  }
+  for_each_value(x, ChannelWalk(threadIdx.x, blockDim.x, n, c, ch, hw), [&](float value) {
+    const double d = value - mean;
+    squares += d * d;
+  });
   squares = block_sum(squares);
   if (threadIdx.x != 0) return;
   const double var_biased = squares / count;
