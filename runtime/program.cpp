@@ -213,27 +213,25 @@ double Program::run_step(uint64_t step, const Dataset& data, bool prepare_next) 
   if (staged_images_.size() != image_words) {
     staged_images_.assign(image_words, 0.0f);
     staged_labels_.assign(static_cast<size_t>(spec_.batch), 0);
-    staged_ = false;
+    staged_step_.reset();
   }
   // The step's samples, made now unless the previous step made them while the
   // device ran it, then copied into every round's pinned host slots (their
   // previous contents were read by the previous step, which has finished).
+  // Round r's samples are first_sample[r] onwards, as in the staged copy.
   const auto data_started = std::chrono::steady_clock::now();
-  if (!staged_ || staged_step_ != step) make_input(step, data, staged_images_.data(), staged_labels_.data());
-  staged_ = false;
-  std::vector<int32_t> round_of;  // the round of sample k
-  std::vector<int64_t> first_of;  // the first sample of round r
+  if (staged_step_ != step) make_input(step, data, staged_images_.data(), staged_labels_.data());
+  staged_step_.reset();
   for (int32_t r = 0; r < spec_.rounds; ++r) {
-    first_of.push_back(static_cast<int64_t>(round_of.size()));
-    round_of.insert(round_of.end(), static_cast<size_t>(spec_.sub_batches[r]), r);
+    const int64_t first = spec_.first_sample[r], count = spec_.sub_batches[r];
+    auto* images = static_cast<float*>(host(spec_.input_slots[r].offset));
+    parallel_for(count, count * elements, int64_t{1} << 22, [&](int64_t i) {
+      std::memcpy(images + i * elements, staged_images_.data() + (first + i) * elements,
+                  static_cast<size_t>(elements) * sizeof(float));
+    });
+    std::memcpy(host(spec_.label_slots[r].offset), staged_labels_.data() + first,
+                static_cast<size_t>(count) * sizeof(int32_t));
   }
-  parallel_for(spec_.batch, spec_.batch * elements, int64_t{1} << 22, [&](int64_t k) {
-    const int32_t r = round_of[static_cast<size_t>(k)];
-    const int64_t i = k - first_of[static_cast<size_t>(r)];
-    std::memcpy(static_cast<float*>(host(spec_.input_slots[r].offset)) + i * elements,
-                staged_images_.data() + k * elements, static_cast<size_t>(elements) * sizeof(float));
-    static_cast<int32_t*>(host(spec_.label_slots[r].offset))[i] = staged_labels_[static_cast<size_t>(k)];
-  });
   last_data_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - data_started).count();
   spec_.run_iteration(*this);
   // The next step's samples on the host threads while the device runs this
@@ -241,7 +239,6 @@ double Program::run_step(uint64_t step, const Dataset& data, bool prepare_next) 
   // came before the step's first kernel (docs/gpu-validation.md).
   if (prepare_next) {
     make_input(step + 1, data, staged_images_.data(), staged_labels_.data());
-    staged_ = true;
     staged_step_ = step + 1;
   }
   stream_synchronize(compute_stream_);

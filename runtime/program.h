@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -159,11 +160,10 @@ class Program {
   uint64_t seed_;
   uint64_t step_ = 0;
   double last_data_ms_ = 0;
-  // The samples of step staged_step_, made ahead (run_step's prepare_next).
+  // The samples of step *staged_step_, made ahead (run_step's prepare_next).
   std::vector<float> staged_images_;
   std::vector<int32_t> staged_labels_;
-  bool staged_ = false;
-  uint64_t staged_step_ = 0;
+  std::optional<uint64_t> staged_step_;
   float lr_;
   bool first_update_ = true;
   bool debug_poison_;

@@ -48,7 +48,7 @@ class Slots {
  public:
   static constexpr size_t kPatternWords = size_t{1} << 20;
 
-  bool allocate(const rt::Job& job, int64_t free_bytes, std::string* error) {
+  bool allocate(const rt::Job& job, int64_t free_bytes, rt::Stream* stream, std::string* error) {
     size_t total = 0;
     for (int64_t bytes : job.slot_bytes) total += round_up(bytes);
     if (free_bytes > 0 && static_cast<int64_t>(total) > free_bytes) {
@@ -62,10 +62,14 @@ class Slots {
     for (size_t i = 0; i < job.slot_bytes.size(); ++i) {
       pointers_.push_back(memory_.base + at);
       const std::string& role = job.slot_roles[i];
-      fill(memory_.base + at, static_cast<size_t>(job.slot_bytes[i]),
-           role == "labels" ? zeros() : role == "saved" ? positive() : uniform());
+      const size_t bytes = static_cast<size_t>(job.slot_bytes[i]);
+      if (role == "labels")
+        rt::fill_u32_async(memory_.base + at, 0, bytes, stream);
+      else
+        fill(memory_.base + at, bytes, role == "saved" ? positive() : uniform());
       at += round_up(job.slot_bytes[i]);
     }
+    rt::stream_synchronize(stream);
     return true;
   }
   ~Slots() { rt::device_free(memory_); }
@@ -79,10 +83,6 @@ class Slots {
   }
   static const std::vector<float>& positive() {
     static const std::vector<float> values = draw(0.5f, 1.0f);
-    return values;
-  }
-  static const std::vector<float>& zeros() {
-    static const std::vector<float> values(kPatternWords, 0.0f);
     return values;
   }
   static std::vector<float> draw(float low, float high) {
@@ -175,7 +175,7 @@ rt::JobResult profile_job(const rt::Job& job, const rt::JobFile& file, rt::Strea
   std::vector<ConvCall> convs;
   if (!conv_calls(job, &convs, &result.error)) return result;
   Slots slots;
-  if (!slots.allocate(job, free_bytes, &result.error)) return result;
+  if (!slots.allocate(job, free_bytes, stream, &result.error)) return result;
   std::vector<void*> pointers = slots.pointers();
   bindings.slots = pointers.data();
   bindings.slot_count = static_cast<int32_t>(pointers.size());

@@ -6,6 +6,7 @@
 // kernels give the CPU's bits, not merely its values.
 
 #include <cmath>
+#include <initializer_list>
 
 #include "runtime/cuda/check.h"
 #include "runtime/cuda/grid.cuh"
@@ -41,8 +42,8 @@ __global__ void relu_backward_kernel(const float* y, const float* dy, float* dx,
 }
 
 // The same, four elements per load and store where every pointer is 16-byte
-// aligned (arena blocks are 256-byte aligned): one float per thread and
-// iteration moved an add of two 103 MB tensors at about 430 GB/s on the H100
+// aligned (arena blocks are 256-byte aligned): ReLU's backward went from 0.52
+// ms on the H100 to 0.29 ms on the H200 for 411 MB tensors, 4.2 TB/s
 // (docs/gpu-validation.md). Element i's arithmetic is unchanged.
 __device__ __forceinline__ float4 add4(float4 a, float4 b) {
   return make_float4(__fadd_rn(a.x, b.x), __fadd_rn(a.y, b.y), __fadd_rn(a.z, b.z), __fadd_rn(a.w, b.w));
@@ -62,7 +63,13 @@ __global__ void relu_backward4_kernel(const float4* y, const float4* dy, float4*
   }
 }
 
-bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+// How many leading elements the four-wide kernels take: a multiple of 4 where
+// every pointer is 16-byte aligned, else none; the scalar kernel does the rest.
+int64_t four_wide_part(int64_t count, std::initializer_list<const void*> pointers) {
+  for (const void* p : pointers)
+    if (reinterpret_cast<uintptr_t>(p) % 16 != 0) return 0;
+  return count / 4 * 4;
+}
 
 __global__ void broadcast_rows_kernel(const float* bias, float* y, int64_t n, int64_t out) {
   MPLAN_FOR_EACH(i, n * out) y[i] = bias[i % out];
@@ -208,38 +215,29 @@ void fill_u32(void* dst, uint32_t pattern, size_t bytes, cudaStream_t stream) {
 }
 
 void add(const float* src, float* dst, int64_t count, cudaStream_t stream) {
-  if (count <= 0) return;
-  int64_t done = 0;
-  if (aligned16(src) && aligned16(dst)) {
-    const int64_t count4 = count / 4;
-    if (count4 > 0) {
-      add4_kernel<<<blocks_for(count4), kThreads, 0, stream>>>(reinterpret_cast<const float4*>(src),
-                                                               reinterpret_cast<float4*>(dst), count4);
-      MPLAN_CUDA_CHECK_LAUNCH();
-    }
-    done = 4 * count4;
+  const int64_t four_wide = four_wide_part(count, {src, dst});
+  if (four_wide > 0) {
+    add4_kernel<<<blocks_for(four_wide / 4), kThreads, 0, stream>>>(reinterpret_cast<const float4*>(src),
+                                                                    reinterpret_cast<float4*>(dst), four_wide / 4);
+    MPLAN_CUDA_CHECK_LAUNCH();
   }
-  if (done == count) return;
-  add_kernel<<<blocks_for(count - done), kThreads, 0, stream>>>(src + done, dst + done, count - done);
+  if (count <= four_wide) return;
+  add_kernel<<<blocks_for(count - four_wide), kThreads, 0, stream>>>(src + four_wide, dst + four_wide,
+                                                                     count - four_wide);
   MPLAN_CUDA_CHECK_LAUNCH();
 }
 
 void relu_backward(const float* y, const float* dy, float* dx, int64_t count, bool accumulate, cudaStream_t stream) {
-  if (count <= 0) return;
-  int64_t done = 0;
-  if (aligned16(y) && aligned16(dy) && aligned16(dx)) {
-    const int64_t count4 = count / 4;
-    if (count4 > 0) {
-      relu_backward4_kernel<<<blocks_for(count4), kThreads, 0, stream>>>(
-          reinterpret_cast<const float4*>(y), reinterpret_cast<const float4*>(dy), reinterpret_cast<float4*>(dx),
-          count4, accumulate);
-      MPLAN_CUDA_CHECK_LAUNCH();
-    }
-    done = 4 * count4;
+  const int64_t four_wide = four_wide_part(count, {y, dy, dx});
+  if (four_wide > 0) {
+    relu_backward4_kernel<<<blocks_for(four_wide / 4), kThreads, 0, stream>>>(
+        reinterpret_cast<const float4*>(y), reinterpret_cast<const float4*>(dy), reinterpret_cast<float4*>(dx),
+        four_wide / 4, accumulate);
+    MPLAN_CUDA_CHECK_LAUNCH();
   }
-  if (done == count) return;
-  relu_backward_kernel<<<blocks_for(count - done), kThreads, 0, stream>>>(y + done, dy + done, dx + done,
-                                                                          count - done, accumulate);
+  if (count <= four_wide) return;
+  relu_backward_kernel<<<blocks_for(count - four_wide), kThreads, 0, stream>>>(
+      y + four_wide, dy + four_wide, dx + four_wide, count - four_wide, accumulate);
   MPLAN_CUDA_CHECK_LAUNCH();
 }
 
