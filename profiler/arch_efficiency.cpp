@@ -57,6 +57,51 @@ Result<double> positive(const YAML::Node& node, const std::string& key, const st
   return value;
 }
 
+// pointwise_conv_factor: {family: {direction: factor}} over the GEMM
+// families; a factor in (0, 5], and the family's efficiency times it still
+// no faster than 1.5 of peak (as `fraction`).
+Status parse_pointwise(const YAML::Node& node, const std::string& file, ArchEfficiency& arch) {
+  if (!node.IsMap())
+    return error_at(file, node.Mark(),
+                    "'pointwise_conv_factor': expected a map {implicit_gemm, implicit_precomp_gemm, gemm} of "
+                    "{forward, backward_data, backward_filter}");
+  for (const auto& entry : node) {
+    ConvFamily family{};
+    const std::string name = entry.first.Scalar();
+    if (!conv_family_of(ConvDirection::forward, name, family) || !conv_family_uses_tensor_cores(family))
+      return error_at(file, entry.first.Mark(),
+                      fmt::format("'pointwise_conv_factor': unknown GEMM family '{}' (expected implicit_gemm, "
+                                  "implicit_precomp_gemm, gemm)",
+                                  name));
+    if (!entry.second.IsMap())
+      return error_at(file, entry.second.Mark(),
+                      fmt::format("'pointwise_conv_factor.{}': expected a map {{forward, backward_data, "
+                                  "backward_filter}}",
+                                  name));
+    for (const auto& factor : entry.second) {
+      const std::string d = factor.first.Scalar();
+      const ConvDirection* direction = nullptr;
+      for (const ConvDirection& candidate : kDirections)
+        if (d == conv_direction_name(candidate)) direction = &candidate;
+      const std::string key = fmt::format("pointwise_conv_factor.{}.{}", name, d);
+      if (!direction)
+        return error_at(file, factor.first.Mark(),
+                        fmt::format("'{}': unknown direction '{}' (expected forward, backward_data, backward_filter)",
+                                    key, d));
+      auto v = positive(factor.second, key, file);
+      if (!v) return v.error();
+      const double efficiency = arch.conv_efficiency(family, *direction) * *v;
+      if (*v <= 0 || *v > 5 || efficiency > 1.5)
+        return error_at(file, factor.second.Mark(),
+                        fmt::format("'{}': expected a factor in (0, 5] that keeps the efficiency at most 1.5 of "
+                                    "peak, got {} (efficiency {:.3g})",
+                                    key, *v, efficiency));
+      arch.pointwise[static_cast<int>(family)][static_cast<int>(*direction)] = *v;
+    }
+  }
+  return Ok{};
+}
+
 }  // namespace
 
 const char* conv_direction_name(ConvDirection direction) {
@@ -125,7 +170,8 @@ Result<ArchEfficiency> parse_arch_efficiency(const std::string& yaml_text, const
                                        "fft_transform_efficiency", "linear_gemm_efficiency",
                                        "half_saturation_items_per_sm", "conv_call_overhead_us", "memory_efficiency",
                                        "tensor_core_efficiency", "gemm_reduction_half_length",
-                                       "filter_reduction_chunk", "unavailable_algorithms"};
+                                       "filter_reduction_chunk", "pointwise_conv_factor",
+                                       "unavailable_algorithms"};
   for (const auto& entry : root)
     if (!known.count(entry.first.Scalar()))
       return error_at(file, entry.first.Mark(),
@@ -133,7 +179,7 @@ Result<ArchEfficiency> parse_arch_efficiency(const std::string& yaml_text, const
                                   "conv_efficiency, fft_transform_efficiency, linear_gemm_efficiency, "
                                   "half_saturation_items_per_sm, conv_call_overhead_us, memory_efficiency, "
                                   "tensor_core_efficiency, gemm_reduction_half_length, filter_reduction_chunk, "
-                                  "unavailable_algorithms)",
+                                  "pointwise_conv_factor, unavailable_algorithms)",
                                   entry.first.Scalar()));
   for (const char* required : {"name", "conv_efficiency", "fft_transform_efficiency", "linear_gemm_efficiency",
                                "half_saturation_items_per_sm", "conv_call_overhead_us", "memory_efficiency"})
@@ -227,6 +273,9 @@ Result<ArchEfficiency> parse_arch_efficiency(const std::string& yaml_text, const
     return ok.error();
   if (Status ok = gemm_family_map("filter_reduction_chunk", arch.filter_reduction_chunk, true); !ok.ok())
     return ok.error();
+  if (const YAML::Node pointwise = root["pointwise_conv_factor"]) {
+    if (Status ok = parse_pointwise(pointwise, file, arch); !ok.ok()) return ok.error();
+  }
   if (const YAML::Node off = root["unavailable_algorithms"]) {
     if (!off.IsMap())
       return error_at(file, off.Mark(),

@@ -38,6 +38,11 @@ bool conv_family_of(ConvDirection direction, std::string_view algorithm, ConvFam
 bool conv_family_uses_tensor_cores(ConvFamily family);
 
 struct ArchEfficiency {
+  static std::array<std::array<double, 3>, kConvFamilies> filled_factors() {
+    std::array<std::array<double, 3>, kConvFamilies> ones{};
+    for (auto& row : ones) row.fill(1.0);
+    return ones;
+  }
   std::string name = "maxwell";
   std::string source_file;  // "" when built in code
   // conv[family][direction]: fraction of peak FP32 FLOP/s the family's
@@ -69,6 +74,16 @@ struct ArchEfficiency {
   // 0: the model's default (1024, profiler/conv_algorithms.cpp). Only
   // implicit_gemm, implicit_precomp_gemm and gemm have one.
   std::array<double, kConvFamilies> filter_reduction_chunk{};
+  // pointwise[family][direction]: a factor on conv[family][direction] for a
+  // pointwise convolution (1x1 filter, stride 1, no padding), where the
+  // unfolded input is the input itself: the implicit GEMM's per-step
+  // address arithmetic is free, and cuDNN runs other kernels for it. On the
+  // H100's fit split the GEMM families' bias differs by 0.7-1.15x between
+  // pointwise and other layers in every direction (docs/cost-model.md,
+  // "Pointwise convolutions"). 1: no difference (every architecture without
+  // kernel times of its own). Only implicit_gemm, implicit_precomp_gemm and
+  // gemm have one; FP32 only (the tensor-core modes have no such data).
+  std::array<std::array<double, 3>, kConvFamilies> pointwise = filled_factors();
   // Algorithms the architecture's cuDNN does not run, per direction (cuDNN 9
   // on Hopper ran no fused Winograd and no backward-filter FFT tiling for any
   // FP32 shape): the analytic model offers them in no math mode (only FP32
@@ -92,6 +107,9 @@ struct ArchEfficiency {
   double tensor_efficiency(MathMode mode) const;
   double reduction_half(ConvFamily family) const { return reduction_half_length[static_cast<int>(family)]; }
   double filter_chunk(ConvFamily family) const { return filter_reduction_chunk[static_cast<int>(family)]; }
+  double pointwise_factor(ConvFamily family, ConvDirection direction) const {
+    return pointwise[static_cast<int>(family)][static_cast<int>(direction)];
+  }
   bool runs(ConvDirection direction, std::string_view algorithm) const;
 };
 

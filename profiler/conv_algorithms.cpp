@@ -148,6 +148,7 @@ double gemm_reduction_length(ConvDirection d, const ConvShape& s, int64_t b) {
 // chunk of its own: kernel_work.h effective_work).
 void set_gemm_tiling(KernelWork& w, ConvDirection d, const ConvShape& s, int64_t b) {
   w.reduction_length = gemm_reduction_length(d, s, b);
+  w.pointwise = conv_is_pointwise(s);
   if (d != ConvDirection::backward_filter) return;
   w.filter_elements = static_cast<double>(s.K) * (s.C / s.groups) * s.R * s.S;
   w.filter_reduction = static_cast<double>(b) * s.P * s.Q;
@@ -156,6 +157,10 @@ void set_gemm_tiling(KernelWork& w, ConvDirection d, const ConvShape& s, int64_t
 bool is(std::string_view a, const char* b) { return a == b; }
 
 }  // namespace
+
+bool conv_is_pointwise(const ConvShape& s) {
+  return s.R == 1 && s.S == 1 && s.stride_h == 1 && s.stride_w == 1 && s.pad_h == 0 && s.pad_w == 0;
+}
 
 ConvShape make_conv_shape(int64_t C, int64_t H, int64_t W, int64_t K, int64_t R, int64_t S, int64_t stride,
                           int64_t pad, int64_t groups, bool bias) {

@@ -32,6 +32,10 @@ struct ConvShape {
   int64_t dilation_h = 1, dilation_w = 1;  // taps dilation apart (P and Q count it)
 };
 
+// A 1x1 filter at stride 1 without padding: the unfolded input is the input
+// itself (arch_efficiency.h, pointwise).
+bool conv_is_pointwise(const ConvShape& s);
+
 // Fills P and Q from the rest (floor division, as cuDNN and PyTorch).
 ConvShape make_conv_shape(int64_t C, int64_t H, int64_t W, int64_t K, int64_t R, int64_t S,
                           int64_t stride, int64_t pad, int64_t groups = 1, bool bias = false);

@@ -37,7 +37,9 @@ double base_efficiency(const Device& device, const KernelWork& work, MathMode ma
   }
   switch (work.kind) {
     case KernelClass::fixed: return work.compute_efficiency;
-    case KernelClass::conv: return arch.conv_efficiency(work.family, work.direction);
+    case KernelClass::conv:
+      return arch.conv_efficiency(work.family, work.direction) *
+             (work.pointwise ? arch.pointwise_factor(work.family, work.direction) : 1.0);
     case KernelClass::transform: return arch.fft_transform;
     case KernelClass::linear_gemm: return arch.linear_gemm;
   }

@@ -46,6 +46,9 @@ struct KernelWork {
   // the architecture's filter_reduction_chunk they replace parallel_items and
   // reduction_length (effective_work).
   double filter_elements = 0, filter_reduction = 0;
+  // KernelClass::conv of a GEMM family on a pointwise convolution (1x1,
+  // stride 1, no padding): runs at the architecture's pointwise factor.
+  bool pointwise = false;
 };
 
 // The work as the device's architecture runs it: a backward-filter GEMM

@@ -195,6 +195,7 @@ ArchEfficiency arch_table(const Params& p, const std::string& name, const ArchEf
   for (ConvFamily f : kGemmFamilies)
     table.reduction_half_length[static_cast<int>(f)] = own.table.reduction_half_length[kTiedFamily];
   table.filter_reduction_chunk = own.table.filter_reduction_chunk;
+  table.pointwise = own.table.pointwise;
   table.unavailable = own.table.unavailable;
   table.fft_transform = own.table.fft_transform;
   table.linear_gemm = own.table.linear_gemm;
@@ -302,8 +303,10 @@ void fit_own_table(const std::vector<Case>& cases, Devices devices, Params& p, c
     for (const auto& [task, count] : c.convs)
       for (const ConvOption& o : task.options)
         for (const KernelWork& w : o.phases) {
-          if (w.kind == KernelClass::conv)
+          if (w.kind == KernelClass::conv) {
             start.measured[static_cast<int>(w.family)][static_cast<int>(w.direction)] = true;
+            if (w.pointwise) start.measured_pointwise[static_cast<int>(w.family)][static_cast<int>(w.direction)] = true;
+          }
           transform = transform || w.kind == KernelClass::transform;
         }
     for (const auto& [task, count] : c.others) linear = linear || task.shape.op == Op::linear;
@@ -340,6 +343,14 @@ void fit_own_table(const std::vector<Case>& cases, Devices devices, Params& p, c
     if (chunk <= 0) chunk = kStartFilterChunk;
     add(fmt::format("{}.{}.filter_reduction_chunk", arch, conv_family_name(f)), &chunk, 16, 1e7);
   }
+  // Each GEMM family's factor on pointwise layers (arch_efficiency.h), per
+  // direction with pointwise fit data; started at 1 (no difference).
+  for (ConvFamily f : kGemmFamilies)
+    for (int d = 0; d < 3; ++d) {
+      if (!start.measured_pointwise[static_cast<int>(f)][d]) continue;
+      add(fmt::format("{}.{}.{}.pointwise", arch, conv_family_name(f), conv_direction_name(static_cast<ConvDirection>(d))),
+          &t.pointwise[static_cast<int>(f)][d], 0.2, 5.0);
+    }
   if (transform) add(arch + ".fft_transform", &t.fft_transform, 0.01, 1.0);
   if (linear) add(arch + ".linear_gemm", &t.linear_gemm, 0.05, 0.9);
   add(arch + ".half_items_per_sm", &t.half_items_per_sm, 256, 262144);
@@ -443,6 +454,17 @@ void write_arch_files(const Params& p, const Devices& devices, const std::map<st
     };
     write_gemm_map("gemm_reduction_half_length", [&](ConvFamily f) { return table.reduction_half(f); });
     write_gemm_map("filter_reduction_chunk", [&](ConvFamily f) { return table.filter_chunk(f); });
+    // Pointwise factors, written only where one is not 1.
+    std::string pointwise;
+    for (ConvFamily f : kGemmFamilies) {
+      std::string row;
+      for (ConvDirection d : {ConvDirection::forward, ConvDirection::backward_data, ConvDirection::backward_filter})
+        if (table.pointwise_factor(f, d) != 1.0)
+          row += (row.empty() ? "" : ", ") + std::string(conv_direction_name(d)) + ": " +
+                 yaml_number(table.pointwise_factor(f, d));
+      if (!row.empty()) pointwise += fmt::format("  {}: {{{}}}\n", conv_family_name(f), row);
+    }
+    if (!pointwise.empty()) out << "pointwise_conv_factor:\n" << pointwise;
     bool off = false;
     for (const auto& list : table.unavailable) off = off || !list.empty();
     if (off) {

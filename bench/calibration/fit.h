@@ -41,7 +41,8 @@
 // arch_efficiency.h; one parameter for the three families, whose kernels
 // share their tile and epilogue code; started at 64) and each GEMM family's
 // backward-filter split-K chunk (filter_reduction_chunk, started at the
-// model's 1024). The table also lists the algorithms its
+// model's 1024), and each GEMM family's factor on pointwise layers in each
+// direction (arch_efficiency.h pointwise, started at 1). The table also lists the algorithms its
 // cuDNN does not run: those the model supports for some fit task of a
 // direction that the kernel times never ran for any fit task of that
 // direction. An entry without data keeps its starting table's ratio to
@@ -76,6 +77,9 @@ struct ArchParams {
 struct OwnTable {
   ArchEfficiency table;
   std::array<std::array<bool, 3>, kConvFamilies> measured{};
+  // ... and which GEMM-family entries had fit data on pointwise layers (their
+  // pointwise factor is a parameter of its own).
+  std::array<std::array<bool, 3>, kConvFamilies> measured_pointwise{};
 };
 
 struct Params {

@@ -264,6 +264,54 @@ TEST(AnalyticModel, BackwardFilterSplitsAtTheArchitecturesChunk) {
   EXPECT_EQ(effective_work(device.arch, forward).parallel_items, forward.parallel_items);
 }
 
+// A pointwise convolution (1x1, stride 1, no padding) runs its GEMM family at
+// the architecture's pointwise factor; a 1x1 at stride 2, a padded 1x1 and a
+// 3x3 do not, and nor do the FFT and Winograd families (the H100's GEMM
+// kernels differ by 0.7-1.15x between pointwise and other layers: issue 13).
+TEST(AnalyticModel, PointwiseConvolutionsRunAtTheirOwnFactor) {
+  EXPECT_TRUE(conv_is_pointwise(make_conv_shape(256, 56, 56, 64, 1, 1, 1, 0)));
+  EXPECT_FALSE(conv_is_pointwise(make_conv_shape(256, 56, 56, 512, 1, 1, 2, 0)));  // ResNet's projection
+  EXPECT_FALSE(conv_is_pointwise(make_conv_shape(256, 56, 56, 64, 1, 1, 1, 1)));
+  EXPECT_FALSE(conv_is_pointwise(make_conv_shape(64, 56, 56, 64, 3, 3, 1, 1)));
+  ConvShape wide = make_conv_shape(64, 56, 56, 64, 1, 1, 1, 0);
+  wide.stride_w = 2;
+  wide.Q = 28;
+  EXPECT_FALSE(conv_is_pointwise(wide));
+
+  Device device = device_or_die("titanx");
+  const TaskShape pointwise = conv_task(TaskKind::FP, 256, 56, 64, 1, 1, 0);
+  const TaskShape strided = conv_task(TaskKind::FP, 256, 56, 512, 1, 2, 0);
+  const TaskShape three = conv_task(TaskKind::FP, 64, 56, 64, 3, 1, 1);
+  TaskShape pointwise_filter = pointwise;
+  pointwise_filter.kind = TaskKind::BP2;
+  auto times = [&](const Device& d) {
+    return std::vector<double>{option_ms(d, pointwise, 32, MathMode::fp32, "implicit_gemm"),
+                               option_ms(d, pointwise, 32, MathMode::fp32, "implicit_precomp_gemm"),
+                               option_ms(d, pointwise, 32, MathMode::fp32, "fft_tiling"),
+                               option_ms(d, strided, 32, MathMode::fp32, "implicit_gemm"),
+                               option_ms(d, three, 32, MathMode::fp32, "implicit_gemm"),
+                               option_ms(d, pointwise_filter, 32, MathMode::fp32, "algo_0")};
+  };
+  const std::vector<double> before = times(device);
+  // The shipped tables other than Hopper's have no pointwise data: factor 1.
+  for (ConvDirection d : {ConvDirection::forward, ConvDirection::backward_data, ConvDirection::backward_filter})
+    EXPECT_EQ(device.arch.pointwise_factor(ConvFamily::implicit_gemm, d), 1.0);
+  device.arch.pointwise[static_cast<int>(ConvFamily::implicit_gemm)][static_cast<int>(ConvDirection::forward)] = 0.5;
+  const std::vector<double> after = times(device);
+  // Compute bound at 32 x 3136 outputs: about twice the time at half the efficiency.
+  EXPECT_GT(after[0], 1.8 * before[0]);
+  EXPECT_DOUBLE_EQ(after[1], before[1]);  // another family
+  EXPECT_DOUBLE_EQ(after[2], before[2]);  // FFT tiling is no GEMM family
+  EXPECT_DOUBLE_EQ(after[3], before[3]);  // stride 2: not pointwise
+  EXPECT_DOUBLE_EQ(after[4], before[4]);  // 3x3
+  EXPECT_DOUBLE_EQ(after[5], before[5]);  // another direction of the family
+  // The shipped Hopper table, fitted on the H100: on pointwise layers the
+  // implicit GEMM gains on the precomputed one (the measured fastest there).
+  const Device h100 = device_or_die("h100");
+  EXPECT_GT(h100.arch.pointwise_factor(ConvFamily::implicit_gemm, ConvDirection::forward),
+            h100.arch.pointwise_factor(ConvFamily::implicit_precomp_gemm, ConvDirection::forward));
+}
+
 // An architecture whose cuDNN does not run an algorithm (cuDNN 9 on Hopper:
 // no fused Winograd, no backward-filter FFT tiling in FP32) does not offer it.
 TEST(AnalyticModel, OffersOnlyTheAlgorithmsTheArchitecturesCudnnRuns) {

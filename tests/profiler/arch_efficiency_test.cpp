@@ -140,6 +140,44 @@ TEST(ArchEfficiency, GemmTileCostAndUnavailableAlgorithms) {
             std::string::npos);
 }
 
+TEST(ArchEfficiency, PointwiseFactors) {
+  const std::string good = kGood;
+  Result<ArchEfficiency> plain = parse_arch_efficiency(good, "t.yaml");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->pointwise_factor(ConvFamily::implicit_gemm, ConvDirection::forward), 1.0);  // absent: 1
+  Result<ArchEfficiency> arch = parse_arch_efficiency(
+      good + "pointwise_conv_factor:\n  implicit_gemm: {forward: 1.25, backward_filter: 0.5}\n  gemm: {forward: 0.8}\n",
+      "t.yaml");
+  ASSERT_TRUE(arch.ok()) << arch.error().to_string();
+  EXPECT_DOUBLE_EQ(arch->pointwise_factor(ConvFamily::implicit_gemm, ConvDirection::forward), 1.25);
+  EXPECT_DOUBLE_EQ(arch->pointwise_factor(ConvFamily::implicit_gemm, ConvDirection::backward_filter), 0.5);
+  EXPECT_DOUBLE_EQ(arch->pointwise_factor(ConvFamily::implicit_gemm, ConvDirection::backward_data), 1.0);
+  EXPECT_DOUBLE_EQ(arch->pointwise_factor(ConvFamily::gemm, ConvDirection::forward), 0.8);
+  EXPECT_DOUBLE_EQ(arch->pointwise_factor(ConvFamily::implicit_precomp_gemm, ConvDirection::forward), 1.0);
+
+  auto error_of = [&](const std::string& extra) {
+    Result<ArchEfficiency> bad = parse_arch_efficiency(good + extra, "t.yaml");
+    EXPECT_FALSE(bad.ok()) << extra;
+    return bad.ok() ? std::string() : bad.error().to_string();
+  };
+  EXPECT_NE(error_of("pointwise_conv_factor: {fft: {forward: 1}}\n").find("unknown GEMM family 'fft'"),
+            std::string::npos);
+  EXPECT_NE(error_of("pointwise_conv_factor: {gemm: {sideways: 1}}\n").find("unknown direction 'sideways'"),
+            std::string::npos);
+  EXPECT_NE(error_of("pointwise_conv_factor: {gemm: 2}\n").find("expected a map {forward"), std::string::npos);
+  EXPECT_NE(error_of("pointwise_conv_factor: [1]\n").find("expected a map {implicit_gemm"), std::string::npos);
+  EXPECT_NE(error_of("pointwise_conv_factor: {gemm: {forward: 0}}\n").find("expected a factor in (0, 5]"),
+            std::string::npos);
+  EXPECT_NE(error_of("pointwise_conv_factor: {gemm: {forward: 6}}\n").find("expected a factor in (0, 5]"),
+            std::string::npos);
+  EXPECT_NE(error_of("pointwise_conv_factor: {gemm: {forward: .nan}}\n").find("expected a finite number"),
+            std::string::npos);
+  // gemm forward is 0.7 of peak: 2.5x would be 1.75, faster than the 1.5 any efficiency may be.
+  EXPECT_NE(error_of("pointwise_conv_factor: {gemm: {forward: 2.5}}\n").find("at most 1.5 of peak"),
+            std::string::npos);
+  EXPECT_NE(error_of("pointwise_conv_factor: {gemm: {forward: x}}\n").find("expected a number"), std::string::npos);
+}
+
 TEST(ArchEfficiency, FamiliesOfCudnnAlgorithms) {
   ConvFamily f{};
   ASSERT_TRUE(conv_family_of(ConvDirection::backward_data, "algo_0", f));
