@@ -95,7 +95,8 @@ class ProgramEmitter {
     program.warnings = warnings_;
     const std::string mismatch = cost_model_mismatch(plan_.device, options_.target);
     if (!mismatch.empty()) program.warnings.insert(program.warnings.begin(), mismatch);
-    if (options_.target == Target::cpu && !plan_.math_mode.empty() && plan_.math_mode != "fp32")
+    if (options_.target == Target::cpu && !plan_.math_mode.empty() && plan_.math_mode != "fp32" &&
+        plan_.math_mode != "as recorded")
       program.warnings.push_back(fmt::format("the plan was priced in {} math; the CPU backend computes in fp32",
                                              plan_.math_mode));
     ProgramHeader header{model_, tdfg_, plan_, options_, program.warnings};

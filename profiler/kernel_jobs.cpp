@@ -28,6 +28,9 @@ class ResultsCostModel final : public CostModel {
   int copy_engines() const override { return 2; }
   int64_t device_memory_bytes() const override { return memory_bytes_; }
   std::string describe() const override { return describe_; }
+  // The kernel profiler runs cuDNN and cuBLAS in FP32 with TF32 off
+  // (runtime/cuda/device.cpp backend_info), the CPU backend in fp32.
+  CostModelInfo info() const override { return CostModelInfo{"measured", "fp32", ""}; }
 
  private:
   std::map<std::string, std::vector<TaskOption>> options_;

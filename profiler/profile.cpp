@@ -16,6 +16,7 @@
 #include "frontend/input_file.h"
 #include "frontend/shape_inference.h"
 #include "profiler/input_json.h"
+#include "profiler/math_mode.h"
 
 namespace mplan {
 
@@ -137,6 +138,9 @@ Profile make_profile(const Tdfg& tdfg, const CostModel& model, const std::vector
   MPLAN_CHECK(tdfg.model != nullptr, "make_profile: the TDFG has no model");
   Profile profile;
   profile.cost_model = model.describe();
+  // A recorded model of an older file says "as recorded": no math to pass on.
+  const std::string math = model.info().math_mode;
+  if (parse_math_mode(math)) profile.math_mode = math;
   profile.device_name = device_name;
   profile.device_memory_bytes = model.device_memory_bytes();
   profile.copy_engines = model.copy_engines();
@@ -171,6 +175,7 @@ std::string profile_to_json(const Profile& p) {
   root["format"] = kFormat;
   root["version"] = Profile::kVersion;
   root["cost_model"] = p.cost_model;
+  if (!p.math_mode.empty()) root["math"] = p.math_mode;
   root["device"] = {{"name", p.device_name}, {"memory_bytes", p.device_memory_bytes},
                     {"copy_engines", p.copy_engines}};
   root["transfers"] = {
@@ -212,6 +217,12 @@ Result<Profile> parse_profile(const std::string& text, const std::string& file) 
   Profile p;
   MPLAN_TRY_ASSIGN(cost_model, r.member(root, "", "cost_model", json::value_t::string));
   p.cost_model = cost_model.get<std::string>();
+  if (root.contains("math")) {  // optional: files from before the field have none
+    MPLAN_TRY_ASSIGN(math, r.member(root, "", "math", json::value_t::string));
+    if (!parse_math_mode(math.get<std::string>()))
+      return r.error("math", fmt::format("expected fp32, tf32, fp16 or bf16, got \"{}\"", math.get<std::string>()));
+    p.math_mode = math.get<std::string>();
+  }
   MPLAN_TRY_ASSIGN(device, r.member(root, "", "device", json::value_t::object));
   MPLAN_TRY_ASSIGN(device_name, r.member(device, "device", "name", json::value_t::string));
   MPLAN_TRY_ASSIGN(memory, r.member(device, "device", "memory_bytes", json::value_t::number_integer));
@@ -435,7 +446,7 @@ CostModelInfo RecordedCostModel::info() const {
   CostModelInfo info;
   const bool analytic = profile_.cost_model.rfind("analytic", 0) == 0;
   info.kind = analytic ? "analytic" : "measured";
-  info.math_mode = "as recorded";
+  info.math_mode = profile_.math_mode.empty() ? "as recorded" : profile_.math_mode;
   if (analytic)
     info.expected_error = "a profile of the analytic model (" + profile_.cost_model +
                           "): see its device's architecture table";

@@ -35,6 +35,10 @@ struct ProfileEntry {
 struct Profile {
   static constexpr int kVersion = 1;
   std::string cost_model;           // CostModel::describe() of what made it
+  // The math the times are in: "fp32", "tf32", "fp16" or "bf16" (the kernel
+  // profiler and the CPU backend measure fp32); "" in a file from before the
+  // field, whose plans then say "as recorded".
+  std::string math_mode;
   std::string device_name;
   int64_t device_memory_bytes = 0;
   int copy_engines = 1;

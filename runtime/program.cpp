@@ -465,7 +465,11 @@ int run_program(int argc, char** argv, const ProgramSpec& spec) {
   }
   // The arithmetic the plan was priced in (runtime/device.h), before any op.
   std::string math_error;
-  if (!set_math_mode(spec.math_mode, &math_error))
+  if (std::strcmp(spec.math_mode, "as recorded") == 0)
+    std::fprintf(stderr, "train: note: the plan's profile does not say which math its times are in (a profile.json "
+                         "from before its \"math\" field); computing in %s\n",
+                 math_mode().c_str());
+  else if (!set_math_mode(spec.math_mode, &math_error))
     std::fprintf(stderr, "train: note: the plan was priced in %s math, but %s; the times will differ from the plan's\n",
                  spec.math_mode, math_error.c_str());
   Program p(spec, flags.seed, flags.lr, flags.debug_poison, flags.copy_delay_ms);

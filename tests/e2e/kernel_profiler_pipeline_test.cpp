@@ -64,6 +64,10 @@ TEST(KernelProfilerPipeline, JobsTimedAndMergedPlanAVerifiedProgram) {
   auto cost = RecordedCostModel::create(*profile, tdfg, {}, "profile.json");
   ASSERT_TRUE(cost.ok()) << cost.error().to_string();
   EXPECT_NE((*cost)->describe().find("measured (cpu"), std::string::npos) << (*cost)->describe();
+  // The profiler measures fp32: the profile and its plans say so.
+  EXPECT_EQ(profile->math_mode, "fp32");
+  EXPECT_EQ((*cost)->info().math_mode, "fp32");
+  EXPECT_EQ((*cost)->info().kind, "measured");
   PlanOptions options;
   options.budget_bytes = int64_t{64} << 20;
   Result<Plan> plan = make_plan(tdfg, **cost, options);

@@ -55,6 +55,9 @@ TEST(Profile, RoundTripGivesTheSameAnswers) {
   EXPECT_EQ(replay.copy_engines(), analytic.copy_engines());
   // Writing what was read gives the same file.
   EXPECT_EQ(profile_to_json(*read), text);
+  // The math its times are in travels with it (the P100 has no tensor cores: fp32).
+  EXPECT_EQ(read->math_mode, "fp32");
+  EXPECT_EQ(replay.info().math_mode, "fp32");
   // Between recorded sub-batches: between their times.
   const TaskId conv2 = tdfg.fp_of.at(model.find("conv2"));
   const double at_4 = replay.options(tdfg, conv2, 4).front().time_ms;
@@ -73,6 +76,48 @@ TEST(Profile, RoundTripGivesTheSameAnswers) {
         if (l.algorithm == o.algorithm) upper = std::max(upper, l.workspace_bytes);
       EXPECT_EQ(o.workspace_bytes, upper) << tdfg.tasks[t].name << " " << o.algorithm;
     }
+}
+
+// A profile says which math its times are in, so that a plan made from it
+// (and the program built from that plan) says it too; a file from before the
+// field says "as recorded"; a math mplan does not know is refused.
+TEST(Profile, CarriesTheMathItsTimesAreIn) {
+  const Model model = test::parse_or_die(test::kSmallCnn);
+  const Tdfg tdfg = build_tdfg(model);
+  Result<Device> a100 = load_device("a100-80gb");
+  ASSERT_TRUE(a100.ok());
+  const AnalyticCostModel tf32(*a100, MathMode::tf32);
+  const Profile written = make_profile(tdfg, tf32, {1, 16}, "a100");
+  EXPECT_EQ(written.math_mode, "tf32");
+  const std::string text = profile_to_json(written);
+  EXPECT_NE(text.find("\"math\": \"tf32\""), std::string::npos);
+  Result<Profile> read = parse_profile(text, "p.json");
+  ASSERT_TRUE(read.ok()) << read.error().to_string();
+  auto recorded = RecordedCostModel::create(*read, tdfg, {}, "p.json");
+  ASSERT_TRUE(recorded.ok());
+  EXPECT_EQ((*recorded)->info().math_mode, "tf32");
+  // A profile of the recorded profile keeps it.
+  EXPECT_EQ(make_profile(tdfg, **recorded, {1, 16}, "a100").math_mode, "tf32");
+
+  std::string older = text;
+  older.erase(older.find(" \"math\": \"tf32\",\n"), std::string(" \"math\": \"tf32\",\n").size());
+  Result<Profile> old = parse_profile(older, "old.json");
+  ASSERT_TRUE(old.ok()) << old.error().to_string();
+  EXPECT_EQ(old->math_mode, "");
+  auto old_recorded = RecordedCostModel::create(*old, tdfg, {}, "old.json");
+  ASSERT_TRUE(old_recorded.ok());
+  EXPECT_EQ((*old_recorded)->info().math_mode, "as recorded");
+  EXPECT_EQ(make_profile(tdfg, **old_recorded, {1, 16}, "a100").math_mode, "");
+
+  std::string bad = text;
+  bad.replace(bad.find("\"tf32\""), 6, "\"fp8\"");
+  Result<Profile> refused = parse_profile(bad, "bad.json");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().to_string().find("math"), std::string::npos) << refused.error().to_string();
+  EXPECT_NE(refused.error().to_string().find("expected fp32, tf32, fp16 or bf16"), std::string::npos);
+  std::string number = text;
+  number.replace(number.find("\"tf32\""), 6, "32");
+  EXPECT_FALSE(parse_profile(number, "number.json").ok());
 }
 
 TEST(Profile, IdenticalLayersShareOneEntry) {
