@@ -275,6 +275,8 @@ std::string emit_program_spec(const ProgramHeader& h, int32_t debug_event_count)
       "    .resident_region_bytes = kResidentRegionBytes,\n"
       "    .arena_bytes = kArenaBytes,\n"
       "    .plan_peak_arena_bytes = {},\n"
+      "    .plan_simulated_ms = {},\n"
+      "    .plan_stall_ms = {},\n"
       "    .host_bytes = {},\n"
       "    .event_count = {},\n"
       "    .debug_event_count = {},\n"
@@ -289,7 +291,7 @@ std::string emit_program_spec(const ProgramHeader& h, int32_t debug_event_count)
       target_name(h.options.target), cpp_string_literal(plan.math_mode.empty() ? "fp32" : plan.math_mode), plan.batch, plan.sub_batches.size(), h.model.input.dims.at(0),
       h.model.input.dims.size() > 1 ? h.model.input.dims[1] : 1, h.model.input.dims.size() > 2 ? h.model.input.dims[2] : 1,
       h.model.classes, float_literal(h.model.optimizer.lr), plan.budget_bytes, plan.summary.peak_arena_bytes,
-      plan.host_bytes, std::max(plan.event_count, 0), debug_event_count);
+      fmt::format("{:.4f}", plan.summary.simulated_ms), fmt::format("{:.4f}", plan.summary.stall_ms), plan.host_bytes, std::max(plan.event_count, 0), debug_event_count);
 }
 
 }  // namespace mplan::codegen

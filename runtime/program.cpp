@@ -153,12 +153,16 @@ void Program::copy_delay(Stream* stream) {
 
 void Program::prefetch(int64_t device_offset, int64_t host_offset, int64_t bytes, Stream* stream) {
   copy_delay(stream);
+  const size_t span = timeline_.active() ? timeline_.open(Timeline::Kind::h2d, stream, bytes, -1) : 0;
   copy_to_device_async(this->bytes(device_offset), host(host_offset), static_cast<size_t>(bytes), stream);
+  if (timeline_.active()) timeline_.close(span, stream);
 }
 
 void Program::offload(int64_t device_offset, int64_t host_offset, int64_t bytes, Stream* stream) {
   copy_delay(stream);
+  const size_t span = timeline_.active() ? timeline_.open(Timeline::Kind::d2h, stream, bytes, -1) : 0;
   copy_to_host_async(host(host_offset), this->bytes(device_offset), static_cast<size_t>(bytes), stream);
+  if (timeline_.active()) timeline_.close(span, stream);
 }
 
 void Program::read_loss(int32_t round, int64_t loss_offset) {
@@ -233,7 +237,10 @@ double Program::run_step(uint64_t step, const Dataset& data, bool prepare_next) 
                 static_cast<size_t>(count) * sizeof(int32_t));
   }
   last_data_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - data_started).count();
+  if (measure_next_) timeline_.begin(compute_stream_);
+  measure_next_ = false;
   spec_.run_iteration(*this);
+  timeline_.end();
   // The next step's samples on the host threads while the device runs this
   // one: making them took 11 ms of ResNet-50's 151 ms step on the H200 when it
   // came before the step's first kernel (docs/gpu-validation.md).
@@ -387,6 +394,7 @@ struct Flags {
   bool debug_poison = false;
   bool reseed = false;
   int copy_delay_ms = 0;
+  std::string timeline;  // --timeline FILE: measure the last step's copies and waits
 };
 
 [[noreturn]] void flag_error(const std::string& message) {
@@ -404,6 +412,19 @@ int64_t parse_int(const std::string& flag, const char* text, int64_t min, int64_
   return value;
 }
 
+// --timeline FILE can be written: its folder exists and takes a new file.
+bool timeline_target_ok(const std::string& path, std::string* error) {
+  const std::string probe = path + ".partial";
+  std::FILE* file = std::fopen(probe.c_str(), "w");
+  if (file == nullptr) {
+    *error = path + ": cannot be written (" + std::strerror(errno) + ")";
+    return false;
+  }
+  std::fclose(file);
+  std::remove(probe.c_str());
+  return true;
+}
+
 Flags parse_flags(int argc, char** argv, const ProgramSpec& spec) {
   Flags flags;
   flags.lr = spec.default_lr;
@@ -416,7 +437,7 @@ Flags parse_flags(int argc, char** argv, const ProgramSpec& spec) {
     if (flag == "--help" || flag == "-h") {
       std::printf(
           "usage: train [--steps N] [--seed S] [--lr LR] [--data DIR] [--save DIR] [--load DIR] [--reseed]\n"
-          "             [--checkpoint-every N] [--debug-poison] [--debug-copy-delay-ms MS]\n"
+          "             [--checkpoint-every N] [--timeline FILE] [--debug-poison] [--debug-copy-delay-ms MS]\n"
           "Trains %s by the plan compiled into it (target %s); see docs/generated-program.md.\n",
           spec.model_name, spec.target);
       std::exit(0);
@@ -441,6 +462,9 @@ Flags parse_flags(int argc, char** argv, const ProgramSpec& spec) {
       flags.reseed = true;
     } else if (flag == "--checkpoint-every") {
       flags.checkpoint_every = parse_int(flag, value(), 0, std::numeric_limits<int32_t>::max());
+    } else if (flag == "--timeline") {
+      flags.timeline = value();
+      if (flags.timeline.empty()) flag_error("--timeline: expected a file name");
     } else if (flag == "--debug-poison") {
       flags.debug_poison = true;
     } else if (flag == "--debug-copy-delay-ms") {
@@ -451,6 +475,7 @@ Flags parse_flags(int argc, char** argv, const ProgramSpec& spec) {
   }
   if (flags.checkpoint_every > 0 && flags.save.empty()) flag_error("--checkpoint-every: needs --save DIR");
   if (flags.reseed && flags.load.empty()) flag_error("--reseed: needs --load DIR");
+  if (!flags.timeline.empty() && flags.steps == 0) flag_error("--timeline: needs at least one step");
   return flags;
 }
 
@@ -461,6 +486,10 @@ int run_program(int argc, char** argv, const ProgramSpec& spec) {
   std::string target_error;
   if (!flags.save.empty() && !checkpoint_target_ok(flags.save, &target_error)) {
     std::fprintf(stderr, "train: error: --save: %s\n", target_error.c_str());
+    return 2;
+  }
+  if (!flags.timeline.empty() && !timeline_target_ok(flags.timeline, &target_error)) {
+    std::fprintf(stderr, "train: error: --timeline: %s\n", target_error.c_str());
     return 2;
   }
   // The arithmetic the plan was priced in (runtime/device.h), before any op.
@@ -498,7 +527,9 @@ int run_program(int argc, char** argv, const ProgramSpec& spec) {
   int64_t timed_steps = 0;
   for (int64_t i = 0; i < flags.steps; ++i, ++step) {
     const auto started = std::chrono::steady_clock::now();
-    const double loss = p.run_step(static_cast<uint64_t>(step), data, /*prepare_next=*/i + 1 < flags.steps);
+    const bool last = i + 1 == flags.steps;
+    if (last && !flags.timeline.empty()) p.measure_next_step();
+    const double loss = p.run_step(static_cast<uint64_t>(step), data, /*prepare_next=*/!last);
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
     std::printf("step %" PRId64 ": loss %.6f, %.2f ms, %.1f samples/s\n", step + 1, loss, ms,
                 static_cast<double>(spec.batch) * 1000.0 / ms);
@@ -507,6 +538,15 @@ int run_program(int argc, char** argv, const ProgramSpec& spec) {
       std::fprintf(stderr, "train: error: the loss is not finite at step %" PRId64 "%s\n", step + 1,
                    flags.debug_poison ? " (debug poison: a step read a freed, dropped or not yet written buffer)" : "");
       return 3;
+    }
+    if (last && !flags.timeline.empty()) {
+      const std::vector<Timeline::Span> spans = p.timeline_spans();
+      std::fputs(timeline_summary(spans, ms, TimelinePlan{spec.plan_simulated_ms, spec.plan_stall_ms}).c_str(), stdout);
+      if (!write_timeline_csv(flags.timeline, spans, &error)) {
+        std::fprintf(stderr, "train: error: --timeline: %s\n", error.c_str());
+        return 1;
+      }
+      std::printf("timeline: step %" PRId64 " written to %s\n", step + 1, flags.timeline.c_str());
     }
     if (i > 0 || flags.steps == 1) {
       total_ms += ms;

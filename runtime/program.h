@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "runtime/device.h"
+#include "runtime/timeline.h"
 #include "runtime/ops.h"
 
 namespace mplan::rt {
@@ -60,6 +61,8 @@ struct ProgramSpec {
   int64_t resident_region_bytes;  // weights, gradients, optimizer state
   int64_t arena_bytes;
   int64_t plan_peak_arena_bytes;
+  double plan_simulated_ms;       // plan.json summary.simulated_ms and stall_ms (train --timeline)
+  double plan_stall_ms;
   int64_t host_bytes;             // pinned host memory for offloads and input data
   int32_t event_count;            // the plan's events
   int32_t debug_event_count;      // --debug-poison's own events
@@ -109,7 +112,11 @@ class Program {
   // The plan's events. A round whose class has an event it does not use has
   // -1 in its table: then these do nothing.
   void wait(Stream* stream, int32_t event_id) {
-    if (event_id >= 0) stream_wait_event(stream, event(event_id));
+    if (event_id < 0) return;
+    if (!timeline_.active() || stream != compute_stream_) return stream_wait_event(stream, event(event_id));
+    const size_t span = timeline_.open(Timeline::Kind::wait, stream, 0, event_id);
+    stream_wait_event(stream, event(event_id));
+    timeline_.close(span, stream);
   }
   void record(Stream* stream, int32_t event_id) {
     if (event_id >= 0) event_record(event(event_id), stream);
@@ -143,6 +150,10 @@ class Program {
   // the samples of step + 1 are made on the host while the device runs this
   // step, and the next run_step(step + 1) only copies them into its slots.
   double run_step(uint64_t step, const struct Dataset& data, bool prepare_next = false);
+  // Measures the next run_step's copies and compute-stream waits
+  // (runtime/timeline.h); timeline_spans() has them after it.
+  void measure_next_step() { measure_next_ = true; }
+  std::vector<Timeline::Span> timeline_spans() const { return timeline_.spans(); }
   // The host time of the last run_step's input before its first kernel
   // (making its samples, or copying those made during the previous step).
   double last_data_ms() const { return last_data_ms_; }
@@ -177,6 +188,8 @@ class Program {
   std::vector<Event*> events_;
   std::vector<Event*> debug_events_;
   HostMemory round_loss_;  // pinned: a float per round, written by read_loss on the compute stream
+  Timeline timeline_;
+  bool measure_next_ = false;
   int64_t peak_arena_end_bytes_ = 0;
 };
 

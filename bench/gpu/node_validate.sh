@@ -85,10 +85,15 @@ stage_torch() {
 run_program() {  # folder name
   nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits -lms 50 > "build-node/res/$2-mem.csv" &
   local smi=$!
-  timeout "$(left 300)" "$1/build/train" --steps 8 > "build-node/res/$2-train.txt" 2>&1
+  # The last step's copies and waits measured (runtime/timeline.h), set beside the plan.
+  timeout "$(left 300)" "$1/build/train" --steps 8 --timeline "build-node/res/$2-timeline.csv" \
+    > "build-node/res/$2-train.txt" 2>&1
   kill $smi; wait $smi 2>/dev/null
   grep -vE "^step [2-7]:" "build-node/res/$2-train.txt" | grep -v "^mplan runtime:"
   echo "   algorithm substitutions at run time: $(grep -c '^mplan runtime:' "build-node/res/$2-train.txt")"
+  [ -f "$1/plan.json" ] && [ -f "build-node/res/$2-timeline.csv" ] &&
+    python3 bench/gpu/compare_timeline.py "$1/plan.json" "build-node/res/$2-timeline.csv" --top 4 \
+      > "build-node/res/$2-timeline.txt" 2>&1 && head -12 "build-node/res/$2-timeline.txt"
   echo "   nvidia-smi, process memory at most: $(awk -F, '{print $2}' "build-node/res/$2-mem.csv" | sort -n | tail -1) MiB"
 }
 profile_and_plan() {  # model sub-batches repeats budget[:sub-batch]...

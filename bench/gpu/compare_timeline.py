@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+"""Sets a measured step (train --timeline FILE) beside the plan that made it.
+
+    python3 bench/gpu/compare_timeline.py out/plan.json timeline.csv [--top 10]
+
+The program writes its last step's copies (h2d, d2h) and compute-stream waits
+in the plan's order (runtime/timeline.h); plan.json's steps, taken in index
+order, give each row its step: a copy's simulated start and end, and for a
+wait the simulated start of the compute step that waits. The rows must match
+the plan's (same count and bytes per direction), or the script says where
+they part. It prints, per direction, the measured and simulated copy time and
+bandwidth, the copies slowest against the simulation, the compute stream's
+measured waits against the simulated stall before the same steps, and the
+drift (measured minus simulated time at which the compute stream passes each
+wait), which shows where in the step the measurement falls behind.
+Standard library only: it runs on a GPU node as it is.
+"""
+
+import argparse
+import csv
+import json
+import sys
+
+
+def plan_rows(plan):
+    """The plan's copies by direction and its compute waits, in step order."""
+    names = plan.get("task_names", [])
+    copies = {"h2d": [], "d2h": []}
+    waits = []
+    previous_compute_end = 0.0
+    for step in plan["steps"]:
+        kind = step["kind"]
+        if kind in ("prefetch", "offload"):
+            buffer = plan["buffers"][step["buffer"]]
+            copies["h2d" if kind == "prefetch" else "d2h"].append(
+                {"bytes": buffer["bytes"], "start": step["start_ms"], "end": step["end_ms"],
+                 "what": f"{kind} of buffer {step['buffer']} (round {step['round']})"})
+        if step.get("stream") == "compute":
+            task = step.get("task", -1)
+            name = names[task] if 0 <= task < len(names) else f"task {task}"
+            for event in step.get("waits", []):
+                waits.append({"event": event, "start": step["start_ms"],
+                              "stall": max(0.0, step["start_ms"] - previous_compute_end),
+                              "what": f"{name} (round {step['round']})"})
+            previous_compute_end = step["end_ms"]
+    return copies, waits
+
+
+def measured_rows(path):
+    rows = {"h2d": [], "d2h": [], "wait": []}
+    with open(path, newline="") as f:
+        for row in csv.DictReader(f):
+            rows[row["kind"]].append({"bytes": int(row["bytes"]), "event": int(row["event"]),
+                                      "start": float(row["start_ms"]), "end": float(row["end_ms"])})
+    return rows
+
+
+def gbps(bytes_, ms):
+    return bytes_ / (ms * 1e6) if ms > 0 else float("nan")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("plan")
+    parser.add_argument("timeline")
+    parser.add_argument("--top", type=int, default=10, help="rows listed per table (default 10)")
+    args = parser.parse_args()
+    with open(args.plan) as f:
+        plan = json.load(f)
+    copies, waits = plan_rows(plan)
+    measured = measured_rows(args.timeline)
+
+    for direction in ("h2d", "d2h"):
+        sim, got = copies[direction], measured[direction]
+        if len(sim) != len(got) or any(s["bytes"] != g["bytes"] for s, g in zip(sim, got)):
+            where = next((i for i, (s, g) in enumerate(zip(sim, got)) if s["bytes"] != g["bytes"]), min(len(sim), len(got)))
+            sys.exit(f"{direction}: the timeline's copies are not the plan's ({len(got)} rows against {len(sim)} "
+                     f"steps; they part at copy {where}): another plan's program?")
+        sim_ms = sum(s["end"] - s["start"] for s in sim)
+        got_ms = sum(g["end"] - g["start"] for g in got)
+        total = sum(s["bytes"] for s in sim)
+        print(f"{direction}: {len(sim)} copies, {total / 2**20:.1f} MiB: measured {got_ms:.2f} ms "
+              f"({gbps(total, got_ms):.1f} GB/s), simulated {sim_ms:.2f} ms ({gbps(total, sim_ms):.1f} GB/s)")
+        slowest = sorted(range(len(sim)), key=lambda i: (got[i]["end"] - got[i]["start"]) - (sim[i]["end"] - sim[i]["start"]),
+                         reverse=True)[:args.top]
+        for i in slowest:
+            s, g = sim[i], got[i]
+            print(f"  copy {i}: {s['what']}, {s['bytes'] / 2**20:.1f} MiB: measured {g['end'] - g['start']:.3f} ms "
+                  f"({gbps(s['bytes'], g['end'] - g['start']):.1f} GB/s) from {g['start']:.2f}, simulated "
+                  f"{s['end'] - s['start']:.3f} ms from {s['start']:.2f}")
+
+    got = measured["wait"]
+    if len(got) != len(waits) or any(w["event"] != g["event"] for w, g in zip(waits, got)):
+        sys.exit(f"wait: the timeline's waits are not the plan's ({len(got)} rows against {len(waits)}): "
+                 "another plan's program?")
+    got_ms = sum(g["end"] - g["start"] for g in got)
+    sim_ms = sum(w["stall"] for w in waits)
+    print(f"compute waits: {len(waits)}: measured {got_ms:.2f} ms, simulated stall {sim_ms:.2f} ms "
+          f"(plan summary: {plan['summary'].get('stall_ms', float('nan')):.2f} ms)")
+    longest = sorted(range(len(waits)), key=lambda i: got[i]["end"] - got[i]["start"], reverse=True)[:args.top]
+    for i in longest:
+        w, g = waits[i], got[i]
+        print(f"  wait {i} on event {w['event']} before {w['what']}: measured {g['end'] - g['start']:.3f} ms at "
+              f"{g['start']:.2f}, simulated stall {w['stall']:.3f} ms at {w['start']:.2f}")
+    print("drift (measured - simulated time at which the compute stream passes a wait):")
+    step = max(1, len(waits) // args.top)
+    for i in range(0, len(waits), step):
+        print(f"  wait {i} ({waits[i]['what']}): {got[i]['end'] - waits[i]['start']:+.2f} ms")
+    if waits:
+        print(f"  last wait ({waits[-1]['what']}): {got[-1]['end'] - waits[-1]['start']:+.2f} ms")
+
+
+if __name__ == "__main__":
+    main()
