@@ -124,6 +124,19 @@ Result<Profile> merge_results(const Tdfg& tdfg, const rt::ResultFile& results, c
   for (const std::string& part : {b.driver.empty() ? "" : "driver " + b.driver,
                                   b.runtime.empty() ? "" : "runtime " + b.runtime, b.libraries})
     if (!part.empty()) describe += ", " + part;
+  // The largest copy timed both ways at once: what a copy had with the other
+  // direction running beside it (the planner's transfer lines are each
+  // direction alone; docs/profile-format.md).
+  const rt::CopyTiming* both = nullptr;
+  for (const rt::CopyTiming& c : results.copies)
+    if (c.both_directions_ms > 0 && (both == nullptr || c.bytes > both->bytes)) both = &c;
+  if (both != nullptr) {
+    const double bytes = static_cast<double>(both->bytes);
+    describe += fmt::format(", copies of {:.0f} MiB: h2d {:.1f} and d2h {:.1f} GB/s alone, {:.1f} GB/s each both ways "
+                            "at once",
+                            bytes / (1 << 20), bytes / (both->host_to_device_ms * 1e6),
+                            bytes / (both->device_to_host_ms * 1e6), bytes / (both->both_directions_ms * 1e6));
+  }
   describe += fmt::format(", median of {} runs)", results.repeats);
   const ResultsCostModel cost(std::move(options), *h2d, *d2h, b.memory_bytes, describe);
   return make_profile(tdfg, cost, sub_batches, b.device);

@@ -244,7 +244,11 @@ std::string results_to_json(const ResultFile& r) {
   for (size_t i = 0; i < r.copies.size(); ++i)
     text += std::string(i ? "," : "") + "\n  {\"bytes\": " + std::to_string(r.copies[i].bytes) +
             ", \"host_to_device_ms\": " + number(r.copies[i].host_to_device_ms) + ", \"device_to_host_ms\": " +
-            number(r.copies[i].device_to_host_ms) + "}";
+            number(r.copies[i].device_to_host_ms) +
+            (r.copies[i].both_directions_ms > 0
+                 ? ", \"both_directions_ms\": " + number(r.copies[i].both_directions_ms)
+                 : std::string()) +
+            "}";
   text += "\n ],\n \"results\": [";
   for (size_t j = 0; j < r.results.size(); ++j) {
     const JobResult& result = r.results[j];
@@ -297,6 +301,9 @@ bool parse_results(const std::string& text, ResultFile* results, std::string* er
       if (h2d == nullptr || d2h == nullptr || !h2d->as_double(&t.host_to_device_ms) ||
           !d2h->as_double(&t.device_to_host_ms) || t.host_to_device_ms <= 0 || t.device_to_host_ms <= 0)
         return fail(error, where + ": needs positive host_to_device_ms and device_to_host_ms");
+      if (const json::Value* both = c.find("both_directions_ms");
+          both != nullptr && (!both->as_double(&t.both_directions_ms) || !(t.both_directions_ms > 0)))
+        return fail(error, where + ": both_directions_ms must be a positive number where it is given");
       results->copies.push_back(t);
     }
   }

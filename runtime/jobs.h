@@ -52,6 +52,10 @@ struct CopyTiming {
   int64_t bytes = 0;
   double host_to_device_ms = 0;
   double device_to_host_ms = 0;
+  // An h2d and a d2h of `bytes` each started together on two streams, until
+  // both have ended: what a copy has when the other direction runs beside it,
+  // as in a plan's offloads and prefetches (0: not measured).
+  double both_directions_ms = 0;
 };
 struct ResultFile {
   BackendInfo backend;

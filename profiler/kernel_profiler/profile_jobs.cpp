@@ -265,6 +265,34 @@ double time_copy(rt::Stream* stream, void* device, void* host, size_t bytes, boo
   return median(times);
 }
 
+// Median milliseconds until an h2d of `bytes` (host[0, bytes) -> device[0,
+// bytes)) and a d2h of `bytes` (device[bytes, 2 bytes) -> host[bytes, 2
+// bytes)), started together on two streams, have both ended.
+double time_both_directions(rt::Stream* to_device, rt::Stream* to_host, std::byte* device, std::byte* host,
+                            size_t bytes, int32_t warmup, int32_t repeats) {
+  rt::Event* start = rt::event_create();
+  rt::Event* end_h2d = rt::event_create();
+  rt::Event* end_d2h = rt::event_create();
+  auto both = [&] {
+    rt::event_record(start, to_device);
+    rt::stream_wait_event(to_host, start);
+    rt::copy_to_device_async(device, host, bytes, to_device);
+    rt::copy_to_host_async(host + bytes, device + bytes, bytes, to_host);
+    rt::event_record(end_h2d, to_device);
+    rt::event_record(end_d2h, to_host);
+    rt::event_synchronize(end_h2d);
+    rt::event_synchronize(end_d2h);
+    return std::max(rt::event_elapsed_ms(start, end_h2d), rt::event_elapsed_ms(start, end_d2h));
+  };
+  for (int32_t i = 0; i < warmup; ++i) both();
+  std::vector<double> times;
+  for (int32_t i = 0; i < std::max(repeats, 1); ++i) times.push_back(both());
+  rt::event_destroy(start);
+  rt::event_destroy(end_h2d);
+  rt::event_destroy(end_d2h);
+  return median(times);
+}
+
 }  // namespace
 
 rt::ResultFile profile_jobs(const rt::JobFile& jobs, const ProfileOptions& options) {
@@ -314,6 +342,21 @@ rt::ResultFile profile_jobs(const rt::JobFile& jobs, const ProfileOptions& optio
         time_copy(stream, device.base, host.base, static_cast<size_t>(bytes), false, jobs.warmup, jobs.repeats);
     rt::device_free(device);
     rt::host_free(host);
+    // Both directions at once, where twice the bytes can be had on each side.
+    rt::HostMemory host2 = rt::host_alloc(2 * static_cast<size_t>(bytes), &error);
+    rt::DeviceMemory device2;
+    if (host2.base != nullptr) device2 = rt::device_alloc(2 * static_cast<size_t>(bytes), &error);
+    if (host2.base != nullptr && device2.base != nullptr) {
+      std::memset(host2.base, 1, 2 * static_cast<size_t>(bytes));
+      rt::Stream* other = rt::stream_create("profile-d2h");
+      t.both_directions_ms = std::max(0.0, time_both_directions(stream, other, device2.base, host2.base,
+                                                                static_cast<size_t>(bytes), jobs.warmup, jobs.repeats));
+      rt::stream_destroy(other);
+    } else {
+      say("copies of " + std::to_string(bytes) + " bytes in both directions at once not timed: " + error);
+    }
+    rt::device_free(device2);
+    rt::host_free(host2);
     if (t.host_to_device_ms <= 0 || t.device_to_host_ms <= 0) {
       // Below the events' resolution: a result file holds only positive copy times.
       say("copies of " + std::to_string(bytes) + " bytes took less than the timer resolves; not recorded");

@@ -64,6 +64,8 @@ TEST(KernelProfilerPipeline, JobsTimedAndMergedPlanAVerifiedProgram) {
   auto cost = RecordedCostModel::create(*profile, tdfg, {}, "profile.json");
   ASSERT_TRUE(cost.ok()) << cost.error().to_string();
   EXPECT_NE((*cost)->describe().find("measured (cpu"), std::string::npos) << (*cost)->describe();
+  // Copies both ways at once are timed and the profile says what they had.
+  EXPECT_NE(profile->cost_model.find("GB/s each both ways at once"), std::string::npos) << profile->cost_model;
   // The profiler measures fp32: the profile and its plans say so.
   EXPECT_EQ(profile->math_mode, "fp32");
   EXPECT_EQ((*cost)->info().math_mode, "fp32");

@@ -166,7 +166,9 @@ TEST(KernelProfiler, TimesAJobFileAndWritesAResultFile) {
   for (const rt::CopyTiming& c : results.copies) {
     EXPECT_GT(c.host_to_device_ms, 0.0);
     EXPECT_GT(c.device_to_host_ms, 0.0);
+    EXPECT_GT(c.both_directions_ms, 0.0) << "an h2d and a d2h of the same size at once";
   }
+  EXPECT_NE(text.find("\"both_directions_ms\": "), std::string::npos);
   EXPECT_NE(errors.find("wrote"), std::string::npos) << "progress on stderr: " << errors;
 }
 
