@@ -57,6 +57,23 @@ Result<double> positive(const YAML::Node& node, const std::string& key, const st
   return value;
 }
 
+// A GEMM family named as a key of the map `key` (the per-family maps).
+Result<ConvFamily> gemm_family_key(const YAML::Node& name, const std::string& key, const std::string& file) {
+  ConvFamily family{};
+  if (!conv_family_of(ConvDirection::forward, name.Scalar(), family) || !conv_family_uses_tensor_cores(family))
+    return error_at(file, name.Mark(),
+                    fmt::format("'{}': unknown GEMM family '{}' (expected implicit_gemm, implicit_precomp_gemm, gemm)",
+                                key, name.Scalar()));
+  return family;
+}
+
+// The direction of a name ("forward", ...); nullptr for another name.
+const ConvDirection* direction_named(const std::string& name) {
+  for (const ConvDirection& candidate : kDirections)
+    if (name == conv_direction_name(candidate)) return &candidate;
+  return nullptr;
+}
+
 // pointwise_conv_factor: {family: {direction: factor}} over the GEMM
 // families; a factor in (0, 5], and the family's efficiency times it still
 // no faster than 1.5 of peak (as `fraction`).
@@ -66,13 +83,9 @@ Status parse_pointwise(const YAML::Node& node, const std::string& file, ArchEffi
                     "'pointwise_conv_factor': expected a map {implicit_gemm, implicit_precomp_gemm, gemm} of "
                     "{forward, backward_data, backward_filter}");
   for (const auto& entry : node) {
-    ConvFamily family{};
+    auto family = gemm_family_key(entry.first, "pointwise_conv_factor", file);
+    if (!family) return family.error();
     const std::string name = entry.first.Scalar();
-    if (!conv_family_of(ConvDirection::forward, name, family) || !conv_family_uses_tensor_cores(family))
-      return error_at(file, entry.first.Mark(),
-                      fmt::format("'pointwise_conv_factor': unknown GEMM family '{}' (expected implicit_gemm, "
-                                  "implicit_precomp_gemm, gemm)",
-                                  name));
     if (!entry.second.IsMap())
       return error_at(file, entry.second.Mark(),
                       fmt::format("'pointwise_conv_factor.{}': expected a map {{forward, backward_data, "
@@ -80,9 +93,7 @@ Status parse_pointwise(const YAML::Node& node, const std::string& file, ArchEffi
                                   name));
     for (const auto& factor : entry.second) {
       const std::string d = factor.first.Scalar();
-      const ConvDirection* direction = nullptr;
-      for (const ConvDirection& candidate : kDirections)
-        if (d == conv_direction_name(candidate)) direction = &candidate;
+      const ConvDirection* direction = direction_named(d);
       const std::string key = fmt::format("pointwise_conv_factor.{}.{}", name, d);
       if (!direction)
         return error_at(file, factor.first.Mark(),
@@ -90,13 +101,13 @@ Status parse_pointwise(const YAML::Node& node, const std::string& file, ArchEffi
                                     key, d));
       auto v = positive(factor.second, key, file);
       if (!v) return v.error();
-      const double efficiency = arch.conv_efficiency(family, *direction) * *v;
+      const double efficiency = arch.conv_efficiency(*family, *direction) * *v;
       if (*v <= 0 || *v > 5 || efficiency > 1.5)
         return error_at(file, factor.second.Mark(),
                         fmt::format("'{}': expected a factor in (0, 5] that keeps the efficiency at most 1.5 of "
                                     "peak, got {} (efficiency {:.3g})",
                                     key, *v, efficiency));
-      arch.pointwise[static_cast<int>(family)][static_cast<int>(*direction)] = *v;
+      arch.pointwise[static_cast<int>(*family)][static_cast<int>(*direction)] = *v;
     }
   }
   return Ok{};
@@ -253,19 +264,15 @@ Result<ArchEfficiency> parse_arch_efficiency(const std::string& yaml_text, const
       return error_at(file, node.Mark(),
                       fmt::format("'{}': expected a map {{implicit_gemm, implicit_precomp_gemm, gemm}}", key));
     for (const auto& entry : node) {
-      ConvFamily family{};
+      auto family = gemm_family_key(entry.first, key, file);
+      if (!family) return family.error();
       const std::string name = entry.first.Scalar();
-      if (!conv_family_of(ConvDirection::forward, name, family) || !conv_family_uses_tensor_cores(family))
-        return error_at(file, entry.first.Mark(),
-                        fmt::format("'{}': unknown GEMM family '{}' (expected implicit_gemm, "
-                                    "implicit_precomp_gemm, gemm)",
-                                    key, name));
       auto v = positive(entry.second, fmt::format("{}.{}", key, name), file);
       if (!v) return v.error();
       if (at_least_one && *v != 0 && *v < 1)
         return error_at(file, entry.second.Mark(),
                         fmt::format("'{}.{}': expected 0 (the default) or at least 1, got {}", key, name, *v));
-      into[static_cast<int>(family)] = *v;
+      into[static_cast<int>(*family)] = *v;
     }
     return Ok{};
   };
@@ -282,9 +289,7 @@ Result<ArchEfficiency> parse_arch_efficiency(const std::string& yaml_text, const
                       "'unavailable_algorithms': expected a map {forward, backward_data, backward_filter} of lists");
     for (const auto& entry : off) {
       const std::string d = entry.first.Scalar();
-      const ConvDirection* direction = nullptr;
-      for (const ConvDirection& candidate : kDirections)
-        if (d == conv_direction_name(candidate)) direction = &candidate;
+      const ConvDirection* direction = direction_named(d);
       if (!direction)
         return error_at(file, entry.first.Mark(),
                         fmt::format("'unavailable_algorithms': unknown direction '{}' (expected forward, "

@@ -25,6 +25,13 @@ memory_efficiency: 0.8
 tensor_core_efficiency: {tf32: 0.4}
 )";
 
+// The message of parsing kGood with `extra` appended, which must fail.
+std::string error_with(const std::string& extra) {
+  Result<ArchEfficiency> bad = parse_arch_efficiency(std::string(kGood) + extra, "t.yaml");
+  EXPECT_FALSE(bad.ok()) << extra;
+  return bad.ok() ? std::string() : bad.error().to_string();
+}
+
 TEST(ArchEfficiency, EveryShippedTableLoads) {
   const std::vector<std::string> names = available_architectures();
   for (const char* wanted : {"kepler", "maxwell", "pascal", "volta", "ampere", "hopper"})
@@ -111,11 +118,7 @@ TEST(ArchEfficiency, GemmTileCostAndUnavailableAlgorithms) {
   EXPECT_FALSE(arch->runs(ConvDirection::backward_filter, "algo_3"));
   EXPECT_TRUE(arch->runs(ConvDirection::forward, "fft_tiling"));
 
-  auto error_of = [&](const std::string& extra) {
-    Result<ArchEfficiency> bad = parse_arch_efficiency(good + extra, "t.yaml");
-    EXPECT_FALSE(bad.ok()) << extra;
-    return bad.ok() ? std::string() : bad.error().to_string();
-  };
+  auto error_of = [](const std::string& extra) { return error_with(extra); };
   EXPECT_NE(error_of("gemm_reduction_half_length: {fft: 10}\n").find("unknown GEMM family 'fft'"), std::string::npos);
   EXPECT_NE(error_of("filter_reduction_chunk: {winograd: 10}\n").find("unknown GEMM family 'winograd'"),
             std::string::npos);
@@ -155,11 +158,7 @@ TEST(ArchEfficiency, PointwiseFactors) {
   EXPECT_DOUBLE_EQ(arch->pointwise_factor(ConvFamily::gemm, ConvDirection::forward), 0.8);
   EXPECT_DOUBLE_EQ(arch->pointwise_factor(ConvFamily::implicit_precomp_gemm, ConvDirection::forward), 1.0);
 
-  auto error_of = [&](const std::string& extra) {
-    Result<ArchEfficiency> bad = parse_arch_efficiency(good + extra, "t.yaml");
-    EXPECT_FALSE(bad.ok()) << extra;
-    return bad.ok() ? std::string() : bad.error().to_string();
-  };
+  auto error_of = [](const std::string& extra) { return error_with(extra); };
   EXPECT_NE(error_of("pointwise_conv_factor: {fft: {forward: 1}}\n").find("unknown GEMM family 'fft'"),
             std::string::npos);
   EXPECT_NE(error_of("pointwise_conv_factor: {gemm: {sideways: 1}}\n").find("unknown direction 'sideways'"),
