@@ -254,6 +254,13 @@ void run_compile(const CompileOptions& o) {
     Profile profile = unwrap(load_profile(o.profile));
     device_line = fmt::format("device: {} (recorded profile {})\n", profile.device_name, o.profile);
     if (Status s = check_profile_reaches_batch(profile, batch, o.profile); !s) fail(s.error());
+    // The profile's times are in its own math: a model that asks for another
+    // is planned with the profile's, and says so (docs/profile-format.md, "math").
+    if (model.math != "default" && !profile.math_mode.empty() && model.math != profile.math_mode)
+      fmt::print(stderr,
+                 "mplan: warning: {} asks for math {}, but the profile's times are in {}: the plan is priced, and "
+                 "the program computes, in {}; profile the model in {} to plan in it\n",
+                 o.model_path, model.math, profile.math_mode, profile.math_mode, model.math);
     cost = unwrap(RecordedCostModel::create(std::move(profile), tdfg, {}, o.profile));
   } else {
     Device device;

@@ -99,15 +99,19 @@ Status parse_pointwise(const YAML::Node& node, const std::string& file, ArchEffi
         return error_at(file, factor.first.Mark(),
                         fmt::format("'{}': unknown direction '{}' (expected forward, backward_data, backward_filter)",
                                     key, d));
-      auto v = positive(factor.second, key, file);
-      if (!v) return v.error();
-      const double efficiency = arch.conv_efficiency(*family, *direction) * *v;
-      if (*v <= 0 || *v > 5 || efficiency > 1.5)
+      double v = 0;
+      try {
+        v = factor.second.as<double>();
+      } catch (const YAML::Exception&) {
+        return error_at(file, factor.second.Mark(), fmt::format("'{}': expected a number", key));
+      }
+      const double efficiency = arch.conv_efficiency(*family, *direction) * v;
+      if (!(v > 0 && v <= 5) || !(efficiency <= 1.5))
         return error_at(file, factor.second.Mark(),
                         fmt::format("'{}': expected a factor in (0, 5] that keeps the efficiency at most 1.5 of "
                                     "peak, got {} (efficiency {:.3g})",
-                                    key, *v, efficiency));
-      arch.pointwise[static_cast<int>(*family)][static_cast<int>(*direction)] = *v;
+                                    key, v, efficiency));
+      arch.pointwise[static_cast<int>(*family)][static_cast<int>(*direction)] = v;
     }
   }
   return Ok{};

@@ -38,6 +38,7 @@ bool conv_family_of(ConvDirection direction, std::string_view algorithm, ConvFam
 bool conv_family_uses_tensor_cores(ConvFamily family);
 
 struct ArchEfficiency {
+  // Every family and direction at factor 1 (pointwise's default).
   static std::array<std::array<double, 3>, kConvFamilies> filled_factors() {
     std::array<std::array<double, 3>, kConvFamilies> ones{};
     for (auto& row : ones) row.fill(1.0);
@@ -78,7 +79,7 @@ struct ArchEfficiency {
   // pointwise convolution (1x1 filter, stride 1, no padding), where the
   // unfolded input is the input itself: the implicit GEMM's per-step
   // address arithmetic is free, and cuDNN runs other kernels for it. On the
-  // H100's fit split the GEMM families' bias differs by 0.7-1.15x between
+  // H100's fit split the GEMM families' bias differs by 0.69-1.22x between
   // pointwise and other layers in every direction (docs/cost-model.md,
   // "Pointwise convolutions"). 1: no difference (every architecture without
   // kernel times of its own). Only implicit_gemm, implicit_precomp_gemm and

@@ -159,7 +159,7 @@ bool is(std::string_view a, const char* b) { return a == b; }
 }  // namespace
 
 bool conv_is_pointwise(const ConvShape& s) {
-  return s.R == 1 && s.S == 1 && s.stride_h == 1 && s.stride_w == 1 && s.pad_h == 0 && s.pad_w == 0;
+  return s.R == 1 && s.S == 1 && s.stride_h == 1 && s.stride_w == 1 && s.pad_h == 0 && s.pad_w == 0 && s.groups == 1;
 }
 
 ConvShape make_conv_shape(int64_t C, int64_t H, int64_t W, int64_t K, int64_t R, int64_t S, int64_t stride,

@@ -32,8 +32,9 @@ struct ConvShape {
   int64_t dilation_h = 1, dilation_w = 1;  // taps dilation apart (P and Q count it)
 };
 
-// A 1x1 filter at stride 1 without padding: the unfolded input is the input
-// itself (arch_efficiency.h, pointwise).
+// A 1x1 filter at stride 1 without padding, ungrouped: the unfolded input is
+// the input itself (arch_efficiency.h, pointwise; the factors were fitted on
+// ungrouped layers only).
 bool conv_is_pointwise(const ConvShape& s);
 
 // Fills P and Q from the rest (floor division, as cuDNN and PyTorch).

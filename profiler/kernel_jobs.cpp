@@ -132,9 +132,10 @@ Result<Profile> merge_results(const Tdfg& tdfg, const rt::ResultFile& results, c
     if (c.both_directions_ms > 0 && (both == nullptr || c.bytes > both->bytes)) both = &c;
   if (both != nullptr) {
     const double bytes = static_cast<double>(both->bytes);
-    describe += fmt::format(", copies of {:.0f} MiB: h2d {:.1f} and d2h {:.1f} GB/s alone, {:.1f} GB/s each both ways "
-                            "at once",
-                            bytes / (1 << 20), bytes / (both->host_to_device_ms * 1e6),
+    const std::string size = both->bytes >= (1 << 20) ? fmt::format("{:.0f} MiB", bytes / (1 << 20))
+                                                      : fmt::format("{:.0f} KiB", bytes / 1024);
+    describe += fmt::format(", copies of {}: h2d {:.1f} and d2h {:.1f} GB/s alone, {:.1f} GB/s each both ways at once",
+                            size, bytes / (both->host_to_device_ms * 1e6),
                             bytes / (both->device_to_host_ms * 1e6), bytes / (both->both_directions_ms * 1e6));
   }
   describe += fmt::format(", median of {} runs)", results.repeats);

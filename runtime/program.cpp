@@ -11,9 +11,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <limits>
 #include <thread>
 #include <vector>
+
+#include <unistd.h>
 
 #include "runtime/check.h"
 #include "runtime/checkpoint.h"
@@ -240,7 +243,7 @@ double Program::run_step(uint64_t step, const Dataset& data, bool prepare_next) 
   if (measure_next_) timeline_.begin(compute_stream_);
   measure_next_ = false;
   spec_.run_iteration(*this);
-  timeline_.end();
+  if (timeline_.active()) timeline_.end(compute_stream_);
   // The next step's samples on the host threads while the device runs this
   // one: making them took 11 ms of ResNet-50's 151 ms step on the H200 when it
   // came before the step's first kernel (docs/gpu-validation.md).
@@ -412,16 +415,30 @@ int64_t parse_int(const std::string& flag, const char* text, int64_t min, int64_
   return value;
 }
 
-// --timeline FILE can be written: its folder exists and takes a new file.
+// --timeline FILE can be written: it is not a folder or another kind of
+// file, and its folder takes a new file (probed with a name of its own, so
+// that nothing of the user's is touched).
 bool timeline_target_ok(const std::string& path, std::string* error) {
-  const std::string probe = path + ".partial";
-  std::FILE* file = std::fopen(probe.c_str(), "w");
-  if (file == nullptr) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::file_status status = fs::status(path, ec);
+  if (fs::exists(status) && !fs::is_regular_file(status)) {
+    *error = path + ": is " + (fs::is_directory(status) ? "a folder" : "not a regular file") +
+             "; give the name of the file to write";
+    return false;
+  }
+  if (!path.empty() && path.back() == '/') {
+    *error = path + ": names a folder; give the name of the file to write";
+    return false;
+  }
+  std::string probe = timeline_temporary_name(path);
+  const int fd = ::mkstemp(probe.data());
+  if (fd < 0) {
     *error = path + ": cannot be written (" + std::strerror(errno) + ")";
     return false;
   }
-  std::fclose(file);
-  std::remove(probe.c_str());
+  ::close(fd);
+  fs::remove(probe, ec);
   return true;
 }
 
@@ -524,11 +541,14 @@ int run_program(int argc, char** argv, const ProgramSpec& spec) {
               data.count > 0 ? "data " : "synthetic data", data.count > 0 ? flags.data.c_str() : "",
               backend.backend.c_str(), backend.device.c_str(), math_mode().c_str());
   double total_ms = 0, data_ms = 0;
+  std::string timeline_error;
   int64_t timed_steps = 0;
   for (int64_t i = 0; i < flags.steps; ++i, ++step) {
     const auto started = std::chrono::steady_clock::now();
     const bool last = i + 1 == flags.steps;
-    if (last && !flags.timeline.empty()) p.measure_next_step();
+    // The step before the last measures too (not reported), so that the
+    // last one's events exist before it is enqueued.
+    if (!flags.timeline.empty() && i + 2 >= flags.steps) p.measure_next_step();
     const double loss = p.run_step(static_cast<uint64_t>(step), data, /*prepare_next=*/!last);
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
     std::printf("step %" PRId64 ": loss %.6f, %.2f ms, %.1f samples/s\n", step + 1, loss, ms,
@@ -541,12 +561,16 @@ int run_program(int argc, char** argv, const ProgramSpec& spec) {
     }
     if (last && !flags.timeline.empty()) {
       const std::vector<Timeline::Span> spans = p.timeline_spans();
-      std::fputs(timeline_summary(spans, ms, TimelinePlan{spec.plan_simulated_ms, spec.plan_stall_ms}).c_str(), stdout);
-      if (!write_timeline_csv(flags.timeline, spans, &error)) {
-        std::fprintf(stderr, "train: error: --timeline: %s\n", error.c_str());
-        return 1;
-      }
-      std::printf("timeline: step %" PRId64 " written to %s\n", step + 1, flags.timeline.c_str());
+      std::fputs(timeline_summary(spans, ms, p.timeline_compute_ms(),
+                                  TimelinePlan{spec.plan_simulated_ms, spec.plan_stall_ms})
+                     .c_str(),
+                 stdout);
+      // A timeline that cannot be written costs no weights: the run goes on
+      // to its saves and exits 1 at the end.
+      if (write_timeline_csv(flags.timeline, spans, &timeline_error))
+        std::printf("timeline: step %" PRId64 " written to %s\n", step + 1, flags.timeline.c_str());
+      else
+        std::fprintf(stderr, "train: error: --timeline: %s (the weights are still saved)\n", timeline_error.c_str());
     }
     if (i > 0 || flags.steps == 1) {
       total_ms += ms;
@@ -586,7 +610,7 @@ int run_program(int argc, char** argv, const ProgramSpec& spec) {
     }
     std::printf("saved weights to %s/latest\n", flags.save.c_str());
   }
-  return 0;
+  return timeline_error.empty() ? 0 : 1;
 }
 
 }  // namespace mplan::rt

@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "runtime/device.h"
-#include "runtime/timeline.h"
 #include "runtime/ops.h"
+#include "runtime/timeline.h"
 
 namespace mplan::rt {
 
@@ -154,6 +154,7 @@ class Program {
   // (runtime/timeline.h); timeline_spans() has them after it.
   void measure_next_step() { measure_next_ = true; }
   std::vector<Timeline::Span> timeline_spans() const { return timeline_.spans(); }
+  double timeline_compute_ms() const { return timeline_.compute_ms(); }
   // The host time of the last run_step's input before its first kernel
   // (making its samples, or copying those made during the previous step).
   double last_data_ms() const { return last_data_ms_; }

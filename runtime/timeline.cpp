@@ -3,10 +3,12 @@
 #include "runtime/timeline.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cinttypes>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
+#include <cstring>
+
+#include <unistd.h>
 
 #include "runtime/check.h"
 
@@ -18,10 +20,12 @@ Timeline::~Timeline() {
     event_destroy(m.after);
   }
   event_destroy(start_);
+  event_destroy(end_);
 }
 
 void Timeline::begin(Stream* compute) {
   if (start_ == nullptr) start_ = event_create();
+  if (end_ == nullptr) end_ = event_create();
   used_ = 0;
   active_ = true;
   event_record(start_, compute);
@@ -43,7 +47,14 @@ void Timeline::close(size_t span, Stream* stream) {
   event_record(marks_[span].after, stream);
 }
 
-void Timeline::end() { active_ = false; }
+void Timeline::end(Stream* compute) {
+  event_record(end_, compute);
+  active_ = false;
+}
+
+double Timeline::compute_ms() const {
+  return start_ == nullptr || end_ == nullptr ? 0.0 : static_cast<double>(event_elapsed_ms(start_, end_));
+}
 
 std::vector<Timeline::Span> Timeline::spans() const {
   std::vector<Span> out;
@@ -83,7 +94,8 @@ std::string size_text(int64_t bytes) {
 
 }  // namespace
 
-std::string timeline_summary(const std::vector<Timeline::Span>& spans, double step_ms, const TimelinePlan& plan) {
+std::string timeline_summary(const std::vector<Timeline::Span>& spans, double step_ms, double compute_ms,
+                             const TimelinePlan& plan) {
   struct Totals {
     int32_t count = 0;
     int64_t bytes = 0;
@@ -101,17 +113,18 @@ std::string timeline_summary(const std::vector<Timeline::Span>& spans, double st
   std::string text;
   const Totals& wait = totals[static_cast<int>(Timeline::Kind::wait)];
   std::snprintf(line, sizeof line,
-                "timeline: step %.2f ms (the plan simulated %.2f ms); the compute stream waited %.2f ms at %d "
-                "wait(s) (the plan simulated %.2f ms of stall)\n",
-                step_ms, plan.simulated_ms, wait.ms, wait.count, plan.stall_ms);
+                "timeline: step %.2f ms on the host, the compute stream's %.2f ms on the device (the plan simulated "
+                "%.2f ms); the compute stream waited %.2f ms at %d wait%s (the plan simulated %.2f ms of stall)\n",
+                step_ms, compute_ms, plan.simulated_ms, wait.ms, wait.count, wait.count == 1 ? "" : "s",
+                plan.stall_ms);
   text += line;
   for (Timeline::Kind kind : {Timeline::Kind::h2d, Timeline::Kind::d2h}) {
     const Totals& t = totals[static_cast<int>(kind)];
     if (t.count == 0) {
       std::snprintf(line, sizeof line, "timeline: %s: no copies\n", timeline_kind_name(kind));
     } else {
-      std::snprintf(line, sizeof line, "timeline: %s: %d copies, %s in %.2f ms of copying (%.1f GB/s)\n",
-                    timeline_kind_name(kind), t.count, size_text(t.bytes).c_str(), t.ms,
+      std::snprintf(line, sizeof line, "timeline: %s: %d cop%s, %s in %.2f ms of copying (%.1f GB/s)\n",
+                    timeline_kind_name(kind), t.count, t.count == 1 ? "y" : "ies", size_text(t.bytes).c_str(), t.ms,
                     t.ms > 0 ? static_cast<double>(t.bytes) / (t.ms * 1e6) : 0.0);
     }
     text += line;
@@ -129,35 +142,33 @@ std::string timeline_summary(const std::vector<Timeline::Span>& spans, double st
   return text;
 }
 
+std::string timeline_temporary_name(const std::string& path) { return path + ".partial.XXXXXX"; }
+
 bool write_timeline_csv(const std::string& path, const std::vector<Timeline::Span>& spans, std::string* error) {
-  namespace fs = std::filesystem;
-  const std::string partial = path + ".partial";
-  {
-    std::ofstream out(partial, std::ios::trunc);
-    if (!out) {
-      *error = path + ": cannot write the timeline (" + partial + " cannot be created)";
-      return false;
-    }
-    out << "kind,order,bytes,event,start_ms,end_ms\n";
-    char row[160];
-    for (const Timeline::Span& s : spans) {
-      std::snprintf(row, sizeof row, "%s,%d,%" PRId64 ",%d,%.4f,%.4f\n", timeline_kind_name(s.kind), s.order, s.bytes,
-                    s.event_id, s.start_ms, s.end_ms);
-      out << row;
-    }
-    out.flush();
-    if (!out) {
-      *error = path + ": writing the timeline failed (disk full?)";
-      std::error_code ignored;
-      fs::remove(partial, ignored);
-      return false;
-    }
+  std::string partial = timeline_temporary_name(path);
+  const int fd = ::mkstemp(partial.data());
+  if (fd < 0) {
+    *error = path + ": cannot write the timeline (" + std::strerror(errno) + ")";
+    return false;
   }
-  std::error_code ec;
-  fs::rename(partial, path, ec);
-  if (ec) {
-    *error = path + ": cannot rename the timeline into place: " + ec.message();
-    fs::remove(partial, ec);
+  std::FILE* out = ::fdopen(fd, "w");
+  if (out == nullptr) {
+    *error = path + ": cannot write the timeline (" + std::strerror(errno) + ")";
+    ::close(fd);
+    std::remove(partial.c_str());
+    return false;
+  }
+  bool ok = std::fputs("kind,order,bytes,event,start_ms,end_ms\n", out) >= 0;
+  for (const Timeline::Span& s : spans)
+    ok = ok && std::fprintf(out, "%s,%d,%" PRId64 ",%d,%.4f,%.4f\n", timeline_kind_name(s.kind), s.order, s.bytes,
+                            s.event_id, s.start_ms, s.end_ms) > 0;
+  ok = ok && std::fflush(out) == 0 && ::fsync(fd) == 0;
+  const int write_errno = errno;
+  ok = std::fclose(out) == 0 && ok;
+  if (!ok || std::rename(partial.c_str(), path.c_str()) != 0) {
+    *error = path + ": " + (ok ? "cannot rename the timeline into place" : "writing the timeline failed") + " (" +
+             std::strerror(ok ? errno : write_errno) + ")";
+    std::remove(partial.c_str());
     return false;
   }
   return true;

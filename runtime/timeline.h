@@ -42,9 +42,12 @@ class Timeline {
   // the copy or wait enqueued in between. Events are reused from step to step.
   size_t open(Kind kind, Stream* stream, int64_t bytes, int32_t event_id);
   void close(size_t span, Stream* stream);
-  // Stops measuring; the spans are read once every stream has finished the step.
-  void end();
+  // Stops measuring, marking the end of the compute stream's work; the spans
+  // are read once every stream has finished the step.
+  void end(Stream* compute);
   std::vector<Span> spans() const;
+  // The compute stream's span of the step on the device (start to end mark).
+  double compute_ms() const;
 
  private:
   struct Marks {
@@ -57,6 +60,7 @@ class Timeline {
   std::vector<Marks> marks_;  // grows on the first measured step; reused after
   size_t used_ = 0;
   Event* start_ = nullptr;
+  Event* end_ = nullptr;
   bool active_ = false;
 };
 
@@ -67,11 +71,16 @@ struct TimelinePlan {
   double simulated_ms = 0;  // summary.simulated_ms
   double stall_ms = 0;      // summary.stall_ms
 };
-// One paragraph for people: the compute stream's waits against the plan's
-// stall, each copy direction's count, bytes, time and bandwidth, the longest waits.
-std::string timeline_summary(const std::vector<Timeline::Span>& spans, double step_ms, const TimelinePlan& plan);
+// One paragraph for people: the step (on the host, and the compute stream's
+// span on the device), the compute stream's waits against the plan's stall,
+// each copy direction's count, bytes, time and bandwidth, the longest waits.
+std::string timeline_summary(const std::vector<Timeline::Span>& spans, double step_ms, double compute_ms,
+                             const TimelinePlan& plan);
 // The spans as CSV (kind,order,bytes,event,start_ms,end_ms), written to a
-// temporary file renamed over `path`: false with *error, and no file, on failure.
+// temporary file of its own (timeline_temporary_name) renamed over `path`:
+// false with *error, and no file, on failure.
 bool write_timeline_csv(const std::string& path, const std::vector<Timeline::Span>& spans, std::string* error);
+// mkstemp's template of a temporary file beside `path`.
+std::string timeline_temporary_name(const std::string& path);
 
 }  // namespace mplan::rt

@@ -454,14 +454,20 @@ void write_arch_files(const Params& p, const Devices& devices, const std::map<st
     };
     write_gemm_map("gemm_reduction_half_length", [&](ConvFamily f) { return table.reduction_half(f); });
     write_gemm_map("filter_reduction_chunk", [&](ConvFamily f) { return table.filter_chunk(f); });
-    // Pointwise factors, written only where one is not 1.
+    // Pointwise factors, written only where one is not 1 (and only as the
+    // parser takes them: the fit's bounds do not see the efficiency they scale).
     std::string pointwise;
     for (ConvFamily f : kGemmFamilies) {
       std::string row;
-      for (ConvDirection d : {ConvDirection::forward, ConvDirection::backward_data, ConvDirection::backward_filter})
+      for (ConvDirection d : {ConvDirection::forward, ConvDirection::backward_data, ConvDirection::backward_filter}) {
+        MPLAN_CHECK(table.conv_efficiency(f, d) * table.pointwise_factor(f, d) <= 1.5,
+                    fmt::format("the fit's {} {} pointwise factor {} makes the efficiency faster than 1.5 of peak: "
+                                "tighten its bound in fit_own_table",
+                                conv_family_name(f), conv_direction_name(d), table.pointwise_factor(f, d)));
         if (table.pointwise_factor(f, d) != 1.0)
           row += (row.empty() ? "" : ", ") + std::string(conv_direction_name(d)) + ": " +
                  yaml_number(table.pointwise_factor(f, d));
+      }
       if (!row.empty()) pointwise += fmt::format("  {}: {{{}}}\n", conv_family_name(f), row);
     }
     if (!pointwise.empty()) out << "pointwise_conv_factor:\n" << pointwise;

@@ -42,10 +42,10 @@
 // share their tile and epilogue code; started at 64) and each GEMM family's
 // backward-filter split-K chunk (filter_reduction_chunk, started at the
 // model's 1024), and each GEMM family's factor on pointwise layers in each
-// direction (arch_efficiency.h pointwise, started at 1). The table also lists the algorithms its
-// cuDNN does not run: those the model supports for some fit task of a
-// direction that the kernel times never ran for any fit task of that
-// direction. An entry without data keeps its starting table's ratio to
+// direction (arch_efficiency.h pointwise, started at 1). The table also
+// lists the algorithms its cuDNN does not run: those the model supports for
+// some fit task of a direction that the kernel times never ran for any fit
+// task of that direction. An entry without data keeps its starting table's ratio to
 // implicit_precomp_gemm in the same direction; the tensor-core efficiencies
 // stay the parent's (FP32 measurements say nothing of them). The loss is
 // robust (soft L1 on the log ratio, fit.cpp's kRobustScale): every option

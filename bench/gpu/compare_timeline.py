@@ -38,9 +38,11 @@ def plan_rows(plan):
         if step.get("stream") == "compute":
             task = step.get("task", -1)
             name = names[task] if 0 <= task < len(names) else f"task {task}"
-            for event in step.get("waits", []):
+            # A step's stall (its start past the compute stream's previous
+            # end) is counted once, at its first wait.
+            for n, event in enumerate(step.get("waits", [])):
                 waits.append({"event": event, "start": step["start_ms"],
-                              "stall": max(0.0, step["start_ms"] - previous_compute_end),
+                              "stall": max(0.0, step["start_ms"] - previous_compute_end) if n == 0 else 0.0,
                               "what": f"{name} (round {step['round']})"})
             previous_compute_end = step["end_ms"]
     return copies, waits
@@ -63,8 +65,10 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("plan")
     parser.add_argument("timeline")
-    parser.add_argument("--top", type=int, default=10, help="rows listed per table (default 10)")
+    parser.add_argument("--top", type=int, default=10, help="rows listed per table (default 10, at least 1)")
     args = parser.parse_args()
+    if args.top < 1:
+        parser.error("--top: expected at least 1")
     with open(args.plan) as f:
         plan = json.load(f)
     copies, waits = plan_rows(plan)
@@ -76,6 +80,9 @@ def main():
             where = next((i for i, (s, g) in enumerate(zip(sim, got)) if s["bytes"] != g["bytes"]), min(len(sim), len(got)))
             sys.exit(f"{direction}: the timeline's copies are not the plan's ({len(got)} rows against {len(sim)} "
                      f"steps; they part at copy {where}): another plan's program?")
+        if not sim:
+            print(f"{direction}: no copies")
+            continue
         sim_ms = sum(s["end"] - s["start"] for s in sim)
         got_ms = sum(g["end"] - g["start"] for g in got)
         total = sum(s["bytes"] for s in sim)

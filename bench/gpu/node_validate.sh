@@ -93,7 +93,8 @@ run_program() {  # folder name
   echo "   algorithm substitutions at run time: $(grep -c '^mplan runtime:' "build-node/res/$2-train.txt")"
   [ -f "$1/plan.json" ] && [ -f "build-node/res/$2-timeline.csv" ] &&
     python3 bench/gpu/compare_timeline.py "$1/plan.json" "build-node/res/$2-timeline.csv" --top 4 \
-      > "build-node/res/$2-timeline.txt" 2>&1 && head -12 "build-node/res/$2-timeline.txt"
+      > "build-node/res/$2-timeline.txt" 2>&1 && head -12 "build-node/res/$2-timeline.txt" ||
+    echo "   compare_timeline failed: see build-node/res/$2-timeline.txt"
   echo "   nvidia-smi, process memory at most: $(awk -F, '{print $2}' "build-node/res/$2-mem.csv" | sort -n | tail -1) MiB"
 }
 profile_and_plan() {  # model sub-batches repeats budget[:sub-batch]...

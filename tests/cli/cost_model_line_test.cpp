@@ -85,5 +85,30 @@ TEST_F(CostModelLine, TheMathModeIsTheGpusDefaultOrTheModels) {
   EXPECT_NE(bad.err.find("math 'fast' is not a math mode"), std::string::npos) << bad.describe();
 }
 
+// A recorded profile's times are in its own math: a plan from it says that
+// math, and a model asking for another one is told so, not silently re-priced.
+TEST_F(CostModelLine, APlanFromAProfileHasTheProfilesMathAndSaysWhenTheModelAskedForAnother) {
+  write_file(dir_ / "tf32.yaml", small_model("math: tf32"));
+  write_file(dir_ / "default.yaml", small_model(""));
+  const fs::path profile = dir_ / "a100-tf32.json";
+  const MplanRun profiled = mplan({"profile", (dir_ / "default.yaml").string(), "--device", "a100-80gb", "-o",
+                                   profile.string()});
+  ASSERT_EQ(profiled.exit_code, 0) << profiled.describe();
+  EXPECT_EQ(nlohmann::json::parse(read_file(profile))["math"], "tf32");  // the A100's default
+  const MplanRun same = mplan({"compile", (dir_ / "tf32.yaml").string(), "--profile", profile.string(), "--budget",
+                               "1GiB", "-o", (dir_ / "same").string()});
+  ASSERT_EQ(same.exit_code, 0) << same.describe();
+  EXPECT_EQ(same.err.find("asks for math"), std::string::npos) << same.describe();
+  EXPECT_EQ(nlohmann::json::parse(read_file(dir_ / "same" / "plan.json"))["cost_model"]["math_mode"], "tf32");
+
+  write_file(dir_ / "fp32.yaml", small_model("math: fp32"));
+  const MplanRun other = mplan({"compile", (dir_ / "fp32.yaml").string(), "--profile", profile.string(), "--budget",
+                                "1GiB", "-o", (dir_ / "other").string()});
+  ASSERT_EQ(other.exit_code, 0) << other.describe();
+  EXPECT_NE(other.err.find("asks for math fp32, but the profile's times are in tf32"), std::string::npos)
+      << other.describe();
+  EXPECT_EQ(nlohmann::json::parse(read_file(dir_ / "other" / "plan.json"))["cost_model"]["math_mode"], "tf32");
+}
+
 }  // namespace
 }  // namespace mplan::cli_test

@@ -67,11 +67,13 @@ TEST(Timeline, EveryCopyAndComputeWaitOfTheStepInThePlansOrder) {
   const RunResult r = run_program(c.dir, "--steps 2 --timeline " + csv);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("timeline: step "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("the compute stream's "), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("of stall)"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("timeline: d2h: " + std::to_string(offload_bytes.size()) + " copies"), std::string::npos)
       << r.output;
   EXPECT_NE(r.output.find("timeline: step 2 written to " + csv), std::string::npos) << r.output;
-  EXPECT_FALSE(std::filesystem::exists(csv + ".partial"));
+  for (const auto& entry : std::filesystem::directory_iterator(c.dir))
+    EXPECT_EQ(entry.path().filename().string().find("timeline.csv.partial"), std::string::npos) << entry.path();
 
   std::string header;
   const std::vector<Row> rows = read_rows(csv, &header);
@@ -109,11 +111,28 @@ TEST(Timeline, AFileThatCannotBeWrittenIsRefusedBeforeTraining) {
   r = run_program(c.dir, "--steps 0 --timeline " + c.dir + "/t.csv");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("--timeline: needs at least one step"), std::string::npos) << r.output;
-  // A plan without copies: no copy rows, and the file is still written.
+  // A folder, or a name that ends as one, is refused before training too.
+  r = run_program(c.dir, "--steps 1 --timeline " + c.dir);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("is a folder"), std::string::npos) << r.output;
+  r = run_program(c.dir, "--steps 1 --timeline " + c.dir + "/t.csv/");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("names a folder"), std::string::npos) << r.output;
+  // A plan without offloads: no d2h rows (its h2d rows are the input loads),
+  // and nothing of the user's beside the file is touched.
+  {
+    std::ofstream mine(c.dir + "/t.csv.partial");
+    mine << "mine\n";
+  }
   r = run_program(c.dir, "--steps 1 --timeline " + c.dir + "/t.csv");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("timeline: h2d: "), std::string::npos) << r.output;
-  EXPECT_TRUE(std::filesystem::exists(c.dir + "/t.csv"));
+  EXPECT_NE(r.output.find("timeline: d2h: no copies"), std::string::npos) << r.output;
+  std::string header;
+  for (const Row& row : read_rows(c.dir + "/t.csv", &header)) EXPECT_NE(row.kind, "d2h");
+  std::ifstream mine(c.dir + "/t.csv.partial");
+  std::string line;
+  std::getline(mine, line);
+  EXPECT_EQ(line, "mine");
 }
 
 }  // namespace
