@@ -24,6 +24,8 @@ Family family_of(const std::string& name) {
   if (n.find("fft") != std::string::npos) return Family::fft;
   if (n == "direct" || n == "implicit_gemm" || n == "algo_0") return Family::direct;
   if (n.find("gemm") != std::string::npos || n == "algo_1" || n == "algo_3") return Family::gemm;
+  // cuDNN's graph-API engine configurations (runtime/cuda/conv_graph.h): GEMM kernels, mostly.
+  if (rt::graph_algorithm_id(n) >= 0) return Family::gemm;
   return Family::unknown;
 }
 
@@ -114,6 +116,10 @@ mplan::ConvShape analytic_shape(const rt::ConvShape& s) {
 }
 
 AlgorithmChoice cuda_algorithm(const std::string& planned, rt::ConvDirection direction, const rt::ConvShape& shape) {
+  // A graph-API engine configuration of a measured profile: the runtime
+  // builds it for the same shape (runtime/cuda/conv_graph.h).
+  if (const rt::ConvAlgoId graph = rt::graph_algorithm_id(planned); graph >= 0)
+    return AlgorithmChoice{graph, planned, ""};
   const mplan::ConvDirection d = profiler_direction(direction);
   const int id = cudnn_algorithm_id(d, planned);
   std::string why_not = fmt::format("cuDNN has no '{}'", planned);

@@ -20,8 +20,11 @@
 // The list of kernels is runtime/kernels.def; runtime/kernel_call.h runs them
 // from data (the profilers) and names them (codegen).
 
+#include <charconv>
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
+#include <vector>
 
 #include "runtime/device.h"
 #include "runtime/types.h"
@@ -30,8 +33,30 @@ namespace mplan::rt {
 
 // ---- convolution: the backend's algorithms ------------------------------------------
 
-// Algorithms of a direction are the ids 0 .. conv_algorithm_count(direction)-1.
+// Algorithms of a direction are the ids 0 .. conv_algorithm_count(direction)-1
+// (cuDNN's legacy enum on CUDA), and on CUDA also the graph-API engine
+// configurations kGraphAlgorithmBase + r, r < kGraphAlgorithms, named
+// "graph_<r>" (runtime/cuda/conv_graph.h); the CPU has none of those.
 int conv_algorithm_count(ConvDirection direction);
+inline constexpr ConvAlgoId kGraphAlgorithmBase = 100;
+inline constexpr int kGraphAlgorithms = 8;
+// Every algorithm id of the backend for a direction, legacy first.
+std::vector<ConvAlgoId> conv_algorithm_ids(ConvDirection direction);
+// r of the graph id kGraphAlgorithmBase + r; -1 for another id.
+inline int graph_algorithm_rank(ConvAlgoId algo) {
+  return algo >= kGraphAlgorithmBase && algo < kGraphAlgorithmBase + kGraphAlgorithms ? algo - kGraphAlgorithmBase
+                                                                                       : -1;
+}
+// The id of "graph_<r>"; -1 for another name.
+inline ConvAlgoId graph_algorithm_id(std::string_view name) {
+  constexpr std::string_view prefix = "graph_";
+  if (name.substr(0, prefix.size()) != prefix || name.size() == prefix.size()) return -1;
+  int r = -1;
+  const std::string_view digits = name.substr(prefix.size());
+  const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), r);
+  if (error != std::errc() || end != digits.data() + digits.size() || r < 0 || r >= kGraphAlgorithms) return -1;
+  return kGraphAlgorithmBase + r;
+}
 // The backend's name of an algorithm: "gemm" on the CPU, "implicit_gemm" on CUDA
 // (cuDNN's enum name, lower case, without the prefix).
 const char* conv_algorithm_name(ConvDirection direction, ConvAlgoId algo);

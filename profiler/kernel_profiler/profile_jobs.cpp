@@ -188,12 +188,13 @@ rt::JobResult profile_job(const rt::Job& job, const rt::JobFile& file, rt::Strea
     return result;
   }
 
-  // Every algorithm of the backend, each with the workspace it asks for, bound
-  // to one more slot after the job's own.
+  // Every algorithm of the backend (on CUDA the legacy API's and the graph
+  // API's engine configurations, runtime/cuda/conv_graph.h), each with the
+  // workspace it asks for, bound to one more slot after the job's own.
   const rt::Context ctx{stream};
   const rt::ConvDirection direction = convs.front().direction;
   std::vector<std::string> skipped;
-  for (rt::ConvAlgoId algo = 0; algo < rt::conv_algorithm_count(direction); ++algo) {
+  for (rt::ConvAlgoId algo : rt::conv_algorithm_ids(direction)) {
     const char* name = rt::conv_algorithm_name(direction, algo);
     std::vector<int64_t> need;
     for (const ConvCall& c : convs) need.push_back(rt::conv_workspace_bytes(ctx, direction, c.shape, algo));

@@ -63,6 +63,12 @@ std::vector<ConvMicroBatch> runnable_micro(ConvDirection direction, const ConvSh
 
 int conv_algorithm_count(ConvDirection) { return static_cast<int>(std::size(cpu::kConvAlgos)); }
 
+std::vector<ConvAlgoId> conv_algorithm_ids(ConvDirection direction) {
+  std::vector<ConvAlgoId> ids;
+  for (ConvAlgoId a = 0; a < conv_algorithm_count(direction); ++a) ids.push_back(a);
+  return ids;
+}
+
 const char* conv_algorithm_name(ConvDirection, ConvAlgoId algo) {
   return known_algorithm(algo) ? cpu::conv_algo_name(static_cast<cpu::ConvAlgo>(algo)) : "unknown";
 }

@@ -31,6 +31,7 @@
 
 #include "runtime/check.h"
 #include "runtime/cuda/check.h"
+#include "runtime/cuda/conv_graph.h"
 #include "runtime/cuda/stream.h"
 #include "runtime/ops.h"
 
@@ -223,7 +224,7 @@ void say_fallback(ConvDirection d, const ConvShape& s, ConvAlgoId planned, ConvA
                direction_name(d), static_cast<long long>(s.n), static_cast<long long>(s.c),
                static_cast<long long>(s.h), static_cast<long long>(s.w), static_cast<long long>(s.k),
                static_cast<long long>(s.r), static_cast<long long>(s.s),
-               known_algorithm(d, planned) ? conv_algorithm_name(d, planned) : "(unknown id)", why,
+               conv_algorithm_name(d, planned), why,
                static_cast<long long>(workspace_bytes), conv_algorithm_name(d, run));
 }
 
@@ -294,10 +295,27 @@ ConvShape checked(const ConvShape& s, const char* what) {
 
 const float kOne = 1.0f, kZero = 0.0f;
 
+// A planned graph-API configuration (conv_graph.h) runs through the graph
+// API: true when it ran. Where cuDNN cannot run it here (no such
+// configuration for this shape, too little workspace, a misaligned pointer, a
+// refusal), false: the caller's legacy path then runs the fastest legacy
+// algorithm that fits and says so once, as for any planned algorithm that
+// cannot run.
+bool ran_graph(Launch& L, ConvDirection d, const ConvShape& s, ConvAlgoId planned, bool accumulate, const void* a,
+               const void* b, void* out, void* workspace, int64_t workspace_bytes) {
+  if (graph_algorithm_rank(planned) < 0) return false;
+  return cuda::graph_run(L.cudnn(), L.stream(), d, s, planned, accumulate, a, b, out, workspace, workspace_bytes) ==
+         CUDNN_STATUS_SUCCESS;
+}
+
 void forward_one(Launch& L, const ConvShape& s, ConvAlgoId planned, const float* x, const float* w, const float* bias,
                  float* y, void* workspace, int64_t workspace_bytes) {
   const cudnnHandle_t h = L.cudnn();
   const ConvDescriptors& D = descriptors(checked(s, "invalid forward convolution shape"));
+  if (ran_graph(L, ConvDirection::forward, s, planned, false, x, w, y, workspace, workspace_bytes)) {
+    if (bias != nullptr) MPLAN_CUDNN_CHECK(cudnnAddTensor(h, &kOne, D.bias, bias, &kOne, D.y, y));
+    return;
+  }
   ConvAlgoId algo = runnable(h, ConvDirection::forward, s, planned, workspace_bytes);
   auto run = [&](ConvAlgoId a) {
     return cudnnConvolutionForward(h, &kOne, D.x, x, D.w, w, D.conv, static_cast<cudnnConvolutionFwdAlgo_t>(a),
@@ -317,6 +335,7 @@ void backward_data_one(Launch& L, const ConvShape& s, ConvAlgoId planned, const 
                        void* workspace, int64_t workspace_bytes, bool accumulate) {
   const cudnnHandle_t h = L.cudnn();
   const ConvDescriptors& D = descriptors(checked(s, "invalid backward-data convolution shape"));
+  if (ran_graph(L, ConvDirection::backward_data, s, planned, accumulate, dy, w, dx, workspace, workspace_bytes)) return;
   ConvAlgoId algo = runnable(h, ConvDirection::backward_data, s, planned, workspace_bytes);
   const float* beta = accumulate ? &kOne : &kZero;
   auto run = [&](ConvAlgoId a) {
@@ -338,6 +357,7 @@ void backward_filter_one(Launch& L, const ConvShape& s, ConvAlgoId planned, cons
                          void* workspace, int64_t workspace_bytes) {
   const cudnnHandle_t h = L.cudnn();
   const ConvDescriptors& D = descriptors(checked(s, "invalid backward-filter convolution shape"));
+  if (ran_graph(L, ConvDirection::backward_filter, s, planned, true, x, dy, dw, workspace, workspace_bytes)) return;
   ConvAlgoId algo = runnable(h, ConvDirection::backward_filter, s, planned, workspace_bytes);
   auto run = [&](ConvAlgoId a) {
     return cudnnConvolutionBackwardFilter(h, &kOne, D.x, x, D.y, dy, D.conv,
@@ -381,7 +401,18 @@ int64_t conv_fallback_count() { return cache().fallbacks.load(); }
 
 int conv_algorithm_count(ConvDirection direction) { return algorithm_count(direction); }
 
+std::vector<ConvAlgoId> conv_algorithm_ids(ConvDirection direction) {
+  std::vector<ConvAlgoId> ids;
+  for (ConvAlgoId a = 0; a < algorithm_count(direction); ++a) ids.push_back(a);
+  for (int r = 0; r < kGraphAlgorithms; ++r) ids.push_back(kGraphAlgorithmBase + r);
+  return ids;
+}
+
 const char* conv_algorithm_name(ConvDirection direction, ConvAlgoId algo) {
+  static const char* const kGraphNames[] = {"graph_0", "graph_1", "graph_2", "graph_3",
+                                            "graph_4", "graph_5", "graph_6", "graph_7"};
+  static_assert(std::size(kGraphNames) == kGraphAlgorithms);
+  if (const int r = graph_algorithm_rank(algo); r >= 0) return kGraphNames[r];
   if (!known_algorithm(direction, algo)) return "unknown";
   switch (direction) {
     case ConvDirection::forward: return kForwardNames[algo];
@@ -392,7 +423,12 @@ const char* conv_algorithm_name(ConvDirection direction, ConvAlgoId algo) {
 }
 
 int64_t conv_workspace_bytes(const Context& ctx, ConvDirection direction, const ConvShape& shape, ConvAlgoId algo) {
-  if (!known_algorithm(direction, algo) || !fits_cudnn(shape)) return -1;
+  if (!fits_cudnn(shape)) return -1;
+  if (graph_algorithm_rank(algo) >= 0) {
+    Launch L(ctx);
+    return cuda::graph_workspace_bytes(L.cudnn(), direction, shape, algo);
+  }
+  if (!known_algorithm(direction, algo)) return -1;
   Launch L(ctx);
   const cudnnHandle_t h = L.cudnn();
   std::lock_guard<std::mutex> lock(cache().mutex);

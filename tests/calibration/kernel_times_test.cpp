@@ -172,6 +172,34 @@ TEST(KernelTimes, BadFilesAreRefusedWithTheKeyNamed) {
   EXPECT_EQ((*good)[0].convs[0].first.batch, 4);
 }
 
+// The graph API's engine configurations (graph_<r>, runtime/cuda/conv_graph.h)
+// are no case and never the measured fastest: the model prices the legacy
+// algorithms, and agreement is counted among those.
+TEST(KernelTimes, GraphEngineConfigurationsAreLeftOutAndCounted) {
+  const std::string options =
+      "{\"algorithm\": \"graph_0\", \"time_ms\": 0.01, \"workspace_bytes\": 0}, "
+      "{\"algorithm\": \"implicit_precomp_gemm\", \"time_ms\": 0.04, \"workspace_bytes\": 64}, "
+      "{\"algorithm\": \"implicit_gemm\", \"time_ms\": 0.05, \"workspace_bytes\": 0}";
+  Result<KernelTimesFile> f = parse_kernel_times_file(
+      results_text("cuda", kFp32Libraries, std::string(kCifarConv1Fp) + "@4", options), "t.json",
+      model_of("cifar_small"), "h100", MathMode::fp32, "test");
+  ASSERT_TRUE(f.ok()) << f.error().to_string();
+  LayerSplit split;
+  split.add_model(f->tdfg);
+  KernelTimesSummary stats;
+  Result<std::vector<Case>> cases = kernel_time_cases(*f, split, &stats);
+  ASSERT_TRUE(cases.ok()) << cases.error().to_string();
+  ASSERT_EQ(cases->size(), 2u);
+  for (const Case& c : *cases) {
+    EXPECT_NE(c.algorithm, "graph_0");
+    EXPECT_EQ(c.measured_fastest, "implicit_precomp_gemm");
+  }
+  int skipped = 0;
+  for (const auto& [why, count] : stats.skipped)
+    if (why.find("graph-API engine configurations") != std::string::npos) skipped += count;
+  EXPECT_EQ(skipped, 1);
+}
+
 // The split of the committed files' layers: the rule, pinned.
 TEST(KernelTimesSplit, SecondOfEveryThreeLayersOfEachOpIsHeldOutWhole) {
   const std::vector<KernelTimesFile> files = layer_split_files();

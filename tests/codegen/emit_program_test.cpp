@@ -12,6 +12,7 @@
 #include "planner/planner.h"
 #include "profiler/analytic_model.h"
 #include "profiler/device.h"
+#include "runtime/ops.h"
 
 namespace mplan::codegen {
 namespace {
@@ -199,6 +200,27 @@ TEST(TargetAlgorithm, CpuAlgorithmFitsThePlannedWorkspace) {
   AlgorithmChoice direct = target_algorithm(Target::cuda, "direct", fwd, s, 0);
   EXPECT_EQ(direct.name, "implicit_gemm");
   EXPECT_NE(direct.reason, "");
+  // A graph-API engine configuration of a GPU profile runs as planned on CUDA
+  // (runtime/cuda/conv_graph.h) and as the CPU's GEMM on the CPU, said.
+  AlgorithmChoice graph = target_algorithm(Target::cuda, "graph_2", filter, s, int64_t{1} << 20);
+  EXPECT_EQ(graph.id, rt::kGraphAlgorithmBase + 2);
+  EXPECT_EQ(graph.name, "graph_2");
+  EXPECT_EQ(graph.reason, "");
+  AlgorithmChoice on_cpu = target_algorithm(Target::cpu, "graph_2", fwd, s, int64_t{1} << 30);
+  EXPECT_EQ(on_cpu.name, "gemm");
+  EXPECT_NE(on_cpu.reason, "");
+}
+
+TEST(TargetAlgorithm, GraphConfigurationNamesAndIds) {
+  for (int r = 0; r < rt::kGraphAlgorithms; ++r) {
+    const rt::ConvAlgoId id = rt::graph_algorithm_id("graph_" + std::to_string(r));
+    EXPECT_EQ(id, rt::kGraphAlgorithmBase + r);
+    EXPECT_EQ(rt::graph_algorithm_rank(id), r);
+  }
+  for (const char* name : {"graph_8", "graph_", "graph_-1", "graph_1x", "graph_01x", "implicit_gemm", "graph", ""})
+    EXPECT_EQ(rt::graph_algorithm_id(name), -1) << name;
+  EXPECT_EQ(rt::graph_algorithm_rank(0), -1);
+  EXPECT_EQ(rt::graph_algorithm_rank(rt::kGraphAlgorithmBase + rt::kGraphAlgorithms), -1);
 }
 
 }  // namespace

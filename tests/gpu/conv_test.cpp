@@ -51,7 +51,7 @@ template <typename Run>
 int for_each_algorithm(ConvDirection direction, const ConvShape& shape, Run run) {
   const rt::Context inline_context;
   int ran = 0;
-  for (ConvAlgoId algo = 0; algo < rt::conv_algorithm_count(direction); ++algo) {
+  for (ConvAlgoId algo : rt::conv_algorithm_ids(direction)) {  // the graph API's configurations too
     const int64_t bytes = rt::conv_workspace_bytes(inline_context, direction, shape, algo);
     if (bytes < 0) continue;
     DeviceBuffer workspace(static_cast<size_t>(bytes));

@@ -1,0 +1,304 @@
+// Convolutions through cuDNN's graph API (runtime/cuda/conv_graph.h): one
+// operation graph per direction and shape, its heuristics' engine
+// configurations finalized into execution plans once, a variant pack per call.
+
+#include "runtime/cuda/conv_graph.h"
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <tuple>
+#include <vector>
+
+#include "runtime/cuda/stream.h"
+
+namespace mplan::rt::cuda {
+namespace {
+
+// The plans a graph keeps: the first kGraphAlgorithms configurations that finalize.
+constexpr int64_t kHeuristicConfigs = 64;  // the heuristics' list is read this far
+constexpr int64_t kAlignment = 16;         // bytes every tensor pointer must be aligned to
+constexpr int64_t kX = 'x', kW = 'w', kY = 'y';  // the tensors' unique ids
+
+// A backend descriptor, destroyed with its owner.
+class Descriptor {
+ public:
+  explicit Descriptor(cudnnBackendDescriptorType_t type) { status_ = cudnnBackendCreateDescriptor(type, &d_); }
+  ~Descriptor() {
+    if (d_ != nullptr) cudnnBackendDestroyDescriptor(d_);
+  }
+  Descriptor(Descriptor&& other) noexcept : d_(other.d_), status_(other.status_) { other.d_ = nullptr; }
+  Descriptor(const Descriptor&) = delete;
+  Descriptor& operator=(const Descriptor&) = delete;
+  cudnnBackendDescriptor_t get() const { return d_; }
+  // The first failure of create, set or finalize sticks: later calls do nothing.
+  cudnnStatus_t status() const { return status_; }
+  Descriptor& set(cudnnBackendAttributeName_t name, cudnnBackendAttributeType_t type, int64_t count,
+                  const void* values) {
+    if (status_ == CUDNN_STATUS_SUCCESS) status_ = cudnnBackendSetAttribute(d_, name, type, count, values);
+    return *this;
+  }
+  Descriptor& set(cudnnBackendAttributeName_t name, const Descriptor& value) {
+    cudnnBackendDescriptor_t raw = value.get();
+    if (status_ == CUDNN_STATUS_SUCCESS) status_ = value.status();
+    return set(name, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &raw);
+  }
+  cudnnStatus_t finalize() {
+    if (status_ == CUDNN_STATUS_SUCCESS) status_ = cudnnBackendFinalize(d_);
+    return status_;
+  }
+
+ private:
+  cudnnBackendDescriptor_t d_ = nullptr;
+  cudnnStatus_t status_ = CUDNN_STATUS_SUCCESS;
+};
+
+Descriptor tensor(int64_t uid, std::array<int64_t, 4> dims) {
+  const std::array<int64_t, 4> strides = {dims[1] * dims[2] * dims[3], dims[2] * dims[3], dims[3], 1};
+  const cudnnDataType_t type = CUDNN_DATA_FLOAT;
+  Descriptor t(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
+  t.set(CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &type)
+      .set(CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, dims.data())
+      .set(CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4, strides.data())
+      .set(CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid)
+      .set(CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &kAlignment)
+      .finalize();
+  return t;
+}
+
+Descriptor convolution(const ConvShape& s) {
+  const int64_t dims = 2;
+  const cudnnDataType_t compute = CUDNN_DATA_FLOAT;
+  const cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
+  const std::array<int64_t, 2> dilation = {s.dilation_h, s.dilation_w}, stride = {s.stride_h, s.stride_w},
+                               pad = {s.pad_h, s.pad_w};
+  Descriptor c(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR);
+  c.set(CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64, 1, &dims)
+      .set(CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &compute)
+      .set(CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, 1, &mode)
+      .set(CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, 2, dilation.data())
+      .set(CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, 2, stride.data())
+      .set(CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64, 2, pad.data())
+      .set(CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, 2, pad.data())
+      .finalize();
+  return c;
+}
+
+// The convolution operation of a direction over tensors x, w, y and the
+// output scale beta (0: write; 1: add, filter and data gradients).
+Descriptor operation(ConvDirection d, const Descriptor& x, const Descriptor& w, const Descriptor& y,
+                     const Descriptor& conv) {
+  const float alpha = 1.0f, beta = d == ConvDirection::forward ? 0.0f : 1.0f;
+  switch (d) {
+    case ConvDirection::forward: {
+      Descriptor op(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR);
+      op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, x)
+          .set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, w)
+          .set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, y)
+          .set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, conv)
+          .set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha)
+          .set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, 1, &beta)
+          .finalize();
+      return op;
+    }
+    case ConvDirection::backward_data: {
+      Descriptor op(CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR);
+      op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX, x)
+          .set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W, w)
+          .set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY, y)
+          .set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC, conv)
+          .set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha)
+          .set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA, CUDNN_TYPE_FLOAT, 1, &beta)
+          .finalize();
+      return op;
+    }
+    case ConvDirection::backward_filter: {
+      Descriptor op(CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR);
+      op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X, x)
+          .set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW, w)
+          .set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY, y)
+          .set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC, conv)
+          .set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha)
+          .set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA, CUDNN_TYPE_FLOAT, 1, &beta)
+          .finalize();
+      return op;
+    }
+  }
+  return Descriptor(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR);
+}
+
+// Whether an engine configuration suits the math mode: never an engine that
+// down-converts its inputs; in fp32 no TF32 tensor-core engine (PyTorch's
+// filter when allow_tf32 is off). Nor one that compiles its kernel at run time
+// (NVRTC at finalize, seconds each: the profiler and every program would pay
+// it for every shape).
+bool suits(const Descriptor& config) {
+  Descriptor engine(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
+  cudnnBackendDescriptor_t raw = engine.get();
+  int64_t count = 0;
+  if (engine.status() != CUDNN_STATUS_SUCCESS ||
+      cudnnBackendGetAttribute(config.get(), CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &count,
+                               &raw) != CUDNN_STATUS_SUCCESS)
+    return false;
+  std::array<cudnnBackendNumericalNote_t, CUDNN_NUMERICAL_NOTE_TYPE_COUNT> notes{};
+  int64_t noted = 0;
+  if (cudnnBackendGetAttribute(raw, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE,
+                               static_cast<int64_t>(notes.size()), &noted, notes.data()) != CUDNN_STATUS_SUCCESS)
+    return false;
+  for (int64_t i = 0; i < noted && i < static_cast<int64_t>(notes.size()); ++i) {
+    if (notes[i] == CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS) return false;
+    if (notes[i] == CUDNN_NUMERICAL_NOTE_TENSOR_CORE && !tf32_enabled()) return false;
+  }
+  std::array<cudnnBackendBehaviorNote_t, CUDNN_BEHAVIOR_NOTE_TYPE_COUNT> behaviour{};
+  int64_t behaved = 0;
+  if (cudnnBackendGetAttribute(raw, CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE, CUDNN_TYPE_BEHAVIOR_NOTE,
+                               static_cast<int64_t>(behaviour.size()), &behaved, behaviour.data()) !=
+      CUDNN_STATUS_SUCCESS)
+    return false;
+  for (int64_t i = 0; i < behaved && i < static_cast<int64_t>(behaviour.size()); ++i)
+    if (behaviour[i] == CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION) return false;
+  return true;
+}
+
+struct Plan {
+  Descriptor plan;
+  int64_t workspace_bytes;
+};
+
+// What one (direction, shape, math) has: its plans, best first (may be none).
+struct Graph {
+  std::vector<Plan> plans;
+};
+
+// The deprecated handle attributes are still what cuDNN 9's operation graph
+// and execution plan read the device from; only they are silenced here.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+Graph build(cudnnHandle_t handle, ConvDirection d, const ConvShape& s) {
+  Graph g;
+  const Descriptor x = tensor(kX, {s.n, s.c, s.h, s.w});
+  const Descriptor w = tensor(kW, {s.k, s.c / s.groups, s.r, s.s});
+  const Descriptor y = tensor(kY, {s.n, s.k, s.p(), s.q()});
+  const Descriptor conv = convolution(s);
+  const Descriptor op = operation(d, x, w, y, conv);
+  cudnnBackendDescriptor_t raw_op = op.get();
+  Descriptor graph(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
+  if (op.status() != CUDNN_STATUS_SUCCESS) return g;
+  graph.set(CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &raw_op)
+      .set(CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle);
+  if (graph.finalize() != CUDNN_STATUS_SUCCESS) return g;
+  Descriptor heuristics(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
+  const cudnnBackendHeurMode_t mode = CUDNN_HEUR_MODE_A;
+  heuristics.set(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, graph).set(CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1,
+                                                                  &mode);
+  if (heuristics.finalize() != CUDNN_STATUS_SUCCESS) return g;
+  int64_t proposed = 0;
+  if (cudnnBackendGetAttribute(heuristics.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0,
+                               &proposed, nullptr) != CUDNN_STATUS_SUCCESS)
+    return g;
+  proposed = std::min(proposed, kHeuristicConfigs);
+  std::vector<Descriptor> configs;
+  std::vector<cudnnBackendDescriptor_t> raw;
+  for (int64_t i = 0; i < proposed; ++i) {
+    configs.emplace_back(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
+    if (configs.back().status() != CUDNN_STATUS_SUCCESS) return g;
+    raw.push_back(configs.back().get());
+  }
+  int64_t returned = 0;
+  if (proposed == 0 || cudnnBackendGetAttribute(heuristics.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
+                                                CUDNN_TYPE_BACKEND_DESCRIPTOR, proposed, &returned,
+                                                raw.data()) != CUDNN_STATUS_SUCCESS)
+    return g;
+  for (int64_t i = 0; i < returned && static_cast<int>(g.plans.size()) < kGraphAlgorithms; ++i) {
+    if (!suits(configs[static_cast<size_t>(i)])) continue;
+    Descriptor plan(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
+    plan.set(CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle)
+        .set(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, configs[static_cast<size_t>(i)]);
+    if (plan.finalize() != CUDNN_STATUS_SUCCESS) continue;
+    int64_t bytes = 0, count = 0;
+    if (cudnnBackendGetAttribute(plan.get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &count,
+                                 &bytes) != CUDNN_STATUS_SUCCESS ||
+        bytes < 0)
+      continue;
+    g.plans.push_back(Plan{std::move(plan), bytes});
+  }
+  return g;
+}
+#pragma GCC diagnostic pop
+
+using Key = std::tuple<int, bool, std::array<int64_t, 14>>;  // direction, tf32, shape
+
+struct Cache {
+  std::mutex mutex;
+  std::map<Key, Graph> graphs;
+};
+
+Cache& cache() {
+  static Cache* instance = new Cache;  // plans live until exit, never destroyed after cuDNN's teardown
+  return *instance;
+}
+
+// The graph of (direction, shape, math), built on first use. Callers hold the mutex.
+const Graph& graph_locked(cudnnHandle_t handle, ConvDirection d, const ConvShape& s) {
+  const Key key{static_cast<int>(d), tf32_enabled(),
+                {s.n, s.c, s.h, s.w, s.k, s.r, s.s, s.stride_h, s.stride_w, s.pad_h, s.pad_w, s.groups, s.dilation_h,
+                 s.dilation_w}};
+  Cache& c = cache();
+  auto it = c.graphs.find(key);
+  if (it == c.graphs.end()) it = c.graphs.emplace(key, build(handle, d, s)).first;
+  return it->second;
+}
+
+// The plan of an algorithm id, or null.
+const Plan* plan_locked(cudnnHandle_t handle, ConvDirection d, const ConvShape& s, ConvAlgoId algo) {
+  const int r = graph_algorithm_rank(algo);
+  if (r < 0 || !s.valid()) return nullptr;
+  const Graph& g = graph_locked(handle, d, s);
+  return r < static_cast<int>(g.plans.size()) ? &g.plans[static_cast<size_t>(r)] : nullptr;
+}
+
+bool aligned(const void* p) { return reinterpret_cast<uintptr_t>(p) % kAlignment == 0; }
+
+}  // namespace
+
+int64_t graph_workspace_bytes(cudnnHandle_t handle, ConvDirection direction, const ConvShape& shape,
+                              ConvAlgoId algo) {
+  std::lock_guard<std::mutex> lock(cache().mutex);
+  const Plan* plan = plan_locked(handle, direction, shape, algo);
+  return plan == nullptr ? -1 : plan->workspace_bytes;
+}
+
+cudnnStatus_t graph_run(cudnnHandle_t handle, cudaStream_t stream, ConvDirection direction, const ConvShape& shape,
+                        ConvAlgoId algo, bool accumulate, const void* a, const void* b, void* out, void* workspace,
+                        int64_t workspace_bytes) {
+  const Plan* plan = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(cache().mutex);
+    plan = plan_locked(handle, direction, shape, algo);
+  }
+  if (plan == nullptr || plan->workspace_bytes > workspace_bytes) return CUDNN_STATUS_NOT_SUPPORTED;
+  if (!aligned(a) || !aligned(b) || !aligned(out) || (plan->workspace_bytes > 0 && !aligned(workspace)))
+    return CUDNN_STATUS_NOT_SUPPORTED;
+  // The tensors by unique id: x, w, y of the operation.
+  const void* x = direction == ConvDirection::backward_data ? out : a;
+  const void* w = direction == ConvDirection::backward_filter ? out : b;
+  const void* y = direction == ConvDirection::forward ? out : direction == ConvDirection::backward_data ? a : b;
+  std::array<int64_t, 3> uids = {kX, kW, kY};
+  std::array<void*, 3> pointers = {const_cast<void*>(x), const_cast<void*>(w), const_cast<void*>(y)};
+  Descriptor pack(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
+  pack.set(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 3, uids.data())
+      .set(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 3, pointers.data())
+      .set(CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &workspace);
+  if (pack.finalize() != CUDNN_STATUS_SUCCESS) return pack.status();
+  // Backward-data's graph adds (beta 1): a call that writes starts from zero.
+  if (direction == ConvDirection::backward_data && !accumulate) {
+    const cudaError_t zeroed =
+        cudaMemsetAsync(out, 0, static_cast<size_t>(shape.x_elements()) * sizeof(float), stream);
+    if (zeroed != cudaSuccess) return CUDNN_STATUS_EXECUTION_FAILED;
+  }
+  return cudnnBackendExecute(handle, plan->plan.get(), pack.get());
+}
+
+}  // namespace mplan::rt::cuda

@@ -1,0 +1,42 @@
+#pragma once
+// Convolutions through cuDNN's graph API, beside the legacy API's algorithms
+// (runtime/cuda/conv.cpp). PyTorch reaches cuDNN 9's engines this way; the
+// legacy algorithms left ResNet-50's step at 1.12x PyTorch's on an H200, with
+// its convolutions 110 of the step's 146 ms (docs/gpu-validation.md).
+//
+// Algorithm id kGraphAlgorithmBase + r (runtime/ops.h; named "graph_<r>") is
+// the r-th engine configuration that cuDNN's heuristics (CUDNN_HEUR_MODE_A)
+// propose for the convolution, in their order, counting only those that
+// finalize into an execution plan and suit the math mode (fp32: no TF32
+// tensor-core engine; never one that down-converts its inputs, as PyTorch)
+// and compile no kernel at run time.
+// The same shape (sub-batch included), GPU and cuDNN give the same list, so a
+// profile's graph_<r> is the program's. Filter gradients accumulate (beta 1),
+// as in the legacy path; backward-data builds its graph with beta 1 too and
+// zeroes dx first when it does not accumulate, so that one list serves both.
+//
+// NOT YET RUN ON A GPU (written in a session without one): every failure is
+// reported to the caller, which falls back to the legacy algorithms and says
+// so, and the GPU tests check each configuration's numerics against the CPU.
+
+#include <cudnn.h>
+
+#include <cstdint>
+
+#include "runtime/ops.h"
+
+namespace mplan::rt::cuda {
+
+// Workspace bytes of the configuration, -1 where there is none (the
+// heuristics propose fewer, or cuDNN refuses the shape).
+int64_t graph_workspace_bytes(cudnnHandle_t handle, ConvDirection direction, const ConvShape& shape, ConvAlgoId algo);
+
+// Runs the configuration on the handle's stream: forward y = conv(x, w)
+// (a = x, b = w, out = y); backward-data dx (+)= (a = dy, b = w, out = dx);
+// backward-filter dw += (a = x, b = dy, out = dw). Returns cuDNN's status;
+// anything but success ran nothing and leaves `out` as it was.
+cudnnStatus_t graph_run(cudnnHandle_t handle, cudaStream_t stream, ConvDirection direction, const ConvShape& shape,
+                        ConvAlgoId algo, bool accumulate, const void* a, const void* b, void* out, void* workspace,
+                        int64_t workspace_bytes);
+
+}  // namespace mplan::rt::cuda
