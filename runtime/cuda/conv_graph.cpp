@@ -86,47 +86,49 @@ Descriptor convolution(const ConvShape& s) {
   return c;
 }
 
-// The convolution operation of a direction over tensors x, w, y and the
-// output scale beta (0: write; 1: add, filter and data gradients).
+// A direction's operation descriptor and the names of its attributes: the
+// tensors x, w and y play input, filter and output, or their gradients.
+struct OperationKind {
+  cudnnBackendDescriptorType_t type;
+  cudnnBackendAttributeName_t x, w, y, conv, alpha, beta;
+};
+
+OperationKind operation_kind(ConvDirection d) {
+  switch (d) {
+    case ConvDirection::forward:
+      return {CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X,
+              CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y,
+              CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA,
+              CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA};
+    case ConvDirection::backward_data:
+      return {CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX,
+              CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY,
+              CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA,
+              CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA};
+    case ConvDirection::backward_filter:
+      return {CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR,
+              CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW,
+              CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC,
+              CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA};
+  }
+  return operation_kind(ConvDirection::forward);
+}
+
+// The convolution operation of a direction over tensors x, w, y; its output
+// scale beta is 0 forward (write) and 1 for both gradients (add).
 Descriptor operation(ConvDirection d, const Descriptor& x, const Descriptor& w, const Descriptor& y,
                      const Descriptor& conv) {
+  const OperationKind k = operation_kind(d);
   const float alpha = 1.0f, beta = d == ConvDirection::forward ? 0.0f : 1.0f;
-  switch (d) {
-    case ConvDirection::forward: {
-      Descriptor op(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR);
-      op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, x)
-          .set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, w)
-          .set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, y)
-          .set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, conv)
-          .set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha)
-          .set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, 1, &beta)
-          .finalize();
-      return op;
-    }
-    case ConvDirection::backward_data: {
-      Descriptor op(CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR);
-      op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX, x)
-          .set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W, w)
-          .set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY, y)
-          .set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC, conv)
-          .set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha)
-          .set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA, CUDNN_TYPE_FLOAT, 1, &beta)
-          .finalize();
-      return op;
-    }
-    case ConvDirection::backward_filter: {
-      Descriptor op(CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR);
-      op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X, x)
-          .set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW, w)
-          .set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY, y)
-          .set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC, conv)
-          .set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha)
-          .set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA, CUDNN_TYPE_FLOAT, 1, &beta)
-          .finalize();
-      return op;
-    }
-  }
-  return Descriptor(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR);
+  Descriptor op(k.type);
+  op.set(k.x, x)
+      .set(k.w, w)
+      .set(k.y, y)
+      .set(k.conv, conv)
+      .set(k.alpha, CUDNN_TYPE_FLOAT, 1, &alpha)
+      .set(k.beta, CUDNN_TYPE_FLOAT, 1, &beta)
+      .finalize();
+  return op;
 }
 
 // Whether an engine configuration suits the math mode: never an engine that
