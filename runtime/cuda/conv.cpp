@@ -253,7 +253,11 @@ ConvAlgoId runnable(cudnnHandle_t handle, ConvDirection d, const ConvShape& s, C
     MPLAN_RT_CHECK(fallback_need >= 0 && fallback_need <= workspace_bytes,
                    "no cuDNN convolution algorithm runs this shape within the planned workspace");
     say_fallback(d, s, planned, run, workspace_bytes,
-                 need < 0 ? "is not supported by cuDNN for this shape" : "does not fit");
+                 graph_algorithm_rank(planned) >= 0
+                     ? "could not run through the graph API here (no such configuration for this shape, too little "
+                       "workspace, a pointer off 16-byte alignment, or cuDNN refused it)"
+                     : need < 0 ? "is not supported by cuDNN for this shape"
+                                : "does not fit");
   }
   c.runs.emplace(key, run);
   return run;
@@ -304,8 +308,15 @@ const float kOne = 1.0f, kZero = 0.0f;
 bool ran_graph(Launch& L, ConvDirection d, const ConvShape& s, ConvAlgoId planned, bool accumulate, const void* a,
                const void* b, void* out, void* workspace, int64_t workspace_bytes) {
   if (graph_algorithm_rank(planned) < 0) return false;
-  return cuda::graph_run(L.cudnn(), L.stream(), d, s, planned, accumulate, a, b, out, workspace, workspace_bytes) ==
-         CUDNN_STATUS_SUCCESS;
+  const cudnnStatus_t status =
+      cuda::graph_run(L.cudnn(), d, s, planned, accumulate, a, b, out, workspace, workspace_bytes);
+  if (status == CUDNN_STATUS_SUCCESS) return true;
+  // Not offered or refused before running: the legacy path stands in. Any
+  // other failure may have run kernels already (an adding call would then add
+  // twice): an error, as on the legacy path.
+  const bool refused = not_supported(status) || (status >= CUDNN_STATUS_BAD_PARAM && status < CUDNN_STATUS_NOT_SUPPORTED);
+  if (!refused) MPLAN_CUDNN_CHECK_STATUS(status, "cudnnBackendExecute");
+  return false;
 }
 
 void forward_one(Launch& L, const ConvShape& s, ConvAlgoId planned, const float* x, const float* w, const float* bias,
@@ -424,10 +435,7 @@ const char* conv_algorithm_name(ConvDirection direction, ConvAlgoId algo) {
 
 int64_t conv_workspace_bytes(const Context& ctx, ConvDirection direction, const ConvShape& shape, ConvAlgoId algo) {
   if (!fits_cudnn(shape)) return -1;
-  if (graph_algorithm_rank(algo) >= 0) {
-    Launch L(ctx);
-    return cuda::graph_workspace_bytes(L.cudnn(), direction, shape, algo);
-  }
+  if (graph_algorithm_rank(algo) >= 0) return cuda::graph_workspace_bytes(direction, shape, algo);
   if (!known_algorithm(direction, algo)) return -1;
   Launch L(ctx);
   const cudnnHandle_t h = L.cudnn();

@@ -114,12 +114,12 @@ OperationKind operation_kind(ConvDirection d) {
   return operation_kind(ConvDirection::forward);
 }
 
-// The convolution operation of a direction over tensors x, w, y; its output
-// scale beta is 0 forward (write) and 1 for both gradients (add).
-Descriptor operation(ConvDirection d, const Descriptor& x, const Descriptor& w, const Descriptor& y,
+// The convolution operation of a direction over tensors x, w, y, writing its
+// output (beta 0) or adding to it (beta 1).
+Descriptor operation(ConvDirection d, bool add, const Descriptor& x, const Descriptor& w, const Descriptor& y,
                      const Descriptor& conv) {
   const OperationKind k = operation_kind(d);
-  const float alpha = 1.0f, beta = d == ConvDirection::forward ? 0.0f : 1.0f;
+  const float alpha = 1.0f, beta = add ? 1.0f : 0.0f;
   Descriptor op(k.type);
   op.set(k.x, x)
       .set(k.w, w)
@@ -166,6 +166,7 @@ bool suits(const Descriptor& config) {
 
 struct Plan {
   Descriptor plan;
+  Descriptor config;  // kept with its plan, as cudnn-frontend's ExecutionPlan does
   int64_t workspace_bytes;
 };
 
@@ -174,17 +175,31 @@ struct Graph {
   std::vector<Plan> plans;
 };
 
-// The deprecated handle attributes are still what cuDNN 9's operation graph
-// and execution plan read the device from; only they are silenced here.
+// The handle graphs and plans are built with: one of their own, made once and
+// never destroyed (a stream's handle dies with its stream, the plans live on;
+// the handle a plan runs with is the caller's, which gives it its stream).
+cudnnHandle_t build_handle() {
+  static cudnnHandle_t handle = [] {
+    cudnnHandle_t h = nullptr;
+    return cudnnCreate(&h) == CUDNN_STATUS_SUCCESS ? h : nullptr;
+  }();
+  return handle;
+}
+
+// cuDNN before 9.8 requires the operation graph's handle and older releases
+// the plan's; both attributes are deprecated since, and only their warning is
+// silenced here.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-Graph build(cudnnHandle_t handle, ConvDirection d, const ConvShape& s) {
+Graph build(ConvDirection d, bool add, const ConvShape& s) {
   Graph g;
+  cudnnHandle_t handle = build_handle();
+  if (handle == nullptr) return g;
   const Descriptor x = tensor(kX, {s.n, s.c, s.h, s.w});
   const Descriptor w = tensor(kW, {s.k, s.c / s.groups, s.r, s.s});
   const Descriptor y = tensor(kY, {s.n, s.k, s.p(), s.q()});
   const Descriptor conv = convolution(s);
-  const Descriptor op = operation(d, x, w, y, conv);
+  const Descriptor op = operation(d, add, x, w, y, conv);
   cudnnBackendDescriptor_t raw_op = op.get();
   Descriptor graph(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
   if (op.status() != CUDNN_STATUS_SUCCESS) return g;
@@ -224,13 +239,13 @@ Graph build(cudnnHandle_t handle, ConvDirection d, const ConvShape& s) {
                                  &bytes) != CUDNN_STATUS_SUCCESS ||
         bytes < 0)
       continue;
-    g.plans.push_back(Plan{std::move(plan), bytes});
+    g.plans.push_back(Plan{std::move(plan), std::move(configs[static_cast<size_t>(i)]), bytes});
   }
   return g;
 }
 #pragma GCC diagnostic pop
 
-using Key = std::tuple<int, bool, std::array<int64_t, 14>>;  // direction, tf32, shape
+using Key = std::tuple<int, bool, bool, std::array<int64_t, 14>>;  // direction, adds, tf32, shape
 
 struct Cache {
   std::mutex mutex;
@@ -242,43 +257,53 @@ Cache& cache() {
   return *instance;
 }
 
-// The graph of (direction, shape, math), built on first use. Callers hold the mutex.
-const Graph& graph_locked(cudnnHandle_t handle, ConvDirection d, const ConvShape& s) {
-  const Key key{static_cast<int>(d), tf32_enabled(),
+// The graph of (direction, beta, shape, math), built on first use. Callers hold the mutex.
+const Graph& graph_locked(ConvDirection d, bool add, const ConvShape& s) {
+  const Key key{static_cast<int>(d), add, tf32_enabled(),
                 {s.n, s.c, s.h, s.w, s.k, s.r, s.s, s.stride_h, s.stride_w, s.pad_h, s.pad_w, s.groups, s.dilation_h,
                  s.dilation_w}};
   Cache& c = cache();
   auto it = c.graphs.find(key);
-  if (it == c.graphs.end()) it = c.graphs.emplace(key, build(handle, d, s)).first;
+  if (it == c.graphs.end()) it = c.graphs.emplace(key, build(d, add, s)).first;
   return it->second;
 }
 
 // The plan of an algorithm id, or null.
-const Plan* plan_locked(cudnnHandle_t handle, ConvDirection d, const ConvShape& s, ConvAlgoId algo) {
+const Plan* plan_locked(ConvDirection d, bool add, const ConvShape& s, ConvAlgoId algo) {
   const int r = graph_algorithm_rank(algo);
   if (r < 0 || !s.valid()) return nullptr;
-  const Graph& g = graph_locked(handle, d, s);
+  const Graph& g = graph_locked(d, add, s);
   return r < static_cast<int>(g.plans.size()) ? &g.plans[static_cast<size_t>(r)] : nullptr;
 }
 
 bool aligned(const void* p) { return reinterpret_cast<uintptr_t>(p) % kAlignment == 0; }
 
-}  // namespace
-
-int64_t graph_workspace_bytes(cudnnHandle_t handle, ConvDirection direction, const ConvShape& shape,
-                              ConvAlgoId algo) {
-  std::lock_guard<std::mutex> lock(cache().mutex);
-  const Plan* plan = plan_locked(handle, direction, shape, algo);
-  return plan == nullptr ? -1 : plan->workspace_bytes;
+// Forward writes and the filter gradient always adds (runtime/ops.h); the data
+// gradient does either, as its call says.
+bool adds(ConvDirection d, bool accumulate) {
+  return d == ConvDirection::backward_filter || (d == ConvDirection::backward_data && accumulate);
 }
 
-cudnnStatus_t graph_run(cudnnHandle_t handle, cudaStream_t stream, ConvDirection direction, const ConvShape& shape,
-                        ConvAlgoId algo, bool accumulate, const void* a, const void* b, void* out, void* workspace,
+}  // namespace
+
+int64_t graph_workspace_bytes(ConvDirection direction, const ConvShape& shape, ConvAlgoId algo) {
+  std::lock_guard<std::mutex> lock(cache().mutex);
+  const Plan* plan = plan_locked(direction, adds(direction, false), shape, algo);
+  int64_t bytes = plan == nullptr ? -1 : plan->workspace_bytes;
+  // The data gradient's two graphs (writing, adding) may rank their
+  // configurations differently: the larger workspace serves both.
+  if (direction == ConvDirection::backward_data)
+    if (const Plan* adding = plan_locked(direction, true, shape, algo)) bytes = std::max(bytes, adding->workspace_bytes);
+  return bytes;
+}
+
+cudnnStatus_t graph_run(cudnnHandle_t handle, ConvDirection direction, const ConvShape& shape, ConvAlgoId algo,
+                        bool accumulate, const void* a, const void* b, void* out, void* workspace,
                         int64_t workspace_bytes) {
   const Plan* plan = nullptr;
   {
     std::lock_guard<std::mutex> lock(cache().mutex);
-    plan = plan_locked(handle, direction, shape, algo);
+    plan = plan_locked(direction, adds(direction, accumulate), shape, algo);
   }
   if (plan == nullptr || plan->workspace_bytes > workspace_bytes) return CUDNN_STATUS_NOT_SUPPORTED;
   if (!aligned(a) || !aligned(b) || !aligned(out) || (plan->workspace_bytes > 0 && !aligned(workspace)))
@@ -294,12 +319,6 @@ cudnnStatus_t graph_run(cudnnHandle_t handle, cudaStream_t stream, ConvDirection
       .set(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 3, pointers.data())
       .set(CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &workspace);
   if (pack.finalize() != CUDNN_STATUS_SUCCESS) return pack.status();
-  // Backward-data's graph adds (beta 1): a call that writes starts from zero.
-  if (direction == ConvDirection::backward_data && !accumulate) {
-    const cudaError_t zeroed =
-        cudaMemsetAsync(out, 0, static_cast<size_t>(shape.x_elements()) * sizeof(float), stream);
-    if (zeroed != cudaSuccess) return CUDNN_STATUS_EXECUTION_FAILED;
-  }
   return cudnnBackendExecute(handle, plan->plan.get(), pack.get());
 }
 

@@ -11,13 +11,22 @@
 // tensor-core engine; never one that down-converts its inputs, as PyTorch)
 // and compile no kernel at run time.
 // The same shape (sub-batch included), GPU and cuDNN give the same list, so a
-// profile's graph_<r> is the program's. Filter gradients accumulate (beta 1),
-// as in the legacy path; backward-data builds its graph with beta 1 too and
-// zeroes dx first when it does not accumulate, so that one list serves both.
+// profile's graph_<r> is the program's. Filter gradients add to dw (beta 1),
+// as in the legacy path; the data gradient has a graph that writes dx and one
+// that adds to it, each with its own list (its workspace query gives the
+// larger of the two). cuDNN's frontends build these graphs with beta 0 only:
+// whether engines take beta 1 is for a GPU to show (fewer configurations, or
+// none, is the safe outcome: the legacy path then runs).
 //
-// NOT YET RUN ON A GPU (written in a session without one): every failure is
-// reported to the caller, which falls back to the legacy algorithms and says
-// so, and the GPU tests check each configuration's numerics against the CPU.
+// Plans are built with a cuDNN handle of their own and run with the caller's
+// (its stream); a plan is run from one host thread at a time, as the program
+// and the profiler do (cuDNN does not promise more for every engine).
+//
+// NOT YET RUN ON A GPU (written in a session without one): a configuration
+// cuDNN does not offer or refuses (NOT_SUPPORTED, BAD_PARAM) is reported to
+// the caller, which falls back to the legacy algorithms and says so; any other
+// failure is an error, as on the legacy path. The GPU tests check each
+// configuration's numerics against the CPU.
 
 #include <cudnn.h>
 
@@ -29,14 +38,16 @@ namespace mplan::rt::cuda {
 
 // Workspace bytes of the configuration, -1 where there is none (the
 // heuristics propose fewer, or cuDNN refuses the shape).
-int64_t graph_workspace_bytes(cudnnHandle_t handle, ConvDirection direction, const ConvShape& shape, ConvAlgoId algo);
+int64_t graph_workspace_bytes(ConvDirection direction, const ConvShape& shape, ConvAlgoId algo);
 
 // Runs the configuration on the handle's stream: forward y = conv(x, w)
 // (a = x, b = w, out = y); backward-data dx (+)= (a = dy, b = w, out = dx);
-// backward-filter dw += (a = x, b = dy, out = dw). Returns cuDNN's status;
-// anything but success ran nothing and leaves `out` as it was.
-cudnnStatus_t graph_run(cudnnHandle_t handle, cudaStream_t stream, ConvDirection direction, const ConvShape& shape,
-                        ConvAlgoId algo, bool accumulate, const void* a, const void* b, void* out, void* workspace,
+// backward-filter dw += (a = x, b = dy, out = dw). Returns cuDNN's status:
+// NOT_SUPPORTED without running anything where there is no such
+// configuration here, too little workspace or a pointer off the 16-byte
+// alignment the plans were built for.
+cudnnStatus_t graph_run(cudnnHandle_t handle, ConvDirection direction, const ConvShape& shape, ConvAlgoId algo,
+                        bool accumulate, const void* a, const void* b, void* out, void* workspace,
                         int64_t workspace_bytes);
 
 }  // namespace mplan::rt::cuda

@@ -45,10 +45,12 @@ struct ConvData {
 };
 
 // Runs `run(algo, workspace, bytes)` for every algorithm cuDNN gives a
-// workspace size for; returns how many ran. A run that cuDNN refused at run
-// time (the backend ran another algorithm) is reported, not counted.
+// workspace size for, the graph API's configurations included; returns how
+// many ran, and in *graph_ran how many of those were graph configurations. A
+// run that cuDNN refused at run time (the backend ran another algorithm) is
+// reported, not counted.
 template <typename Run>
-int for_each_algorithm(ConvDirection direction, const ConvShape& shape, Run run) {
+int for_each_algorithm(ConvDirection direction, const ConvShape& shape, Run run, int* graph_ran = nullptr) {
   const rt::Context inline_context;
   int ran = 0;
   for (ConvAlgoId algo : rt::conv_algorithm_ids(direction)) {  // the graph API's configurations too
@@ -64,9 +66,15 @@ int for_each_algorithm(ConvDirection direction, const ConvShape& shape, Run run)
       continue;
     }
     ++ran;
+    if (graph_ran != nullptr && rt::graph_algorithm_rank(algo) >= 0) ++*graph_ran;
   }
   return ran;
 }
+
+// The shapes the graph API must run (runtime/cuda/conv_graph.h): an ordinary
+// 3x3 and a 1x1 convolution, ungrouped. Were none of its configurations to
+// run, every graph_<r> of a profile would silently be a legacy algorithm.
+bool graph_must_run(const ConvShape& s) { return s.groups == 1 && s.stride_h == 1; }
 
 TEST(GpuConv, ForwardEveryAlgorithmMatchesCpu) {
   MPLAN_REQUIRE_GPU();
@@ -77,11 +85,16 @@ TEST(GpuConv, ForwardEveryAlgorithmMatchesCpu) {
                           nullptr, 0);
     const DeviceBuffer x(d.x), w(d.w), bias(d.bias);
     DeviceBuffer y(expected.size() * sizeof(float));
-    const int ran = for_each_algorithm(ConvDirection::forward, s, [&](ConvAlgoId algo, void* ws, int64_t bytes) {
-      rt::conv_forward(rt::Context{}, s, algo, x.f32(), w.f32(), bias.f32(), y.f32(), ws, bytes);
-      EXPECT_TRUE(close(y.download(expected.size()), expected));
-    });
+    int graph_ran = 0;
+    const int ran = for_each_algorithm(
+        ConvDirection::forward, s,
+        [&](ConvAlgoId algo, void* ws, int64_t bytes) {
+          rt::conv_forward(rt::Context{}, s, algo, x.f32(), w.f32(), bias.f32(), y.f32(), ws, bytes);
+          EXPECT_TRUE(close(y.download(expected.size()), expected));
+        },
+        &graph_ran);
     EXPECT_GE(ran, 1) << describe(s);  // implicit_gemm runs every shape
+    if (graph_must_run(s)) EXPECT_GE(graph_ran, 1) << "no graph-API configuration ran " << describe(s);
   }
 }
 
@@ -95,13 +108,18 @@ TEST(GpuConv, BackwardDataEveryAlgorithmWritesAndAccumulates) {
       rt::cpu::conv_backward_data(rt::cpu::ConvAlgo::direct, s, d.w.data(), d.dy.data(), expected.data(), nullptr, 0,
                                   accumulate);
       const DeviceBuffer w(d.w), dy(d.dy);
-      const int ran =
-          for_each_algorithm(ConvDirection::backward_data, s, [&](ConvAlgoId algo, void* ws, int64_t bytes) {
+      int graph_ran = 0;
+      const int ran = for_each_algorithm(
+          ConvDirection::backward_data, s,
+          [&](ConvAlgoId algo, void* ws, int64_t bytes) {
             DeviceBuffer dx(prior);
             rt::conv_backward_data(rt::Context{}, s, algo, w.f32(), dy.f32(), dx.f32(), ws, bytes, accumulate);
             EXPECT_TRUE(close(dx.download(expected.size()), expected)) << "accumulate " << accumulate;
-          });
+          },
+          &graph_ran);
       EXPECT_GE(ran, 1) << describe(s);
+      if (graph_must_run(s))
+        EXPECT_GE(graph_ran, 1) << "no graph-API configuration ran " << describe(s) << ", accumulate " << accumulate;
     }
   }
 }
@@ -115,13 +133,17 @@ TEST(GpuConv, BackwardFilterEveryAlgorithmAccumulates) {
     rt::cpu::conv_backward_filter(rt::cpu::ConvAlgo::direct, s, d.x.data(), d.dy.data(), expected.data(), nullptr, 0,
                                   true);
     const DeviceBuffer x(d.x), dy(d.dy);
-    const int ran =
-        for_each_algorithm(ConvDirection::backward_filter, s, [&](ConvAlgoId algo, void* ws, int64_t bytes) {
+    int graph_ran = 0;
+    const int ran = for_each_algorithm(
+        ConvDirection::backward_filter, s,
+        [&](ConvAlgoId algo, void* ws, int64_t bytes) {
           DeviceBuffer dw(prior);
           rt::conv_backward_filter(rt::Context{}, s, algo, x.f32(), dy.f32(), dw.f32(), ws, bytes);
           EXPECT_TRUE(close(dw.download(expected.size()), expected));
-        });
+        },
+        &graph_ran);
     EXPECT_GE(ran, 1) << describe(s);
+    if (graph_must_run(s)) EXPECT_GE(graph_ran, 1) << "no graph-API configuration ran " << describe(s);
   }
 }
 
