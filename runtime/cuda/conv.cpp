@@ -23,9 +23,11 @@
 #include <atomic>
 #include <climits>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <iterator>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
@@ -305,9 +307,21 @@ const float kOne = 1.0f, kZero = 0.0f;
 // refusal), false: the caller's legacy path then runs the fastest legacy
 // algorithm that fits and says so once, as for any planned algorithm that
 // cannot run.
+// MPLAN_CONV_GRAPH=0 in the environment turns the graph API off: the kernel
+// profiler times the legacy algorithms alone (for a GPU session short of
+// device time) and a planned graph configuration runs as a legacy algorithm,
+// said as any fallback is.
+bool graph_enabled() {
+  static const bool enabled = [] {
+    const char* value = std::getenv("MPLAN_CONV_GRAPH");
+    return value == nullptr || std::string_view(value) != "0";
+  }();
+  return enabled;
+}
+
 bool ran_graph(Launch& L, ConvDirection d, const ConvShape& s, ConvAlgoId planned, bool accumulate, const void* a,
                const void* b, void* out, void* workspace, int64_t workspace_bytes) {
-  if (graph_algorithm_rank(planned) < 0) return false;
+  if (graph_algorithm_rank(planned) < 0 || !graph_enabled()) return false;
   const cudnnStatus_t status =
       cuda::graph_run(L.cudnn(), d, s, planned, accumulate, a, b, out, workspace, workspace_bytes);
   if (status == CUDNN_STATUS_SUCCESS) return true;
@@ -415,7 +429,8 @@ int conv_algorithm_count(ConvDirection direction) { return algorithm_count(direc
 std::vector<ConvAlgoId> conv_algorithm_ids(ConvDirection direction) {
   std::vector<ConvAlgoId> ids;
   for (ConvAlgoId a = 0; a < algorithm_count(direction); ++a) ids.push_back(a);
-  for (int r = 0; r < kGraphAlgorithms; ++r) ids.push_back(kGraphAlgorithmBase + r);
+  if (graph_enabled())
+    for (int r = 0; r < kGraphAlgorithms; ++r) ids.push_back(kGraphAlgorithmBase + r);
   return ids;
 }
 
@@ -435,7 +450,7 @@ const char* conv_algorithm_name(ConvDirection direction, ConvAlgoId algo) {
 
 int64_t conv_workspace_bytes(const Context& ctx, ConvDirection direction, const ConvShape& shape, ConvAlgoId algo) {
   if (!fits_cudnn(shape)) return -1;
-  if (graph_algorithm_rank(algo) >= 0) return cuda::graph_workspace_bytes(direction, shape, algo);
+  if (graph_algorithm_rank(algo) >= 0) return graph_enabled() ? cuda::graph_workspace_bytes(direction, shape, algo) : -1;
   if (!known_algorithm(direction, algo)) return -1;
   Launch L(ctx);
   const cudnnHandle_t h = L.cudnn();
