@@ -12,6 +12,8 @@
 #include <tuple>
 #include <vector>
 
+#include "runtime/cuda/check.h"
+#include "runtime/cuda/kernels.h"
 #include "runtime/cuda/stream.h"
 
 namespace mplan::rt::cuda {
@@ -278,11 +280,21 @@ const Plan* plan_locked(ConvDirection d, bool add, const ConvShape& s, ConvAlgoI
 
 bool aligned(const void* p) { return reinterpret_cast<uintptr_t>(p) % kAlignment == 0; }
 
-// Forward writes and the filter gradient always adds (runtime/ops.h); the data
-// gradient does either, as its call says.
-bool adds(ConvDirection d, bool accumulate) {
-  return d == ConvDirection::backward_filter || (d == ConvDirection::backward_data && accumulate);
+// The graph that adds to its output (beta 1): the data gradient's, where its
+// call says so. Forward writes; the filter gradient is written (beta 0) into
+// scratch after the engine's workspace and added to dw (scratch_bytes).
+bool adds(ConvDirection d, bool accumulate) { return d == ConvDirection::backward_data && accumulate; }
+
+constexpr int64_t kScratchAlignment = 256;
+
+int64_t round_up(int64_t bytes, int64_t to) { return (bytes + to - 1) / to * to; }
+
+// The filter gradient's scratch (dw's bytes) and where it starts in the
+// workspace; none in the other directions.
+int64_t scratch_bytes(ConvDirection d, const ConvShape& s) {
+  return d == ConvDirection::backward_filter ? s.k * (s.c / s.groups) * s.r * s.s * int64_t{sizeof(float)} : 0;
 }
+int64_t scratch_offset(const Plan& plan) { return round_up(plan.workspace_bytes, kScratchAlignment); }
 
 }  // namespace
 
@@ -290,6 +302,8 @@ int64_t graph_workspace_bytes(ConvDirection direction, const ConvShape& shape, C
   std::lock_guard<std::mutex> lock(cache().mutex);
   const Plan* plan = plan_locked(direction, adds(direction, false), shape, algo);
   int64_t bytes = plan == nullptr ? -1 : plan->workspace_bytes;
+  if (plan != nullptr && direction == ConvDirection::backward_filter)
+    bytes = scratch_offset(*plan) + scratch_bytes(direction, shape);
   // The data gradient's two graphs (writing, adding) may rank their
   // configurations differently: the larger workspace serves both.
   if (direction == ConvDirection::backward_data)
@@ -305,12 +319,17 @@ cudnnStatus_t graph_run(cudnnHandle_t handle, ConvDirection direction, const Con
     std::lock_guard<std::mutex> lock(cache().mutex);
     plan = plan_locked(direction, adds(direction, accumulate), shape, algo);
   }
-  if (plan == nullptr || plan->workspace_bytes > workspace_bytes) return CUDNN_STATUS_NOT_SUPPORTED;
-  if (!aligned(a) || !aligned(b) || !aligned(out) || (plan->workspace_bytes > 0 && !aligned(workspace)))
+  if (plan == nullptr) return CUDNN_STATUS_NOT_SUPPORTED;
+  const int64_t scratch = scratch_bytes(direction, shape);
+  const int64_t needed = scratch > 0 ? scratch_offset(*plan) + scratch : plan->workspace_bytes;
+  if (needed > workspace_bytes) return CUDNN_STATUS_NOT_SUPPORTED;
+  if (!aligned(a) || !aligned(b) || !aligned(out) || (needed > 0 && !aligned(workspace)))
     return CUDNN_STATUS_NOT_SUPPORTED;
+  // The filter gradient of this batch goes to the scratch, then adds to dw.
+  void* dw_scratch = scratch > 0 ? static_cast<char*>(workspace) + scratch_offset(*plan) : nullptr;
   // The tensors by unique id: x, w, y of the operation.
   const void* x = direction == ConvDirection::backward_data ? out : a;
-  const void* w = direction == ConvDirection::backward_filter ? out : b;
+  const void* w = direction == ConvDirection::backward_filter ? dw_scratch : b;
   const void* y = direction == ConvDirection::forward ? out : direction == ConvDirection::backward_data ? a : b;
   std::array<int64_t, 3> uids = {kX, kW, kY};
   std::array<void*, 3> pointers = {const_cast<void*>(x), const_cast<void*>(w), const_cast<void*>(y)};
@@ -319,7 +338,12 @@ cudnnStatus_t graph_run(cudnnHandle_t handle, ConvDirection direction, const Con
       .set(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 3, pointers.data())
       .set(CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &workspace);
   if (pack.finalize() != CUDNN_STATUS_SUCCESS) return pack.status();
-  return cudnnBackendExecute(handle, plan->plan.get(), pack.get());
+  const cudnnStatus_t status = cudnnBackendExecute(handle, plan->plan.get(), pack.get());
+  if (status != CUDNN_STATUS_SUCCESS || dw_scratch == nullptr) return status;
+  cudaStream_t stream = nullptr;
+  MPLAN_CUDNN_CHECK(cudnnGetStream(handle, &stream));
+  cuda::add(static_cast<const float*>(dw_scratch), static_cast<float*>(out), scratch / int64_t{sizeof(float)}, stream);
+  return CUDNN_STATUS_SUCCESS;
 }
 
 }  // namespace mplan::rt::cuda

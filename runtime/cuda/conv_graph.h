@@ -11,12 +11,16 @@
 // tensor-core engine; never one that down-converts its inputs, as PyTorch)
 // and compile no kernel at run time.
 // The same shape (sub-batch included), GPU and cuDNN give the same list, so a
-// profile's graph_<r> is the program's. Filter gradients add to dw (beta 1),
-// as in the legacy path; the data gradient has a graph that writes dx and one
-// that adds to it, each with its own list (its workspace query gives the
-// larger of the two). cuDNN's frontends build these graphs with beta 0 only:
-// whether engines take beta 1 is for a GPU to show (fewer configurations, or
-// none, is the safe outcome: the legacy path then runs).
+// profile's graph_<r> is the program's. Filter gradients add to dw, as in the
+// legacy path, but not through beta 1: cuDNN's frontends (and PyTorch) build
+// these graphs with beta 0 only, so the filter-gradient graph writes into
+// scratch after the engine's workspace (dw's bytes, counted in the workspace
+// this direction asks for) and a kernel adds it to dw (one pass over the
+// weights, about 0.15% of ResNet-50's step). The data gradient, whose scratch
+// would be an activation, has a graph that writes dx and one that adds to it
+// (beta 1), each with its own list (its workspace query gives the larger of
+// the two): whether engines take beta 1 is for a GPU to show (fewer
+// configurations, or none, is the safe outcome: the legacy path then runs).
 //
 // Plans are built with a cuDNN handle of their own and run with the caller's
 // (its stream); a plan is run from one host thread at a time, as the program
