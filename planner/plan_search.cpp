@@ -127,6 +127,12 @@ void fill_header(Plan* plan, const Tdfg& tdfg, const CostModel& cost, int64_t bu
   } else if (has_batchnorm(tdfg)) {
     plan->summary.notes.push_back("batchnorm statistics are over the whole batch (one round)");
   }
+  if (plan->copy_engines == 2 && cost.duplex_slowdown() > 1.0 && plan->summary.bytes_to_host > 0 &&
+      plan->summary.bytes_to_device > 0)
+    plan->summary.notes.push_back(fmt::format(
+        "a copy that overlaps one of the other direction is priced {:.2f}x slower there (the cost model's duplex "
+        "slowdown)",
+        cost.duplex_slowdown()));
 }
 
 SearchResult finish(Search& search, const Tdfg& tdfg, const CostModel& cost, int64_t budget, int64_t batch,

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "frontend/error.h"
+#include "profiler/cost_model.h"
 
 namespace mplan {
 
@@ -12,8 +13,32 @@ SlotSteps merge_slot_steps(const SlotSteps& a, const SlotSteps& b) {
   return out;
 }
 
-StreamTimeline::StreamTimeline(int copy_engines) : copy_engines_(copy_engines) {
+StreamTimeline::StreamTimeline(int copy_engines, double duplex_slowdown)
+    : copy_engines_(copy_engines), duplex_slowdown_(duplex_slowdown) {
   MPLAN_CHECK(copy_engines == 1 || copy_engines == 2, "copy_engines must be 1 or 2");
+  MPLAN_CHECK(duplex_slowdown >= 1.0 && duplex_slowdown <= kMaxDuplexSlowdown,
+              "duplex_slowdown must be in 1..100");
+}
+
+// Walks the other direction's copies from start_ms: alone the copy advances
+// at its own rate, beside one of them at 1/duplex_slowdown of it.
+double StreamTimeline::copy_end_ms(int other_slot, double start_ms, double alone_ms) const {
+  const std::vector<Span>& spans = copy_spans_[other_slot];
+  auto it = std::lower_bound(spans.begin(), spans.end(), start_ms,
+                             [](const Span& span, double t) { return span.end_ms <= t; });
+  double t = start_ms, left_ms = alone_ms;
+  for (; it != spans.end() && left_ms > 0; ++it) {
+    if (it->start_ms > t) {
+      const double alone = std::min(left_ms, it->start_ms - t);
+      t += alone;
+      left_ms -= alone;
+      if (left_ms <= 0) break;
+    }
+    const double shared = std::min(left_ms * duplex_slowdown_, it->end_ms - t);
+    t += shared;
+    left_ms -= shared / duplex_slowdown_;
+  }
+  return t + std::max(0.0, left_ms);
 }
 
 int32_t StreamTimeline::issue(Step step, int slot, double duration_ms, const SlotSteps& after) {
@@ -45,6 +70,11 @@ int32_t StreamTimeline::issue(Step step, int slot, double duration_ms, const Slo
   step.index = index;
   step.start_ms = start_ms;
   step.end_ms = start_ms + duration_ms;
+  if (slot != kComputeSlot && copy_engines_ == 2 && duration_ms > 0) {
+    const int other = slot == kH2dSlot ? kD2hSlot : kH2dSlot;
+    if (duplex_slowdown_ > 1.0) step.end_ms = copy_end_ms(other, start_ms, duration_ms);
+    copy_spans_[slot].push_back({start_ms, step.end_ms});
+  }
   switch (slot) {
     case kComputeSlot: step.stream = StreamKind::compute; break;
     case kH2dSlot: step.stream = copy_engines_ == 2 ? StreamKind::h2d : StreamKind::copy; break;

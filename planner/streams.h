@@ -25,7 +25,9 @@ inline constexpr SlotSteps kNoSlotSteps = {-1, -1, -1};
 
 class StreamTimeline {
  public:
-  explicit StreamTimeline(int copy_engines);
+  // duplex_slowdown (>= 1): how much slower a copy runs while the other
+  // direction copies too (CostModel::duplex_slowdown); with two engines only.
+  explicit StreamTimeline(int copy_engines, double duplex_slowdown = 1.0);
 
   // The slot a direction runs on (both copy directions share one slot when
   // there is one copy engine).
@@ -34,7 +36,11 @@ class StreamTimeline {
 
   // Issues a device step (compute, offload or prefetch) of `duration_ms` onto
   // `slot`, after the steps in `after` (step indices; -1 ignored). Fills in
-  // index, stream, waits, start and end; returns the index.
+  // index, stream, waits, start and end; returns the index. A copy's
+  // duration_ms is its time alone: where it overlaps copies of the other
+  // direction issued before it, it runs duplex_slowdown times slower (the
+  // copy issued later bears the whole slowdown of an overlap: a step's times
+  // are fixed when it is issued).
   int32_t issue(Step step, int slot, double duration_ms, const SlotSteps& after);
   // Issues an alloc or free at the current time (the compute stream's end).
   int32_t issue_host(Step step);
@@ -48,8 +54,19 @@ class StreamTimeline {
   // Compute-stream time spent waiting for other streams.
   double stall_ms() const { return stall_ms_; }
 
+  double duplex_slowdown() const { return duplex_slowdown_; }
+
  private:
+  struct Span {
+    double start_ms, end_ms;
+  };
+  // When a copy on the other direction's slot that needs `alone_ms` alone,
+  // started at start_ms, ends.
+  double copy_end_ms(int other_slot, double start_ms, double alone_ms) const;
+
   int copy_engines_;
+  double duplex_slowdown_;
+  std::array<std::vector<Span>, kSlotCount> copy_spans_;  // per copy slot, in order (FIFO: ends ascend)
   std::vector<Step> steps_;
   std::vector<int> slot_of_;
   std::vector<SlotSteps> clock_;  // per step: last step of each slot ordered before or at it

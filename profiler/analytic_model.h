@@ -48,6 +48,7 @@ class AnalyticCostModel final : public CostModel {
   double host_to_device_ms(int64_t bytes) const override { return analytic_copy_ms(device_, bytes, true); }
   double device_to_host_ms(int64_t bytes) const override { return analytic_copy_ms(device_, bytes, false); }
   int copy_engines() const override { return device_.copy_engines; }
+  double duplex_slowdown() const override { return device_.copy_duplex_slowdown; }
   int64_t device_memory_bytes() const override { return device_.memory_bytes; }
   std::string describe() const override;
   CostModelInfo info() const override;

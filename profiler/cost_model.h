@@ -33,6 +33,9 @@ struct CostModelInfo {
 // or "measured, math fp32", so that nobody mistakes a prediction for a measurement.
 std::string describe_cost_model(const CostModelInfo& info);
 
+// The largest duplex slowdown a profile or device file may give.
+inline constexpr double kMaxDuplexSlowdown = 100.0;
+
 class CostModel {
  public:
   virtual ~CostModel() = default;
@@ -48,6 +51,11 @@ class CostModel {
 
   // Copy engines the device has (1: one shared copy stream, 2: one per direction).
   virtual int copy_engines() const = 0;
+
+  // How much slower a copy runs while the other direction copies too (>= 1;
+  // 1: PCIe's full duplex holds). Measured by the kernel profiler
+  // (both_directions_ms, docs/profile-format.md) or given by the device file.
+  virtual double duplex_slowdown() const { return 1.0; }
 
   // Memory the device has, in bytes.
   virtual int64_t device_memory_bytes() const = 0;

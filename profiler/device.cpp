@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "frontend/bytes.h"
+#include "profiler/cost_model.h"
 #include "frontend/input_file.h"
 #include "frontend/yaml_reader.h"
 #include "profiler/install_paths.h"
@@ -44,6 +45,7 @@ constexpr Key kKeys[] = {
     {"host_to_device_gb_per_s", true},
     {"device_to_host_gb_per_s", true},
     {"copy_engines", true},
+    {"copy_duplex_slowdown", false},
     {"launch_latency_us", true},
     {"copy_latency_us", true},
     {"architecture", true},
@@ -97,7 +99,7 @@ Result<Device> read_device(const YAML::Node& root, const std::string& file) {
       return error_at(file, entry.first.Mark(),
                       fmt::format("unknown key '{}' (expected one of: name, description, peak_fp32_tflops, "
                                   "memory_bandwidth_gb_per_s, memory, sm_count, host_to_device_gb_per_s, "
-                                  "device_to_host_gb_per_s, copy_engines, launch_latency_us, copy_latency_us, "
+                                  "device_to_host_gb_per_s, copy_engines, copy_duplex_slowdown, launch_latency_us, copy_latency_us, "
                                   "architecture, math_modes, default_math_mode, peak_tf32_tflops, "
                                   "peak_fp16_tflops, peak_bf16_tflops)",
                                   key));
@@ -151,6 +153,16 @@ Result<Device> read_device(const YAML::Node& root, const std::string& file) {
   auto engines = whole("copy_engines", 1, 2);
   if (!engines) return engines.error();
   device.copy_engines = *engines;
+  if (root["copy_duplex_slowdown"]) {
+    auto slowdown = number("copy_duplex_slowdown");
+    if (!slowdown) return slowdown.error();
+    if (*slowdown < 1.0 || *slowdown > kMaxDuplexSlowdown)
+      return error_at(file, root["copy_duplex_slowdown"].Mark(),
+                      fmt::format("'copy_duplex_slowdown': expected 1 to {} (how much slower a copy runs while the "
+                                  "other direction copies), got {}",
+                                  kMaxDuplexSlowdown, root["copy_duplex_slowdown"].Scalar()));
+    device.copy_duplex_slowdown = *slowdown;
+  }
 
   auto memory = parse_bytes(root["memory"].Scalar());
   if (!memory) return error_at(file, root["memory"].Mark(), "'memory': " + memory.error().message);

@@ -24,6 +24,9 @@ struct Device {
   double host_to_device_bytes_per_s = 0;  // pinned memory, one direction at a time
   double device_to_host_bytes_per_s = 0;
   int copy_engines = 1;          // 1: copies in both directions share one engine
+  // How much slower a copy runs while the other direction copies too (two
+  // engines; 1: full duplex). Optional in the file (copy_duplex_slowdown).
+  double copy_duplex_slowdown = 1.0;
   double launch_latency_ms = 0;  // fixed cost of one kernel on a busy stream
   double copy_latency_ms = 0;    // fixed cost of one cudaMemcpyAsync
   // The architecture's efficiency table (examples/devices/architectures/<name>.yaml).

@@ -15,8 +15,13 @@ namespace {
 class ResultsCostModel final : public CostModel {
  public:
   ResultsCostModel(std::map<std::string, std::vector<TaskOption>> options, TransferLine h2d, TransferLine d2h,
-                   int64_t memory_bytes, std::string describe)
-      : options_(std::move(options)), h2d_(h2d), d2h_(d2h), memory_bytes_(memory_bytes), describe_(std::move(describe)) {}
+                   double duplex_slowdown, int64_t memory_bytes, std::string describe)
+      : options_(std::move(options)),
+        h2d_(h2d),
+        d2h_(d2h),
+        duplex_slowdown_(duplex_slowdown),
+        memory_bytes_(memory_bytes),
+        describe_(std::move(describe)) {}
 
   std::vector<TaskOption> options(const Tdfg& tdfg, TaskId t, int64_t sub_batch) const override {
     auto it = options_.find(job_key(describe_task(tdfg, t), sub_batch));
@@ -26,6 +31,7 @@ class ResultsCostModel final : public CostModel {
   double host_to_device_ms(int64_t bytes) const override { return h2d_.time_ms(bytes); }
   double device_to_host_ms(int64_t bytes) const override { return d2h_.time_ms(bytes); }
   int copy_engines() const override { return 2; }
+  double duplex_slowdown() const override { return duplex_slowdown_; }
   int64_t device_memory_bytes() const override { return memory_bytes_; }
   std::string describe() const override { return describe_; }
   // The kernel profiler runs cuDNN and cuBLAS in FP32 with TF32 off
@@ -35,6 +41,7 @@ class ResultsCostModel final : public CostModel {
  private:
   std::map<std::string, std::vector<TaskOption>> options_;
   TransferLine h2d_, d2h_;
+  double duplex_slowdown_;
   int64_t memory_bytes_;
   std::string describe_;
 };
@@ -125,21 +132,27 @@ Result<Profile> merge_results(const Tdfg& tdfg, const rt::ResultFile& results, c
                                   b.runtime.empty() ? "" : "runtime " + b.runtime, b.libraries})
     if (!part.empty()) describe += ", " + part;
   // The largest copy timed both ways at once: what a copy had with the other
-  // direction running beside it (the planner's transfer lines are each
-  // direction alone; docs/profile-format.md).
+  // direction running beside it. The transfer lines are each direction alone;
+  // the slowdown is the both-ways time over the slower direction's alone, at
+  // least 1 (docs/profile-format.md), and the simulation applies it where
+  // copies of the two directions overlap (planner/streams.h).
   const rt::CopyTiming* both = nullptr;
   for (const rt::CopyTiming& c : results.copies)
     if (c.both_directions_ms > 0 && (both == nullptr || c.bytes > both->bytes)) both = &c;
+  double duplex_slowdown = 1.0;
   if (both != nullptr) {
+    duplex_slowdown = std::clamp(both->both_directions_ms / std::max(both->host_to_device_ms, both->device_to_host_ms),
+                                 1.0, kMaxDuplexSlowdown);
     const double bytes = static_cast<double>(both->bytes);
     const std::string size = both->bytes >= (1 << 20) ? fmt::format("{:.0f} MiB", bytes / (1 << 20))
                                                       : fmt::format("{:.0f} KiB", bytes / 1024);
-    describe += fmt::format(", copies of {}: h2d {:.1f} and d2h {:.1f} GB/s alone, {:.1f} GB/s each both ways at once",
-                            size, bytes / (both->host_to_device_ms * 1e6),
-                            bytes / (both->device_to_host_ms * 1e6), bytes / (both->both_directions_ms * 1e6));
+    describe += fmt::format(", copies of {}: h2d {:.1f} and d2h {:.1f} GB/s alone, {:.1f} GB/s each both ways at "
+                            "once (duplex slowdown {:.2f})",
+                            size, bytes / (both->host_to_device_ms * 1e6), bytes / (both->device_to_host_ms * 1e6),
+                            bytes / (both->both_directions_ms * 1e6), duplex_slowdown);
   }
   describe += fmt::format(", median of {} runs)", results.repeats);
-  const ResultsCostModel cost(std::move(options), *h2d, *d2h, b.memory_bytes, describe);
+  const ResultsCostModel cost(std::move(options), *h2d, *d2h, duplex_slowdown, b.memory_bytes, describe);
   return make_profile(tdfg, cost, sub_batches, b.device);
 }
 

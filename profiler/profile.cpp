@@ -146,6 +146,7 @@ Profile make_profile(const Tdfg& tdfg, const CostModel& model, const std::vector
   profile.copy_engines = model.copy_engines();
   profile.host_to_device = fit_line(model, true);
   profile.device_to_host = fit_line(model, false);
+  profile.duplex_slowdown = model.duplex_slowdown();
   profile.model_name = tdfg.model->name;
   profile.batch = tdfg.model->batch;
   profile.sub_batches = sub_batches;
@@ -181,6 +182,7 @@ std::string profile_to_json(const Profile& p) {
   root["transfers"] = {
       {"host_to_device", {{"latency_ms", p.host_to_device.latency_ms}, {"bytes_per_s", p.host_to_device.bytes_per_s}}},
       {"device_to_host", {{"latency_ms", p.device_to_host.latency_ms}, {"bytes_per_s", p.device_to_host.bytes_per_s}}}};
+  if (p.duplex_slowdown > 1.0) root["transfers"]["duplex_slowdown"] = p.duplex_slowdown;
   root["model"] = {{"name", p.model_name}, {"batch", p.batch}};
   root["sub_batches"] = p.sub_batches;
   json entries = json::array();
@@ -240,6 +242,14 @@ Result<Profile> parse_profile(const std::string& text, const std::string& file) 
   if (!d2h) return d2h.error();
   p.host_to_device = *h2d;
   p.device_to_host = *d2h;
+  if (transfers.contains("duplex_slowdown")) {  // optional: 1 where absent
+    MPLAN_TRY_ASSIGN(slowdown, r.member(transfers, "transfers", "duplex_slowdown", json::value_t::number_float));
+    p.duplex_slowdown = slowdown.get<double>();
+    if (!(p.duplex_slowdown >= 1.0 && p.duplex_slowdown <= kMaxDuplexSlowdown))
+      return r.error("transfers.duplex_slowdown",
+                     fmt::format("expected a number in 1..{} (how much slower a copy runs while the other "
+                                 "direction copies)", kMaxDuplexSlowdown));
+  }
   MPLAN_TRY_ASSIGN(model, r.member(root, "", "model", json::value_t::object));
   MPLAN_TRY_ASSIGN(model_name, r.member(model, "model", "name", json::value_t::string));
   MPLAN_TRY_ASSIGN(batch, r.member(model, "model", "batch", json::value_t::number_integer));

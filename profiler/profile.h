@@ -43,6 +43,9 @@ struct Profile {
   int64_t device_memory_bytes = 0;
   int copy_engines = 1;
   TransferLine host_to_device, device_to_host;
+  // A copy's slowdown while the other direction copies too (CostModel::
+  // duplex_slowdown); 1 where not measured (written only when above 1).
+  double duplex_slowdown = 1.0;
   std::string model_name;           // for people; coverage is checked by signature
   int64_t batch = 0;
   std::vector<int64_t> sub_batches; // ascending
@@ -99,6 +102,7 @@ class RecordedCostModel final : public CostModel {
   double host_to_device_ms(int64_t bytes) const override { return profile_.host_to_device.time_ms(bytes); }
   double device_to_host_ms(int64_t bytes) const override { return profile_.device_to_host.time_ms(bytes); }
   int copy_engines() const override { return profile_.copy_engines; }
+  double duplex_slowdown() const override { return profile_.duplex_slowdown; }
   int64_t device_memory_bytes() const override { return profile_.device_memory_bytes; }
   std::string describe() const override;
   // "measured" unless the profile was written by the analytic model.

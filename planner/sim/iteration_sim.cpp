@@ -38,7 +38,8 @@ IterationSim::IterationSim(const Tdfg& tdfg, const CostModel& cost, const SimOpt
     : tdfg_(tdfg), cost_(cost), opt_(options), decider_(decider),
       block_count_(static_cast<int32_t>(tdfg.blocks.size())),
       pool_offset_(options.arena_bytes - (options.workspace_pool_bytes > 0 ? align_up(options.workspace_pool_bytes) : 0)),
-      mm_(std::max<int64_t>(0, pool_offset_), kPlanAlignmentBytes), timeline_(options.copy_engines) {
+      mm_(std::max<int64_t>(0, pool_offset_), kPlanAlignmentBytes),
+      timeline_(options.copy_engines, options.copy_engines == 2 ? cost.duplex_slowdown() : 1.0) {
   MPLAN_CHECK(!opt_.sub_batches.empty(), "the iteration has no rounds");
   MPLAN_CHECK(pool_offset_ > 0, "the workspace pool leaves no arena");
   if (opt_.large_block_bytes > 0) mm_.place_large_at_top(opt_.large_block_bytes);

@@ -75,6 +75,21 @@ TEST(KernelProfilerPipeline, JobsTimedAndMergedPlanAVerifiedProgram) {
   Result<Plan> plan = make_plan(tdfg, **cost, options);
   ASSERT_TRUE(plan.ok()) << plan.error().to_string();
   EXPECT_TRUE(verify_plan(*plan, tdfg).empty());
+  // The duplex slowdown is the both-ways time of the largest copy timed so
+  // over the slower direction's alone, at least 1 (planner/streams.h uses it).
+  rt::ResultFile timed = results;
+  rt::CopyTiming largest;
+  largest.bytes = int64_t{64} << 20;
+  largest.host_to_device_ms = 1.0;
+  largest.device_to_host_ms = 1.25;
+  largest.both_directions_ms = 1.5;
+  timed.copies.push_back(largest);
+  Result<Profile> slowed = merge_results(tdfg, timed, sub_batches, "times.json");
+  ASSERT_TRUE(slowed.ok()) << slowed.error().to_string();
+  EXPECT_DOUBLE_EQ(slowed->duplex_slowdown, 1.2);
+  EXPECT_NE(slowed->cost_model.find("duplex slowdown 1.20"), std::string::npos) << slowed->cost_model;
+  timed.copies.back().both_directions_ms = 1.1;  // faster than the slower direction alone: full duplex
+  EXPECT_EQ(merge_results(tdfg, timed, sub_batches, "times.json")->duplex_slowdown, 1.0);
   // A result file that lacks a task is refused, naming it.
   results.results.pop_back();
   Result<Profile> partial = merge_results(tdfg, results, sub_batches, "times.json");

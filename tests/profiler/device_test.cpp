@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include "profiler/analytic_model.h"
+
 namespace mplan {
 namespace {
 
@@ -64,6 +66,17 @@ TEST(Device, BadFilesSayWhereAndWhat) {
   std::string engines = good;
   engines.replace(engines.find("copy_engines: 2"), 15, "copy_engines: 3");
   EXPECT_FALSE(parse_device(engines, "x.yaml").ok());
+  // The copies' slowdown both ways at once: optional, 1 by default, in 1..100.
+  EXPECT_EQ(parse_device(good, "x.yaml")->copy_duplex_slowdown, 1.0);
+  Result<Device> duplex = parse_device(good + "copy_duplex_slowdown: 1.4\n", "x.yaml");
+  ASSERT_TRUE(duplex.ok()) << duplex.error().to_string();
+  EXPECT_EQ(duplex->copy_duplex_slowdown, 1.4);
+  EXPECT_EQ(AnalyticCostModel(*duplex).duplex_slowdown(), 1.4);
+  Result<Device> faster = parse_device(good + "copy_duplex_slowdown: 0.5\n", "x.yaml");
+  ASSERT_FALSE(faster.ok());
+  EXPECT_EQ(faster.error().to_string(),
+            "x.yaml:12:23: 'copy_duplex_slowdown': expected 1 to 100 (how much slower a copy runs while the other "
+            "direction copies), got 0.5");
 }
 
 TEST(Device, ArchitectureAndMathModes) {

@@ -120,6 +120,37 @@ TEST(Profile, CarriesTheMathItsTimesAreIn) {
   EXPECT_FALSE(parse_profile(number, "number.json").ok());
 }
 
+// The copies' slowdown both ways at once (CostModel::duplex_slowdown) travels
+// with the profile: written where above 1, 1 where absent (older files), and
+// refused out of 1..100.
+TEST(Profile, CarriesTheDuplexSlowdownOfItsCopies) {
+  const Model model = test::parse_or_die(test::kSmallCnn);
+  const Tdfg tdfg = build_tdfg(model);
+  Result<Device> device = load_device("h200");
+  ASSERT_TRUE(device.ok());
+  const Profile full_duplex = make_profile(tdfg, AnalyticCostModel(*device), {1, 16}, "h200");
+  EXPECT_EQ(full_duplex.duplex_slowdown, 1.0);
+  EXPECT_EQ(profile_to_json(full_duplex).find("duplex_slowdown"), std::string::npos);
+  device->copy_duplex_slowdown = 1.375;
+  const std::string text = profile_to_json(make_profile(tdfg, AnalyticCostModel(*device), {1, 16}, "h200"));
+  EXPECT_NE(text.find("\"duplex_slowdown\": 1.375"), std::string::npos) << text.substr(0, 600);
+  Result<Profile> read = parse_profile(text, "p.json");
+  ASSERT_TRUE(read.ok()) << read.error().to_string();
+  EXPECT_EQ(read->duplex_slowdown, 1.375);
+  auto recorded = RecordedCostModel::create(*read, tdfg, {}, "p.json");
+  ASSERT_TRUE(recorded.ok());
+  EXPECT_EQ((*recorded)->duplex_slowdown(), 1.375);
+  EXPECT_EQ(profile_to_json(*read), text);
+  for (const char* bad : {"0.5", "101", "\"fast\""}) {
+    std::string changed = text;
+    changed.replace(changed.find("1.375"), 5, bad);
+    Result<Profile> refused = parse_profile(changed, "bad.json");
+    ASSERT_FALSE(refused.ok()) << bad;
+    EXPECT_NE(refused.error().to_string().find("transfers.duplex_slowdown"), std::string::npos)
+        << refused.error().to_string();
+  }
+}
+
 TEST(Profile, IdenticalLayersShareOneEntry) {
   const Model model = test::parse_or_die(test::kSmallCnn);
   const Tdfg tdfg = build_tdfg(model);
