@@ -38,9 +38,10 @@ class StreamTimeline {
   // `slot`, after the steps in `after` (step indices; -1 ignored). Fills in
   // index, stream, waits, start and end; returns the index. A copy's
   // duration_ms is its time alone: where it overlaps copies of the other
-  // direction issued before it, it runs duplex_slowdown times slower (the
-  // copy issued later bears the whole slowdown of an overlap: a step's times
-  // are fixed when it is issued).
+  // direction issued before it, both run duplex_slowdown times slower while
+  // they overlap, except that a copy another step already follows (it has an
+  // event, or a step queued behind it) keeps its end: the copy issued later
+  // then bears the whole slowdown of that overlap.
   int32_t issue(Step step, int slot, double duration_ms, const SlotSteps& after);
   // Issues an alloc or free at the current time (the compute stream's end).
   int32_t issue_host(Step step);
@@ -59,10 +60,12 @@ class StreamTimeline {
  private:
   struct Span {
     double start_ms, end_ms;
+    int32_t step;
   };
-  // When a copy on the other direction's slot that needs `alone_ms` alone,
-  // started at start_ms, ends.
-  double copy_end_ms(int other_slot, double start_ms, double alone_ms) const;
+  // When a copy that needs `alone_ms` alone, started at start_ms beside the
+  // copies of `other_slot`, ends; extends the other slot's last copy where
+  // nothing follows it yet.
+  double copy_end_ms(int other_slot, double start_ms, double alone_ms);
 
   int copy_engines_;
   double duplex_slowdown_;

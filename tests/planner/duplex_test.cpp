@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "frontend/parse.h"
 #include "planner/planner.h"
@@ -27,24 +28,38 @@ Step copy_step(StepKind kind) {
 }
 
 // Issues an h2d copy of h2d_ms at 0, then a d2h copy of d2h_ms with no
-// dependency (it starts at 0 too); returns the d2h copy's end.
-double d2h_end(double slowdown, double h2d_ms, double d2h_ms, int engines = 2) {
+// dependency (it starts at 0 too); returns both ends.
+std::pair<double, double> ends(double slowdown, double h2d_ms, double d2h_ms, int engines = 2) {
   StreamTimeline t(engines, slowdown);
-  t.issue(copy_step(StepKind::prefetch), t.h2d_slot(), h2d_ms, kNoSlotSteps);
+  const int32_t h2d = t.issue(copy_step(StepKind::prefetch), t.h2d_slot(), h2d_ms, kNoSlotSteps);
   const int32_t d2h = t.issue(copy_step(StepKind::offload), t.d2h_slot(), d2h_ms, kNoSlotSteps);
-  return t.step(d2h).end_ms;
+  return {t.step(h2d).end_ms, t.step(d2h).end_ms};
 }
 
-TEST(Duplex, ACopyBesideTheOtherDirectionRunsSlowerWhileTheyOverlap) {
-  EXPECT_DOUBLE_EQ(d2h_end(1.0, 10, 10), 10);  // full duplex: no change
-  // Both from 0: 10 ms shared at half speed do 5 ms of work; 5 ms alone follow.
-  EXPECT_DOUBLE_EQ(d2h_end(2.0, 10, 10), 15);
-  // The other direction ends at 4: 2 ms of work done by then, 8 alone.
-  EXPECT_DOUBLE_EQ(d2h_end(2.0, 4, 10), 12);
-  // A short copy inside a longer one of the other direction: all of it shared.
-  EXPECT_DOUBLE_EQ(d2h_end(1.25, 10, 4), 5);
+TEST(Duplex, CopiesBothWaysAtOnceRunSlowerWhileTheyOverlap) {
+  using Ends = std::pair<double, double>;
+  EXPECT_EQ(ends(1.0, 10, 10), Ends(10, 10));  // full duplex: no change
+  // Both from 0 at half speed: each does its 10 ms of work by 20.
+  EXPECT_EQ(ends(2.0, 10, 10), Ends(20, 20));
+  // The h2d copy's 4 ms take 8 shared; the d2h copy then has 6 left alone.
+  EXPECT_EQ(ends(2.0, 4, 10), Ends(8, 14));
+  // A short copy beside a longer one: 4 ms of work take 5, the longer one's
+  // remaining 6 follow alone.
+  EXPECT_EQ(ends(1.25, 10, 4), Ends(11, 5));
   // One shared copy engine: the copies queue (FIFO), they never overlap.
-  EXPECT_DOUBLE_EQ(d2h_end(2.0, 10, 10, /*engines=*/1), 20);
+  EXPECT_EQ(ends(2.0, 10, 10, /*engines=*/1), Ends(10, 20));
+}
+
+TEST(Duplex, ACopyThatAStepAlreadyFollowsKeepsItsEnd) {
+  StreamTimeline t(2, 2.0);
+  const int32_t h2d = t.issue(copy_step(StepKind::prefetch), t.h2d_slot(), 10, kNoSlotSteps);
+  Step compute;
+  compute.kind = StepKind::compute;
+  const int32_t c = t.issue(compute, kComputeSlot, 1, {-1, h2d, -1});  // waits for the copy: its end is used
+  EXPECT_DOUBLE_EQ(t.step(c).start_ms, 10);
+  const int32_t d2h = t.issue(copy_step(StepKind::offload), t.d2h_slot(), 10, kNoSlotSteps);
+  EXPECT_DOUBLE_EQ(t.step(h2d).end_ms, 10);  // kept
+  EXPECT_DOUBLE_EQ(t.step(d2h).end_ms, 15);  // 10 shared do 5 ms of work, 5 alone
 }
 
 TEST(Duplex, OnlyTheOverlappingPartOfEachOtherCopyCounts) {
@@ -54,17 +69,21 @@ TEST(Duplex, OnlyTheOverlappingPartOfEachOtherCopyCounts) {
   const int32_t c = t.issue(compute, kComputeSlot, 6, kNoSlotSteps);
   // h2d copies at [0, 2) and, after the compute, [6, 8).
   t.issue(copy_step(StepKind::prefetch), t.h2d_slot(), 2, kNoSlotSteps);
-  t.issue(copy_step(StepKind::prefetch), t.h2d_slot(), 2, {c, -1, -1});
+  const int32_t second = t.issue(copy_step(StepKind::prefetch), t.h2d_slot(), 2, {c, -1, -1});
   EXPECT_DOUBLE_EQ(t.step(c).end_ms, 6);  // compute is not slowed
-  // A d2h copy of 6 ms from 0: [0, 2) shared (1 ms of work), [2, 6) alone
-  // (4 ms), [6, ...) shared: the last 1 ms takes 2. Ends at 8.
+  // A d2h copy of 6 ms from 0: [0, 2) beside the first h2d copy, which the
+  // second follows (it keeps its end): 1 ms of work; [2, 6) alone: 4 ms;
+  // from 6 beside the second h2d copy, nothing after it yet: the last 1 ms
+  // takes 2 and the h2d copy's 2 ms end at 6 + 2 + 1 = 9.
   const int32_t d2h = t.issue(copy_step(StepKind::offload), t.d2h_slot(), 6, kNoSlotSteps);
   EXPECT_DOUBLE_EQ(t.step(d2h).start_ms, 0);
   EXPECT_DOUBLE_EQ(t.step(d2h).end_ms, 8);
-  // A later h2d copy on its FIFO stream starts at 8, after the d2h copy: alone.
+  EXPECT_DOUBLE_EQ(t.step(second).end_ms, 9);
+  EXPECT_DOUBLE_EQ(t.free_at_ms(t.h2d_slot()), 9);
+  // The next h2d copy queues behind it, alone.
   const int32_t h2d = t.issue(copy_step(StepKind::prefetch), t.h2d_slot(), 3, kNoSlotSteps);
-  EXPECT_DOUBLE_EQ(t.step(h2d).start_ms, 8);
-  EXPECT_DOUBLE_EQ(t.step(h2d).end_ms, 11);
+  EXPECT_DOUBLE_EQ(t.step(h2d).start_ms, 9);
+  EXPECT_DOUBLE_EQ(t.step(h2d).end_ms, 12);
 }
 
 // The plan whose offloads and prefetches overlap: ResNet-50 at 6 GiB from the
