@@ -12,7 +12,10 @@ they part. It prints, per direction, the measured and simulated copy time and
 bandwidth, the copies slowest against the simulation, the compute stream's
 measured waits against the simulated stall before the same steps, and the
 drift (measured minus simulated time at which the compute stream passes each
-wait), which shows where in the step the measurement falls behind.
+wait), which shows where in the step the measurement falls behind; and how
+long copies of the two directions ran at once, simulated and measured, with
+the measured bandwidth of the copies that ran beside the other direction
+against those that ran alone (whether copies both ways slow each other).
 Standard library only: it runs on a GPU node as it is.
 """
 
@@ -61,6 +64,30 @@ def gbps(bytes_, ms):
     return bytes_ / (ms * 1e6) if ms > 0 else float("nan")
 
 
+def overlap_ms(row, others):
+    """How long `row` ran beside any of `others` (intervals of one FIFO stream: disjoint)."""
+    return sum(max(0.0, min(row["end"], o["end"]) - max(row["start"], o["start"])) for o in others)
+
+
+def both_ways(sim, got):
+    """Copies both ways at once (the duplex question, docs/planner.md): how long the two
+    directions overlapped, simulated and measured, and the measured bandwidth of the copies
+    that ran beside the other direction against those that ran alone."""
+    if not sim["h2d"] or not sim["d2h"]:
+        return
+    sim_ms = sum(overlap_ms(r, sim["d2h"]) for r in sim["h2d"])
+    got_ms = sum(overlap_ms(r, got["d2h"]) for r in got["h2d"])
+    print(f"both directions at once: measured {got_ms:.2f} ms, simulated {sim_ms:.2f} ms")
+    for direction, other in (("h2d", "d2h"), ("d2h", "h2d")):
+        parts = {"beside the other direction": [0, 0.0], "alone": [0, 0.0]}
+        for g in got[direction]:
+            part = parts["beside the other direction" if overlap_ms(g, got[other]) > 0 else "alone"]
+            part[0] += g["bytes"]
+            part[1] += g["end"] - g["start"]
+        print(f"  {direction}: " + ", ".join(f"{name} {b / 2**20:.1f} MiB at {gbps(b, ms):.1f} GB/s"
+                                           for name, (b, ms) in parts.items() if b > 0))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("plan")
@@ -95,6 +122,8 @@ def main():
             print(f"  copy {i}: {s['what']}, {s['bytes'] / 2**20:.1f} MiB: measured {g['end'] - g['start']:.3f} ms "
                   f"({gbps(s['bytes'], g['end'] - g['start']):.1f} GB/s) from {g['start']:.2f}, simulated "
                   f"{s['end'] - s['start']:.3f} ms from {s['start']:.2f}")
+
+    both_ways(copies, measured)
 
     got = measured["wait"]
     if len(got) != len(waits) or any(w["event"] != g["event"] for w, g in zip(waits, got)):
