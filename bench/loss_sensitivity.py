@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """How much ResNet-50's loss after one update moves when the first gradient's rounding changes.
 
-docs/gpu-validation.md ("Open: ResNet-50's loss after the first update depends on the
-plan") found that plans of examples/models/resnet50.yaml which differ only in their
+docs/gpu-validation.md ("ResNet-50's loss after the first update depends on the plan")
+found that plans of examples/models/resnet50.yaml which differ only in their
 convolution algorithms give the same first loss on an H200 but second losses up to
 1.4e-3 apart (relative). This bench asks whether fp32 training of this network at this
 learning rate amplifies rounding that much by itself, independently of mplan, with

@@ -1,5 +1,7 @@
 #include "planner/streams.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 #include "frontend/error.h"
@@ -17,7 +19,7 @@ StreamTimeline::StreamTimeline(int copy_engines, double duplex_slowdown)
     : copy_engines_(copy_engines), duplex_slowdown_(duplex_slowdown) {
   MPLAN_CHECK(copy_engines == 1 || copy_engines == 2, "copy_engines must be 1 or 2");
   MPLAN_CHECK(duplex_slowdown >= 1.0 && duplex_slowdown <= kMaxDuplexSlowdown,
-              "duplex_slowdown must be in 1..100");
+              fmt::format("duplex_slowdown must be in 1..{}, not {}", kMaxDuplexSlowdown, duplex_slowdown));
 }
 
 // Walks the other direction's copies from start_ms: alone the copy advances

@@ -62,9 +62,9 @@ class StreamTimeline {
     double start_ms, end_ms;
     int32_t step;
   };
-  // When a copy that needs `alone_ms` alone, started at start_ms beside the
-  // copies of `other_slot`, ends; extends the other slot's last copy where
-  // nothing follows it yet.
+  // When a copy on this direction's slot that needs `alone_ms` alone, started
+  // at start_ms, ends, walked beside the copies of the other direction's
+  // `other_slot`; extends that slot's last copy where nothing follows it yet.
   double copy_end_ms(int other_slot, double start_ms, double alone_ms);
 
   int copy_engines_;

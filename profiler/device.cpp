@@ -14,9 +14,9 @@
 #include <sstream>
 
 #include "frontend/bytes.h"
-#include "profiler/cost_model.h"
 #include "frontend/input_file.h"
 #include "frontend/yaml_reader.h"
+#include "profiler/cost_model.h"
 #include "profiler/install_paths.h"
 
 
@@ -99,8 +99,8 @@ Result<Device> read_device(const YAML::Node& root, const std::string& file) {
       return error_at(file, entry.first.Mark(),
                       fmt::format("unknown key '{}' (expected one of: name, description, peak_fp32_tflops, "
                                   "memory_bandwidth_gb_per_s, memory, sm_count, host_to_device_gb_per_s, "
-                                  "device_to_host_gb_per_s, copy_engines, copy_duplex_slowdown, launch_latency_us, copy_latency_us, "
-                                  "architecture, math_modes, default_math_mode, peak_tf32_tflops, "
+                                  "device_to_host_gb_per_s, copy_engines, copy_duplex_slowdown, launch_latency_us, "
+                                  "copy_latency_us, architecture, math_modes, default_math_mode, peak_tf32_tflops, "
                                   "peak_fp16_tflops, peak_bf16_tflops)",
                                   key));
   }
@@ -153,15 +153,23 @@ Result<Device> read_device(const YAML::Node& root, const std::string& file) {
   auto engines = whole("copy_engines", 1, 2);
   if (!engines) return engines.error();
   device.copy_engines = *engines;
-  if (root["copy_duplex_slowdown"]) {
-    auto slowdown = number("copy_duplex_slowdown");
-    if (!slowdown) return slowdown.error();
-    if (*slowdown < 1.0 || *slowdown > kMaxDuplexSlowdown)
-      return error_at(file, root["copy_duplex_slowdown"].Mark(),
-                      fmt::format("'copy_duplex_slowdown': expected 1 to {} (how much slower a copy runs while the "
-                                  "other direction copies), got {}",
-                                  kMaxDuplexSlowdown, root["copy_duplex_slowdown"].Scalar()));
-    device.copy_duplex_slowdown = *slowdown;
+  if (const YAML::Node node = root["copy_duplex_slowdown"]) {
+    const std::string expected = fmt::format(
+        "'copy_duplex_slowdown': expected 1 to {} (how much slower a copy runs while the other direction copies)",
+        kMaxDuplexSlowdown);
+    double slowdown = 0;
+    try {
+      slowdown = node.as<double>();
+    } catch (const YAML::Exception&) {
+      return error_at(file, node.Mark(), fmt::format("{}, got {}", expected, node.Scalar()));
+    }
+    if (!(slowdown >= 1.0 && slowdown <= kMaxDuplexSlowdown))  // NaN fails too
+      return error_at(file, node.Mark(), fmt::format("{}, got {}", expected, node.Scalar()));
+    // One shared copy engine never runs the two directions at once.
+    if (device.copy_engines != 2 && slowdown != 1.0)
+      return error_at(file, node.Mark(), "'copy_duplex_slowdown': needs copy_engines: 2 (with one engine the two "
+                                         "directions never copy at once)");
+    device.copy_duplex_slowdown = slowdown;
   }
 
   auto memory = parse_bytes(root["memory"].Scalar());

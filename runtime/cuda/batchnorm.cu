@@ -6,6 +6,7 @@
 // (ops.cpp); the kernel here is its stand-in for channels of a single value.
 
 #include "runtime/check.h"
+#include "runtime/cuda/channel_reduce.cuh"
 #include "runtime/cuda/check.h"
 #include "runtime/cuda/kernels.h"
 #include "runtime/cuda/stream.h"
@@ -13,48 +14,10 @@
 namespace mplan::rt::cuda {
 namespace {
 
-// A block per channel sums its n*hw values. ResNet-50's first batch norm has
-// 64 channels: 64 blocks of 256 threads, each with one load in flight, took
-// 3.49 ms for the backward of a 103 MB tensor on the H100
-// (docs/gpu-validation.md). So a block has 1024 threads, and each thread
-// issues the loads of kLoadsInFlight values before it adds them (in the same
-// order: the sums are unchanged per thread).
-constexpr int kReduceThreads = 1024;
+// kLoadsInFlight: each thread issues the loads of this many values before it
+// adds them (in the same order: the sums are unchanged per thread);
+// kReduceThreads, block_sum and ChannelWalk: channel_reduce.cuh.
 constexpr int kLoadsInFlight = 4;
-
-// The sum of `value` over the block, in double; every thread gets it.
-__device__ double block_sum(double value) {
-  __shared__ double partial[kReduceThreads];
-  __syncthreads();  // the previous call's readers are done with `partial`
-  partial[threadIdx.x] = value;
-  __syncthreads();
-  for (int half = kReduceThreads / 2; half > 0; half /= 2) {
-    if (threadIdx.x < half) partial[threadIdx.x] += partial[threadIdx.x + half];
-    __syncthreads();
-  }
-  return partial[0];
-}
-
-// The walk of one thread over a channel's n*hw values: j = first, first +
-// step, ... as (sample b, pixel i), element (b * c + ch) * hw + i, with one
-// division at the start instead of a 64-bit division and modulo per element
-// (each is dozens of instructions on a GPU). The order of j, and so every
-// sum, is the one the kernels had with a division per element.
-struct ChannelWalk {
-  int64_t b, i, step_b, step_i, n, c, ch, hw;
-  __device__ ChannelWalk(int64_t first, int64_t step, int64_t n_, int64_t c_, int64_t ch_, int64_t hw_)
-      : b(first / hw_), i(first % hw_), step_b(step / hw_), step_i(step % hw_), n(n_), c(c_), ch(ch_), hw(hw_) {}
-  __device__ bool more() const { return b < n; }
-  __device__ int64_t at() const { return (b * c + ch) * hw + i; }
-  __device__ void next() {
-    b += step_b;
-    i += step_i;
-    if (i >= hw) {
-      i -= hw;
-      ++b;
-    }
-  }
-};
 
 // The next up to kLoadsInFlight elements of a walk: their indices in at[], -1
 // past the walk's end (a walk that ended stays ended, so the valid ones come

@@ -285,25 +285,33 @@ bool aligned(const void* p) { return reinterpret_cast<uintptr_t>(p) % kAlignment
 // scratch after the engine's workspace and added to dw (scratch_bytes).
 bool adds(ConvDirection d, bool accumulate) { return d == ConvDirection::backward_data && accumulate; }
 
+// The scratch starts this far into the workspace, rounded up past the
+// engine's part: relative to the workspace pointer, which graph_run checks is
+// kAlignment-aligned, so the scratch (a tensor declared kAlignment-aligned)
+// is too; 256 as cudaMalloc's own alignment, for the engine's part's sake.
 constexpr int64_t kScratchAlignment = 256;
 
 int64_t round_up(int64_t bytes, int64_t to) { return (bytes + to - 1) / to * to; }
 
-// The filter gradient's scratch (dw's bytes) and where it starts in the
-// workspace; none in the other directions.
+// The filter gradient's scratch (dw's bytes); none in the other directions.
 int64_t scratch_bytes(ConvDirection d, const ConvShape& s) {
-  return d == ConvDirection::backward_filter ? s.k * (s.c / s.groups) * s.r * s.s * int64_t{sizeof(float)} : 0;
+  return d == ConvDirection::backward_filter ? s.w_elements() * int64_t{sizeof(float)} : 0;
 }
 int64_t scratch_offset(const Plan& plan) { return round_up(plan.workspace_bytes, kScratchAlignment); }
+
+// The workspace a plan of this direction needs: the engine's, and the
+// filter gradient's scratch after it.
+int64_t needed_bytes(const Plan& plan, ConvDirection d, const ConvShape& s) {
+  const int64_t scratch = scratch_bytes(d, s);
+  return scratch > 0 ? scratch_offset(plan) + scratch : plan.workspace_bytes;
+}
 
 }  // namespace
 
 int64_t graph_workspace_bytes(ConvDirection direction, const ConvShape& shape, ConvAlgoId algo) {
   std::lock_guard<std::mutex> lock(cache().mutex);
   const Plan* plan = plan_locked(direction, adds(direction, false), shape, algo);
-  int64_t bytes = plan == nullptr ? -1 : plan->workspace_bytes;
-  if (plan != nullptr && direction == ConvDirection::backward_filter)
-    bytes = scratch_offset(*plan) + scratch_bytes(direction, shape);
+  int64_t bytes = plan == nullptr ? -1 : needed_bytes(*plan, direction, shape);
   // The data gradient's two graphs (writing, adding) may rank their
   // configurations differently: the larger workspace serves both.
   if (direction == ConvDirection::backward_data)
@@ -321,7 +329,7 @@ cudnnStatus_t graph_run(cudnnHandle_t handle, ConvDirection direction, const Con
   }
   if (plan == nullptr) return CUDNN_STATUS_NOT_SUPPORTED;
   const int64_t scratch = scratch_bytes(direction, shape);
-  const int64_t needed = scratch > 0 ? scratch_offset(*plan) + scratch : plan->workspace_bytes;
+  const int64_t needed = needed_bytes(*plan, direction, shape);
   if (needed > workspace_bytes) return CUDNN_STATUS_NOT_SUPPORTED;
   if (!aligned(a) || !aligned(b) || !aligned(out) || (needed > 0 && !aligned(workspace)))
     return CUDNN_STATUS_NOT_SUPPORTED;

@@ -16,7 +16,7 @@
 // these graphs with beta 0 only, so the filter-gradient graph writes into
 // scratch after the engine's workspace (dw's bytes, counted in the workspace
 // this direction asks for) and a kernel adds it to dw (one pass over the
-// weights, about 0.15% of ResNet-50's step). The data gradient, whose scratch
+// weights, estimated at about 0.15% of ResNet-50's step, not measured). The data gradient, whose scratch
 // would be an activation, has a graph that writes dx and one that adds to it
 // (beta 1), each with its own list (its workspace query gives the larger of
 // the two): whether engines take beta 1 is for a GPU to show (fewer
@@ -46,8 +46,10 @@ int64_t graph_workspace_bytes(ConvDirection direction, const ConvShape& shape, C
 
 // Runs the configuration on the handle's stream: forward y = conv(x, w)
 // (a = x, b = w, out = y); backward-data dx (+)= (a = dy, b = w, out = dx);
-// backward-filter dw += (a = x, b = dy, out = dw). Returns cuDNN's status:
-// NOT_SUPPORTED without running anything where there is no such
+// backward-filter dw += (a = x, b = dy, out = dw; the graph writes the
+// scratch, then a kernel adds it to dw on the same stream, and a failure of
+// that launch ends the program, as every checked call does). Returns cuDNN's
+// status: NOT_SUPPORTED without running anything where there is no such
 // configuration here, too little workspace or a pointer off the 16-byte
 // alignment the plans were built for.
 cudnnStatus_t graph_run(cudnnHandle_t handle, ConvDirection direction, const ConvShape& shape, ConvAlgoId algo,

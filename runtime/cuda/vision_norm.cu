@@ -1,7 +1,9 @@
 // Layer normalisation and row softmax of the vision-model ops
 // (vision_kernels.h), as runtime/cpu/layernorm.cpp and runtime/cpu/attention.cpp:
-// one thread per normalised position (per row), statistics in double.
+// one thread per normalised position (per row), statistics in double; the
+// parameter gradients one block per channel.
 
+#include "runtime/cuda/channel_reduce.cuh"
 #include "runtime/cuda/check.h"
 #include "runtime/cuda/grid.cuh"
 #include "runtime/cuda/stream.h"
@@ -55,22 +57,25 @@ __global__ void layernorm_backward_data_kernel(const float* x, const float* gamm
   }
 }
 
-// One thread per channel over every position.
-__global__ void layernorm_backward_params_kernel(const float* x, const float* mean, const float* invstd,
-                                                 const float* dy, float* dgamma, float* dbeta, int64_t outer,
-                                                 int64_t c, int64_t inner) {
-  MPLAN_FOR_EACH(ch, c) {
-    double sum_g = 0.0, sum_gx = 0.0;
-    for (int64_t o = 0; o < outer; ++o)
-      for (int64_t i = 0; i < inner; ++i) {
-        const int64_t at = (o * c + ch) * inner + i, p = o * inner + i;
-        const double g = dy[at];
-        sum_g += g;
-        sum_gx += g * (static_cast<double>(x[at]) - mean[p]) * invstd[p];
-      }
-    dgamma[ch] = static_cast<float>(dgamma[ch] + sum_gx);
-    dbeta[ch] = static_cast<float>(dbeta[ch] + sum_g);
+// A block per channel over every position (channel_reduce.cuh): one thread
+// per channel left 768 threads of a GPU's tens of thousands looping over
+// every token of a ViT's batch.
+__global__ void __launch_bounds__(kReduceThreads, 1)
+    layernorm_backward_params_kernel(const float* x, const float* mean, const float* invstd, const float* dy,
+                                     float* dgamma, float* dbeta, int64_t outer, int64_t c, int64_t inner) {
+  const int64_t ch = blockIdx.x;
+  double sum_g = 0.0, sum_gx = 0.0;
+  for (ChannelWalk v(threadIdx.x, blockDim.x, outer, c, ch, inner); v.more(); v.next()) {
+    const int64_t at = v.at(), p = v.position();
+    const double g = dy[at];
+    sum_g += g;
+    sum_gx += g * (static_cast<double>(x[at]) - mean[p]) * invstd[p];
   }
+  sum_g = block_sum(sum_g);
+  sum_gx = block_sum(sum_gx);
+  if (threadIdx.x != 0) return;
+  dgamma[ch] = static_cast<float>(dgamma[ch] + sum_gx);
+  dbeta[ch] = static_cast<float>(dbeta[ch] + sum_g);
 }
 
 __global__ void softmax_rows_kernel(const float* x, float* y, int64_t rows, int64_t cols) {
@@ -129,8 +134,8 @@ void layernorm_backward_params(const float* x, const float* mean, const float* i
                                float* dgamma, float* dbeta, int64_t outer, int64_t c, int64_t inner,
                                cudaStream_t stream) {
   if (c <= 0) return;
-  layernorm_backward_params_kernel<<<blocks_for(c), kThreads, 0, stream>>>(x, mean, invstd, dy, dgamma, dbeta, outer,
-                                                                            c, inner);
+  layernorm_backward_params_kernel<<<static_cast<unsigned>(c), kReduceThreads, 0, stream>>>(x, mean, invstd, dy, dgamma,
+                                                                                          dbeta, outer, c, inner);
   MPLAN_CUDA_CHECK_LAUNCH();
 }
 

@@ -88,8 +88,18 @@ TEST(KernelProfilerPipeline, JobsTimedAndMergedPlanAVerifiedProgram) {
   ASSERT_TRUE(slowed.ok()) << slowed.error().to_string();
   EXPECT_DOUBLE_EQ(slowed->duplex_slowdown, 1.2);
   EXPECT_NE(slowed->cost_model.find("duplex slowdown 1.20"), std::string::npos) << slowed->cost_model;
+  // Only the largest copy timed both ways counts: a smaller one with another ratio is left out.
+  rt::CopyTiming smaller = largest;
+  smaller.bytes = int64_t{32} << 20;
+  smaller.both_directions_ms = 3.0;
+  timed.copies.insert(timed.copies.begin(), smaller);
+  Result<Profile> largest_only = merge_results(tdfg, timed, sub_batches, "times.json");
+  ASSERT_TRUE(largest_only.ok()) << largest_only.error().to_string();
+  EXPECT_DOUBLE_EQ(largest_only->duplex_slowdown, 1.2);
   timed.copies.back().both_directions_ms = 1.1;  // faster than the slower direction alone: full duplex
-  EXPECT_EQ(merge_results(tdfg, timed, sub_batches, "times.json")->duplex_slowdown, 1.0);
+  Result<Profile> full_duplex = merge_results(tdfg, timed, sub_batches, "times.json");
+  ASSERT_TRUE(full_duplex.ok()) << full_duplex.error().to_string();
+  EXPECT_EQ(full_duplex->duplex_slowdown, 1.0);
   // A result file that lacks a task is refused, naming it.
   results.results.pop_back();
   Result<Profile> partial = merge_results(tdfg, results, sub_batches, "times.json");

@@ -1,8 +1,9 @@
 // The CUDA backend's convolutions against the CPU backend's direct kernels:
 // every direction, every cuDNN algorithm that supports the shape (each with
 // the workspace cuDNN asks for), bias, groups, stride and padding, filter
-// gradients accumulating (beta = 1), micro-batches of different algorithms,
-// and the fallback when the planned workspace is too small.
+// gradients accumulating (beta = 1; the graph API's through scratch),
+// micro-batches of different algorithms, and the fallback when the planned
+// workspace is too small.
 
 #include <cstdio>
 
@@ -145,6 +146,38 @@ TEST(GpuConv, BackwardFilterEveryAlgorithmAccumulates) {
     EXPECT_GE(ran, 1) << describe(s);
     if (graph_must_run(s)) EXPECT_GE(graph_ran, 1) << "no graph-API configuration ran " << describe(s);
   }
+}
+
+// A graph-API filter gradient writes into scratch after its engine's
+// workspace and adds it to dw (runtime/cuda/conv_graph.h): the workspace it
+// asks for includes that scratch, and one byte less is refused (the legacy
+// path then runs, counted as a fallback) with dw still right.
+TEST(GpuConv, GraphFilterGradientNeedsItsScratch) {
+  MPLAN_REQUIRE_GPU();
+  const ConvShape& s = kShapes[0];
+  const ConvData d(s);
+  const std::vector<float> prior = random_floats(s.w_elements(), 6);
+  std::vector<float> expected = prior;
+  rt::cpu::conv_backward_filter(rt::cpu::ConvAlgo::direct, s, d.x.data(), d.dy.data(), expected.data(), nullptr, 0,
+                                true);
+  const DeviceBuffer x(d.x), dy(d.dy);
+  const rt::Context inline_context;
+  int checked = 0;
+  for (ConvAlgoId algo : rt::conv_algorithm_ids(ConvDirection::backward_filter)) {
+    if (rt::graph_algorithm_rank(algo) < 0) continue;
+    const int64_t bytes = rt::conv_workspace_bytes(inline_context, ConvDirection::backward_filter, s, algo);
+    if (bytes < 0) continue;
+    SCOPED_TRACE(rt::conv_algorithm_name(ConvDirection::backward_filter, algo));
+    EXPECT_GE(bytes, s.w_elements() * static_cast<int64_t>(sizeof(float)));
+    DeviceBuffer workspace(static_cast<size_t>(bytes));
+    DeviceBuffer dw(prior);
+    const int64_t fallbacks = rt::cuda::conv_fallback_count();
+    rt::conv_backward_filter(rt::Context{}, s, algo, x.f32(), dy.f32(), dw.f32(), workspace.bytes(), bytes - 1);
+    EXPECT_EQ(rt::cuda::conv_fallback_count(), fallbacks + 1) << "ran with one byte less than it asked for";
+    EXPECT_TRUE(close(dw.download(expected.size()), expected));
+    ++checked;
+  }
+  EXPECT_GE(checked, 1) << "no graph-API filter-gradient configuration for " << describe(s);
 }
 
 TEST(GpuConv, BackwardBiasAccumulates) {

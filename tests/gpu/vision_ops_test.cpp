@@ -300,6 +300,9 @@ TEST(GpuVisionOps, LayerNormMatchesCpuOverFeaturesAndOverChannels) {
   MPLAN_REQUIRE_GPU();
   check_layernorm(/*outer=*/7, /*c=*/37, /*inner=*/1);  // [T, D]: ViT's LayerNorm
   check_layernorm(/*outer=*/2, /*c=*/5, /*inner=*/33);  // [C, H, W]: ConvNeXt's LayerNorm2d
+  // More positions than a parameter-gradient block has threads (1024), in both layouts.
+  check_layernorm(/*outer=*/1500, /*c=*/24, /*inner=*/1);
+  check_layernorm(/*outer=*/3, /*c=*/6, /*inner=*/700);
 }
 
 // ---- matmul, softmax, attention ------------------------------------------------------------------

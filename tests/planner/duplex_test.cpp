@@ -39,8 +39,11 @@ std::pair<double, double> ends(double slowdown, double h2d_ms, double d2h_ms, in
 TEST(Duplex, CopiesBothWaysAtOnceRunSlowerWhileTheyOverlap) {
   using Ends = std::pair<double, double>;
   EXPECT_EQ(ends(1.0, 10, 10), Ends(10, 10));  // full duplex: no change
-  // Both from 0 at half speed: each does its 10 ms of work by 20.
+  // Both from 0 at half speed: each does its 10 ms of work by 20. This is the
+  // kernel profiler's both-ways measurement the slowdown comes from (equal
+  // copies started together end at slowdown x their time alone).
   EXPECT_EQ(ends(2.0, 10, 10), Ends(20, 20));
+  EXPECT_EQ(ends(1.2, 10, 10), Ends(12, 12));
   // The h2d copy's 4 ms take 8 shared; the d2h copy then has 6 left alone.
   EXPECT_EQ(ends(2.0, 4, 10), Ends(8, 14));
   // A short copy beside a longer one: 4 ms of work take 5, the longer one's
@@ -113,7 +116,8 @@ TEST(Duplex, PlansPriceOverlappingCopiesAndStillVerify) {
     ASSERT_GT(plan->summary.bytes_to_device, 0) << "the scenario needs copies both ways";
     EXPECT_TRUE(verify_plan(*plan, tdfg).empty());
     const bool noted = std::any_of(plan->summary.notes.begin(), plan->summary.notes.end(), [](const std::string& n) {
-      return n.find("1.50x slower there") != std::string::npos;
+      return n.find("copies of the two directions overlap for") != std::string::npos &&
+             n.find("priced 1.50x slower while they do") != std::string::npos;
     });
     EXPECT_EQ(noted, slowdown > 1.0);
     for (const Step& s : plan->steps) {
@@ -131,6 +135,16 @@ TEST(Duplex, PlansPriceOverlappingCopiesAndStillVerify) {
     }
   }
   EXPECT_GT(stretched, 0) << "no copy overlapped one of the other direction: the scenario checks nothing";
+  // At 7 GiB the plan copies both ways but never at once: no note.
+  options.budget_bytes = int64_t{7} << 30;
+  auto cost = RecordedCostModel::create(*profile, tdfg, {}, file);
+  ASSERT_TRUE(cost.ok());
+  Result<Plan> apart = make_plan(tdfg, **cost, options);
+  ASSERT_TRUE(apart.ok()) << apart.error().to_string();
+  ASSERT_GT(apart->summary.bytes_to_host, 0);
+  ASSERT_GT(apart->summary.bytes_to_device, 0);
+  for (const std::string& note : apart->summary.notes)
+    EXPECT_EQ(note.find("copies of the two directions overlap"), std::string::npos) << note;
 }
 
 }  // namespace

@@ -72,11 +72,19 @@ TEST(Device, BadFilesSayWhereAndWhat) {
   ASSERT_TRUE(duplex.ok()) << duplex.error().to_string();
   EXPECT_EQ(duplex->copy_duplex_slowdown, 1.4);
   EXPECT_EQ(AnalyticCostModel(*duplex).duplex_slowdown(), 1.4);
-  Result<Device> faster = parse_device(good + "copy_duplex_slowdown: 0.5\n", "x.yaml");
-  ASSERT_FALSE(faster.ok());
-  EXPECT_EQ(faster.error().to_string(),
-            "x.yaml:12:23: 'copy_duplex_slowdown': expected 1 to 100 (how much slower a copy runs while the other "
-            "direction copies), got 0.5");
+  for (const char* bad : {"0.5", "0", "101", ".nan", "fast"}) {
+    Result<Device> refused = parse_device(good + "copy_duplex_slowdown: " + bad + "\n", "x.yaml");
+    ASSERT_FALSE(refused.ok()) << bad;
+    EXPECT_EQ(refused.error().to_string(),
+              std::string("x.yaml:12:23: 'copy_duplex_slowdown': expected 1 to 100 (how much slower a copy runs while "
+                          "the other direction copies), got ") + bad);
+  }
+  EXPECT_EQ(parse_device(good + "copy_duplex_slowdown: 100\n", "x.yaml")->copy_duplex_slowdown, 100.0);
+  std::string one_engine = good;
+  one_engine.replace(one_engine.find("copy_engines: 2"), 15, "copy_engines: 1");
+  Result<Device> shared = parse_device(one_engine + "copy_duplex_slowdown: 1.4\n", "x.yaml");
+  ASSERT_FALSE(shared.ok());
+  EXPECT_NE(shared.error().message.find("needs copy_engines: 2"), std::string::npos) << shared.error().message;
 }
 
 TEST(Device, ArchitectureAndMathModes) {

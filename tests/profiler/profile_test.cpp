@@ -141,6 +141,13 @@ TEST(Profile, CarriesTheDuplexSlowdownOfItsCopies) {
   ASSERT_TRUE(recorded.ok());
   EXPECT_EQ((*recorded)->duplex_slowdown(), 1.375);
   EXPECT_EQ(profile_to_json(*read), text);
+  for (const char* good : {"1", "100"}) {
+    std::string changed = text;
+    changed.replace(changed.find("1.375"), 5, good);
+    Result<Profile> accepted = parse_profile(changed, "ok.json");
+    ASSERT_TRUE(accepted.ok()) << good << ": " << accepted.error().to_string();
+    EXPECT_EQ(accepted->duplex_slowdown, std::stod(good));
+  }
   for (const char* bad : {"0.5", "101", "\"fast\""}) {
     std::string changed = text;
     changed.replace(changed.find("1.375"), 5, bad);
