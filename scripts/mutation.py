@@ -154,6 +154,17 @@ MUTANTS = [
      "  if (screen_ && bound > 0 && lower_bound_ms(c.rounds) > bound) {",
      "  if (screen_ && bound > 0 && lower_bound_ms(c.rounds) > 0.8 * bound) {",
      ["planner"]),
+    # ---- copies both ways at once (planner/streams.cpp) ----
+    ("duplex slowdown ignored",
+     "planner/streams.cpp",
+     "    if (duplex_slowdown_ > 1.0) step.end_ms = copy_end_ms(other, start_ms, duration_ms);",
+     "",
+     ["planner"]),
+    ("duplex: a copy something already follows is slowed too",
+     "planner/streams.cpp",
+     "it->step == last_on_slot_[other_slot] && other.records == kNoEvent;",
+     "it->step == last_on_slot_[other_slot];",
+     ["planner"]),
     # ---- in-place activations (tdfg/tdfg.cpp) ----
     ("in-place ReLU over an output a backward task reads",
      "tdfg/tdfg.cpp",
