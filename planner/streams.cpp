@@ -28,33 +28,32 @@ StreamTimeline::StreamTimeline(int copy_engines, double duplex_slowdown)
 // nothing queued behind it), is slowed as well (both share the link until the
 // first ends); a copy that something already follows keeps its end.
 double StreamTimeline::copy_end_ms(int other_slot, double start_ms, double alone_ms) {
-  std::vector<Span>& spans = copy_spans_[other_slot];
-  auto it = std::lower_bound(spans.begin(), spans.end(), start_ms,
-                             [](const Span& span, double t) { return span.end_ms <= t; });
+  const std::vector<int32_t>& copies = copy_steps_[other_slot];
+  auto it = std::lower_bound(copies.begin(), copies.end(), start_ms,
+                             [this](int32_t copy, double t) { return steps_[copy].end_ms <= t; });
   const double f = duplex_slowdown_;
   double t = start_ms, left_ms = alone_ms;
-  for (; it != spans.end() && left_ms > 0; ++it) {
-    if (it->start_ms > t) {
-      const double alone = std::min(left_ms, it->start_ms - t);
+  for (; it != copies.end() && left_ms > 0; ++it) {
+    Step& other = steps_[*it];
+    if (other.start_ms > t) {
+      const double alone = std::min(left_ms, other.start_ms - t);
       t += alone;
       left_ms -= alone;
       if (left_ms <= 0) break;
     }
-    Step& other = steps_[it->step];
-    const bool unobserved = it->step == last_on_slot_[other_slot] && other.records == kNoEvent;
+    const bool unobserved = *it == last_on_slot_[other_slot] && other.records == kNoEvent;
     if (unobserved) {
       // From t both run at 1/f; the other had other.end_ms - t of work left
       // alone (no copy of this direction overlapped it after t: this slot is FIFO).
       const double other_left = other.end_ms - t;
       const double shared = f * std::min(left_ms, other_left);
       other.end_ms = t + shared + std::max(0.0, other_left - left_ms);
-      it->end_ms = other.end_ms;
       free_at_ms_[other_slot] = other.end_ms;
       t += shared;
       left_ms -= shared / f;
       break;  // nothing follows the last copy
     }
-    const double shared = std::min(left_ms * f, it->end_ms - t);
+    const double shared = std::min(left_ms * f, other.end_ms - t);
     t += shared;
     left_ms -= shared / f;
   }
@@ -93,7 +92,7 @@ int32_t StreamTimeline::issue(Step step, int slot, double duration_ms, const Slo
   if (slot != kComputeSlot && copy_engines_ == 2 && duration_ms > 0) {
     const int other = slot == kH2dSlot ? kD2hSlot : kH2dSlot;
     if (duplex_slowdown_ > 1.0) step.end_ms = copy_end_ms(other, start_ms, duration_ms);
-    copy_spans_[slot].push_back({start_ms, step.end_ms, index});
+    copy_steps_[slot].push_back(index);
   }
   switch (slot) {
     case kComputeSlot: step.stream = StreamKind::compute; break;

@@ -58,10 +58,6 @@ class StreamTimeline {
   double duplex_slowdown() const { return duplex_slowdown_; }
 
  private:
-  struct Span {
-    double start_ms, end_ms;
-    int32_t step;
-  };
   // When a copy on this direction's slot that needs `alone_ms` alone, started
   // at start_ms, ends, walked beside the copies of the other direction's
   // `other_slot`; extends that slot's last copy where nothing follows it yet.
@@ -69,7 +65,7 @@ class StreamTimeline {
 
   int copy_engines_;
   double duplex_slowdown_;
-  std::array<std::vector<Span>, kSlotCount> copy_spans_;  // per copy slot, in order (FIFO: ends ascend)
+  std::array<std::vector<int32_t>, kSlotCount> copy_steps_;  // per copy slot, in order (FIFO: ends ascend)
   std::vector<Step> steps_;
   std::vector<int> slot_of_;
   std::vector<SlotSteps> clock_;  // per step: last step of each slot ordered before or at it

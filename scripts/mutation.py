@@ -162,8 +162,8 @@ MUTANTS = [
      ["planner"]),
     ("duplex: a copy something already follows is slowed too",
      "planner/streams.cpp",
-     "it->step == last_on_slot_[other_slot] && other.records == kNoEvent;",
-     "it->step == last_on_slot_[other_slot];",
+     "*it == last_on_slot_[other_slot] && other.records == kNoEvent;",
+     "*it == last_on_slot_[other_slot];",
      ["planner"]),
     # ---- in-place activations (tdfg/tdfg.cpp) ----
     ("in-place ReLU over an output a backward task reads",
