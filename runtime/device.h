@@ -68,7 +68,7 @@ struct DeviceMemory {
 DeviceMemory device_alloc(size_t size_bytes, std::string* error);
 void device_free(DeviceMemory& memory);
 
-// Pinned host memory (cudaHostAlloc on CUDA; aligned memory on the CPU) for
+// Pinned host memory (cudaHostAlloc, mapped, on CUDA; aligned memory on the CPU) for
 // offloaded blocks and the input data of each round.
 struct HostMemory {
   std::byte* base = nullptr;
@@ -81,6 +81,14 @@ void host_free(HostMemory& memory);
 
 void copy_to_device_async(void* device_dst, const void* host_src, size_t bytes, Stream* stream);
 void copy_to_host_async(void* host_dst, const void* device_src, size_t bytes, Stream* stream);
+// A few bytes (a round's loss) from device memory into host memory from
+// host_alloc, in the stream's order, by the stream's own work: on CUDA a
+// kernel stores through the pinned memory's device mapping. A copy
+// (copy_to_host_async) runs on a copy engine, where it can queue behind the
+// d2h stream's offloads (which engine a stream gets is the driver's choice):
+// in ResNet-50's 6 GiB program on an H200 the compute stream waited 18.6 ms
+// there for its loss (docs/gpu-validation.md, 2026-11-27b).
+void store_to_host_async(void* host_dst, const void* device_src, size_t bytes, Stream* stream);
 // Fills bytes / 4 words of device memory with `pattern` (zeros, or the poison NaN).
 void fill_u32_async(void* device_dst, uint32_t pattern, size_t bytes, Stream* stream);
 // Debug only (--debug-copy-delay-ms): the stream idles for ms milliseconds

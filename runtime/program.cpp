@@ -123,6 +123,7 @@ Program::~Program() {
   if (device_.base != nullptr) device_free(device_);
   if (host_.base != nullptr) host_free(host_);
   if (round_loss_.base != nullptr) host_free(round_loss_);
+  if (input_sets_.base != nullptr) host_free(input_sets_);
 }
 
 bool Program::allocate(std::string* error) {
@@ -134,6 +135,18 @@ bool Program::allocate(std::string* error) {
   // Pinned, so that reading a round's loss does not make the host wait for the GPU.
   round_loss_ = host_alloc(static_cast<size_t>(spec_.rounds) * sizeof(float), error);
   if (round_loss_.base == nullptr) return false;
+  // The input sets: every round's image and label slot, 256-byte aligned, twice.
+  input_slots_.clear();
+  input_set_bytes_ = 0;
+  for (int32_t r = 0; r < spec_.rounds; ++r)
+    for (const Region& slot : {spec_.input_slots[r], spec_.label_slots[r]}) {
+      input_slots_.push_back({slot.offset, slot.bytes, input_set_bytes_});
+      input_set_bytes_ += (slot.bytes + 255) / 256 * 256;
+    }
+  std::sort(input_slots_.begin(), input_slots_.end(),
+            [](const InputSlot& a, const InputSlot& b) { return a.host_offset < b.host_offset; });
+  input_sets_ = host_alloc(static_cast<size_t>(std::max<int64_t>(2 * input_set_bytes_, 1)), error);
+  if (input_sets_.base == nullptr) return false;
   // A fresh arena is poisoned in debug mode, so a read before any write is
   // caught too. (Otherwise it is left as allocated: the plan writes every
   // buffer before reading it, which the verifier proves.)
@@ -143,6 +156,18 @@ bool Program::allocate(std::string* error) {
     stream_synchronize(compute_stream_);
   }
   return true;
+}
+
+void* Program::host_of_step(int64_t offset, uint64_t step) const {
+  auto after = std::upper_bound(input_slots_.begin(), input_slots_.end(), offset,
+                                [](int64_t at, const InputSlot& slot) { return at < slot.host_offset; });
+  if (after != input_slots_.begin()) {
+    const InputSlot& slot = *(after - 1);
+    if (offset < slot.host_offset + slot.bytes)
+      return input_sets_.base + static_cast<int64_t>(step % 2) * input_set_bytes_ + slot.set_offset +
+             (offset - slot.host_offset);
+  }
+  return host_.base + offset;
 }
 
 void Program::alloc(int64_t offset, int64_t bytes) {
@@ -170,7 +195,7 @@ void Program::offload(int64_t device_offset, int64_t host_offset, int64_t bytes,
 
 void Program::read_loss(int32_t round, int64_t loss_offset) {
   MPLAN_RT_CHECK(round >= 0 && round < spec_.rounds, "read_loss: round out of range");
-  copy_to_host_async(round_loss_.base + round * sizeof(float), bytes(loss_offset), sizeof(float), compute_stream_);
+  store_to_host_async(round_loss_.base + round * sizeof(float), bytes(loss_offset), sizeof(float), compute_stream_);
 }
 
 void Program::poison(Stream* stream, int64_t offset, int64_t bytes) {
@@ -195,13 +220,21 @@ void Program::check_finite(int32_t round, const char* step, std::initializer_lis
 }
 
 // Samples step*B .. step*B + B-1 (mod N for a data set of N samples), sample k
-// of the step (rounds in order) at images + k*elements and labels + k.
-void Program::make_input(uint64_t step, const Dataset& data, float* images, int32_t* labels) const {
+// of the step (rounds in order) into its round's slots of set step % 2.
+void Program::make_input(uint64_t step, const Dataset& data) const {
   const int64_t elements = input_elements(spec_);
   const int64_t sample_count = spec_.batch;
+  std::vector<float*> images(static_cast<size_t>(spec_.rounds));
+  std::vector<int32_t*> labels(static_cast<size_t>(spec_.rounds));
+  for (int32_t r = 0; r < spec_.rounds; ++r) {
+    images[r] = static_cast<float*>(host_of_step(spec_.input_slots[r].offset, step));
+    labels[r] = static_cast<int32_t*>(host_of_step(spec_.label_slots[r].offset, step));
+  }
   parallel_for(sample_count, sample_count * elements, /*grain: pixels per thread=*/int64_t{1} << 20, [&](int64_t k) {
-    float* x = images + k * elements;
-    int32_t* y = labels + k;
+    int32_t r = 0;  // the round of sample k: first_sample is increasing
+    while (r + 1 < spec_.rounds && spec_.first_sample[r + 1] <= k) ++r;
+    float* x = images[r] + (k - spec_.first_sample[r]) * elements;
+    int32_t* y = labels[r] + (k - spec_.first_sample[r]);
     const uint64_t sample = step * static_cast<uint64_t>(spec_.batch) + static_cast<uint64_t>(k);
     if (data.count > 0) {
       const int64_t at = static_cast<int64_t>(sample % static_cast<uint64_t>(data.count));
@@ -215,30 +248,11 @@ void Program::make_input(uint64_t step, const Dataset& data, float* images, int3
 
 double Program::run_step(uint64_t step, const Dataset& data, bool prepare_next) {
   step_ = step;
-  const int64_t elements = input_elements(spec_);
-  const size_t image_words = static_cast<size_t>(spec_.batch * elements);
-  if (staged_images_.size() != image_words) {
-    staged_images_.assign(image_words, 0.0f);
-    staged_labels_.assign(static_cast<size_t>(spec_.batch), 0);
-    staged_step_.reset();
-  }
   // The step's samples, made now unless the previous step made them while the
-  // device ran it, then copied into every round's pinned host slots (their
-  // previous contents were read by the previous step, which has finished).
-  // Round r's samples are first_sample[r] onwards, as in the staged copy.
+  // device ran it (into this step's input set, which that step did not read).
   const auto data_started = std::chrono::steady_clock::now();
-  if (staged_step_ != step) make_input(step, data, staged_images_.data(), staged_labels_.data());
+  if (staged_step_ != step) make_input(step, data);
   staged_step_.reset();
-  for (int32_t r = 0; r < spec_.rounds; ++r) {
-    const int64_t first = spec_.first_sample[r], count = spec_.sub_batches[r];
-    auto* images = static_cast<float*>(host(spec_.input_slots[r].offset));
-    parallel_for(count, count * elements, int64_t{1} << 22, [&](int64_t i) {
-      std::memcpy(images + i * elements, staged_images_.data() + (first + i) * elements,
-                  static_cast<size_t>(elements) * sizeof(float));
-    });
-    std::memcpy(host(spec_.label_slots[r].offset), staged_labels_.data() + first,
-                static_cast<size_t>(count) * sizeof(int32_t));
-  }
   last_data_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - data_started).count();
   if (measure_next_) timeline_.begin(compute_stream_);
   measure_next_ = false;
@@ -248,7 +262,7 @@ double Program::run_step(uint64_t step, const Dataset& data, bool prepare_next) 
   // one: making them took 11 ms of ResNet-50's 151 ms step on the H200 when it
   // came before the step's first kernel (docs/gpu-validation.md).
   if (prepare_next) {
-    make_input(step + 1, data, staged_images_.data(), staged_labels_.data());
+    make_input(step + 1, data);
     staged_step_ = step + 1;
   }
   stream_synchronize(compute_stream_);

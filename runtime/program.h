@@ -91,7 +91,10 @@ class Program {
   int32_t* i32(int64_t offset) const { return reinterpret_cast<int32_t*>(device_.base + offset); }
   uint8_t* u8(int64_t offset) const { return reinterpret_cast<uint8_t*>(device_.base + offset); }
   void* bytes(int64_t offset) const { return device_.base + offset; }
-  void* host(int64_t offset) const { return host_.base + offset; }
+  // Host memory at a plan's host offset. The input and label slots are the
+  // running step's input set (input_sets_), every other offset the plan's
+  // pinned host area.
+  void* host(int64_t offset) const { return host_of_step(offset, step_); }
 
   // The streams of the plan: compute, one per copy direction, or one shared
   // copy stream (copy() is h2d then) for a plan with one copy engine.
@@ -147,8 +150,9 @@ class Program {
 
   // Runs one iteration (fills the input slots, runs the schedule, waits for
   // every stream); returns the mean loss over the batch. With prepare_next,
-  // the samples of step + 1 are made on the host while the device runs this
-  // step, and the next run_step(step + 1) only copies them into its slots.
+  // the samples of step + 1 are made on the host, straight into the other
+  // input set, while the device runs this step: run_step(step + 1) then
+  // starts its kernels at once.
   double run_step(uint64_t step, const struct Dataset& data, bool prepare_next = false);
   // Measures the next run_step's copies and compute-stream waits
   // (runtime/timeline.h); timeline_spans() has them after it.
@@ -156,7 +160,7 @@ class Program {
   std::vector<Timeline::Span> timeline_spans() const { return timeline_.spans(); }
   double timeline_compute_ms() const { return timeline_.compute_ms(); }
   // The host time of the last run_step's input before its first kernel
-  // (making its samples, or copying those made during the previous step).
+  // (making its samples; none when the previous step made them).
   double last_data_ms() const { return last_data_ms_; }
 
   const ProgramSpec& spec() const { return spec_; }
@@ -166,15 +170,24 @@ class Program {
 
  private:
   void copy_delay(Stream* stream);
-  void make_input(uint64_t step, const struct Dataset& data, float* images, int32_t* labels) const;
+  void* host_of_step(int64_t offset, uint64_t step) const;
+  // Writes step's samples into its input set's slots.
+  void make_input(uint64_t step, const struct Dataset& data) const;
+  // The input and label slots of the plan, each with its place in an input set.
+  struct InputSlot {
+    int64_t host_offset, bytes, set_offset;
+  };
 
   const ProgramSpec& spec_;
   uint64_t seed_;
   uint64_t step_ = 0;
   double last_data_ms_ = 0;
-  // The samples of step *staged_step_, made ahead (run_step's prepare_next).
-  std::vector<float> staged_images_;
-  std::vector<int32_t> staged_labels_;
+  // Two pinned copies of every input and label slot: step s reads set s % 2,
+  // so step s + 1's samples can be made while step s runs. staged_step_ is
+  // the step whose samples were made ahead (run_step's prepare_next).
+  std::vector<InputSlot> input_slots_;  // by host_offset
+  HostMemory input_sets_;
+  int64_t input_set_bytes_ = 0;
   std::optional<uint64_t> staged_step_;
   float lr_;
   bool first_update_ = true;

@@ -14,10 +14,14 @@
 #   compare  pack.sh's programs on the GPU, 3 steps from the CPU's initial
 #            weights, against the CPU's weights; and 2 steps under --debug-poison
 #   torch    PyTorch eager's step (bench/gpu/torch_step.py), VGG-16 and ResNet-50
+#   probe    bench/gpu/copy_probe.cu: copy bandwidth as the profiler and as a
+#            program see it, and whether the compute stream's small copies
+#            queue behind the d2h stream's
 #   resnet50 / vgg16 / alexnet / cifar_small
 #            profile the model on this GPU (mplan profile --jobs, the kernel
 #            profiler, --merge), plan it at the budgets below with that profile,
 #            build and run each program; records simulated vs measured
+#            (POISON=0 skips the --debug-poison run of the offload plan)
 set -u
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-$PWD/gpu-results}; mkdir -p "$OUT" build-node/res build-node/w
@@ -117,7 +121,7 @@ profile_and_plan() {  # model sub-batches repeats budget[:sub-batch]...
   for n in "${names[@]}"; do
     echo "-- $n: $(sed -n 4,6p "build-node/p/$n/train.cpp" | tr '\n' ' ')"
     run_program "build-node/p/$n" "$n"
-    if [ "${n%-sb*}" != "$n" ]; then  # the offload plan at the full batch: every freed or dropped block poisoned
+    if [ "${n%-sb*}" != "$n" ] && [ "${POISON:-1}" = 1 ]; then  # the offload plan at the full batch: every freed or dropped block poisoned
       timeout "$(left 120)" "build-node/p/$n/build/train" --steps 3 --debug-poison > "build-node/res/$n-poison.txt" 2>&1
       echo "   --debug-poison, 3 steps: exit $? ($(grep -E '^step 3' "build-node/res/$n-poison.txt"))"
     fi
@@ -133,6 +137,7 @@ for stage in "${stages[@]}"; do
     tests) stage_tests ;;
     compare) stage_compare ;;
     torch) stage_torch ;;
+    probe) timeout "$(left 120)" "$PACK/bin/copy_probe" ;;
     # Budgets: unlimited, one that needs offloading at the full batch, two that need sub-batches.
     resnet50) profile_and_plan resnet50 32,64,128 3 70GiB 7GiB:128 6GiB 2GiB ;;
     vgg16) profile_and_plan vgg16 64,128,256 2 70GiB 12GiB:256 10GiB 5GiB ;;

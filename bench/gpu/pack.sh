@@ -51,6 +51,7 @@ if [ -f "$build/runtime/cuda/libmplan_runtime_cuda.a" ]; then
   strip --strip-debug -o "$out/bin/gpu_tests" "$build/tests/gpu/gpu_tests"
   strip --strip-debug -o "$out/lib/libmplan_runtime_cuda.a" "$build/runtime/cuda/libmplan_runtime_cuda.a"
   strip --strip-debug -o "$out/lib/libmplan_runtime_core.a" "$build/runtime/libmplan_runtime_core.a"
+  "${CUDACXX:-/usr/local/cuda/bin/nvcc}" -O2 -arch=sm_90 -o "$out/bin/copy_probe" bench/gpu/copy_probe.cu
 fi
 
 for m in cifar_small every_op alexnet vgg16 resnet50; do

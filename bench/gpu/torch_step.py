@@ -22,6 +22,9 @@ def main():
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--math", choices=["fp32", "tf32"], default="fp32")
+    ap.add_argument("--kernels", type=int, default=0, metavar="N",
+                    help="also profile one more step (torch.profiler) and print its GPU time by kernel family, "
+                         "the N largest")
     args = ap.parse_args()
     tf32 = args.math == "tf32"
     torch.backends.cuda.matmul.allow_tf32 = tf32
@@ -56,6 +59,40 @@ def main():
           f"{args.model} batch {args.batch} math {args.math}: {ms:.2f} ms/step ({args.batch / ms * 1e3:.1f} samples/s), "
           f"loss {loss.item():.4f}, peak allocated {torch.cuda.max_memory_allocated() / gib:.2f} GiB, "
           f"peak reserved {torch.cuda.max_memory_reserved() / gib:.2f} GiB")
+    if args.kernels > 0:
+        print_kernel_families(step, args.kernels)
+
+
+def kernel_family(name):
+    """A kernel's family: what it computes, from cuDNN's, cuBLAS's and PyTorch's kernel names."""
+    n = name.lower()
+    for key, family in (("bn_fw", "batchnorm FP"), ("bn_bw", "batchnorm BP"), ("batch_norm_backward", "batchnorm BP"),
+                        ("batch_norm", "batchnorm FP"), ("wgrad", "conv BP2 (filter)"), ("dgrad", "conv BP1 (data)"),
+                        ("fprop", "conv FP"), ("winograd", "conv winograd"), ("fft", "conv fft"),
+                        ("implicit", "conv implicit gemm"), ("gemm", "gemm"), ("threshold", "relu BP"),
+                        ("clamp", "relu FP"), ("max_pool", "maxpool"), ("avg_pool", "avgpool"),
+                        ("add", "add"), ("mul", "mul/sgd"), ("copy", "copy"), ("fill", "fill"),
+                        ("reduce", "reduce"), ("softmax", "softmax")):
+        if key in n:
+            return family
+    return "other: " + name[:60]
+
+
+def print_kernel_families(step, top):
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        step()
+        torch.cuda.synchronize()
+    totals, counts = {}, {}
+    for e in prof.events():
+        if e.device_type.name != "CUDA":
+            continue
+        f = kernel_family(e.name)
+        totals[f] = totals.get(f, 0.0) + e.device_time / 1e3
+        counts[f] = counts.get(f, 0) + 1
+    print(f"one step's GPU time by kernel family (torch.profiler): {sum(totals.values()):.2f} ms")
+    for f, ms in sorted(totals.items(), key=lambda kv: -kv[1])[:top]:
+        print(f"  {f}: {ms:.2f} ms in {counts[f]} kernels")
 
 
 if __name__ == "__main__":

@@ -169,6 +169,10 @@ void copy_to_host_async(void* host_dst, const void* device_src, size_t bytes, St
   stream->enqueue([host_dst, device_src, bytes] { std::memcpy(host_dst, device_src, bytes); });
 }
 
+void store_to_host_async(void* host_dst, const void* device_src, size_t bytes, Stream* stream) {
+  copy_to_host_async(host_dst, device_src, bytes, stream);  // one memory: a copy is a store
+}
+
 void fill_u32_async(void* device_dst, uint32_t pattern, size_t bytes, Stream* stream) {
   auto fill = [device_dst, pattern, bytes] {
     auto* out = static_cast<unsigned char*>(device_dst);

@@ -174,7 +174,7 @@ void device_free(DeviceMemory& memory) {
 
 HostMemory host_alloc(size_t size_bytes, std::string* error) {
   void* base = nullptr;
-  const cudaError_t status = cudaHostAlloc(&base, size_bytes == 0 ? 1 : size_bytes, cudaHostAllocDefault);
+  const cudaError_t status = cudaHostAlloc(&base, size_bytes == 0 ? 1 : size_bytes, cudaHostAllocMapped);
   if (status != cudaSuccess) {
     (void)cudaGetLastError();
     if (error)
@@ -204,6 +204,14 @@ void copy_to_device_async(void* device_dst, const void* host_src, size_t bytes, 
 void copy_to_host_async(void* host_dst, const void* device_src, size_t bytes, Stream* stream) {
   if (bytes == 0) return;
   MPLAN_CUDA_CHECK(cudaMemcpyAsync(host_dst, device_src, bytes, cudaMemcpyDeviceToHost, stream_of(stream)));
+  finish_if_null(stream);
+}
+
+void store_to_host_async(void* host_dst, const void* device_src, size_t bytes, Stream* stream) {
+  if (bytes == 0) return;
+  void* mapped = nullptr;  // host_alloc's memory is mapped (cudaHostAllocMapped)
+  MPLAN_CUDA_CHECK(cudaHostGetDevicePointer(&mapped, host_dst, 0));
+  cuda::copy_bytes(device_src, mapped, bytes, stream_of(stream));
   finish_if_null(stream);
 }
 

@@ -30,6 +30,29 @@ __global__ void fill_bytes_kernel(unsigned char* dst, uint32_t pattern, int64_t 
   }
 }
 
+// The CPU's x > 0 ? x : 0, except that NaN propagates (as cuDNN's
+// CUDNN_PROPAGATE_NAN did), so that --debug-poison sees a poisoned input downstream.
+__device__ __forceinline__ float relu_of(float x) { return x <= 0.0f ? 0.0f : x; }
+
+__global__ void relu_kernel(const float* x, float* y, int64_t count) {
+  MPLAN_FOR_EACH(i, count) y[i] = relu_of(x[i]);
+}
+
+__global__ void relu4_kernel(const float4* x, float4* y, int64_t count4) {
+  MPLAN_FOR_EACH(i, count4) {
+    const float4 v = x[i];
+    y[i] = make_float4(relu_of(v.x), relu_of(v.y), relu_of(v.z), relu_of(v.w));
+  }
+}
+
+__global__ void copy4_kernel(const float4* src, float4* dst, int64_t count4) {
+  MPLAN_FOR_EACH(i, count4) dst[i] = src[i];
+}
+
+__global__ void copy_bytes_kernel(const unsigned char* src, unsigned char* dst, int64_t bytes) {
+  MPLAN_FOR_EACH(b, bytes) dst[b] = src[b];
+}
+
 __global__ void add_kernel(const float* src, float* dst, int64_t count) {
   MPLAN_FOR_EACH(i, count) dst[i] = __fadd_rn(dst[i], src[i]);
 }
@@ -204,13 +227,44 @@ void fill_u32(void* dst, uint32_t pattern, size_t bytes, cudaStream_t stream) {
           static_cast<uint32_t*>(dst), pattern, static_cast<int64_t>(words));
       MPLAN_CUDA_CHECK_LAUNCH();
     }
-    if (bytes > 4 * words)
-      MPLAN_CUDA_CHECK(cudaMemsetAsync(static_cast<unsigned char*>(dst) + 4 * words, static_cast<int>(pattern & 0xffu),
-                                       bytes - 4 * words, stream));
+    if (bytes > 4 * words) {  // the tail bytes: the pattern's low byte, as memset (a kernel: see copy_bytes)
+      fill_bytes_kernel<<<1, kThreads, 0, stream>>>(static_cast<unsigned char*>(dst) + 4 * words, pattern, 0,
+                                                    static_cast<int64_t>(bytes - 4 * words));
+      MPLAN_CUDA_CHECK_LAUNCH();
+    }
     return;
   }
   fill_bytes_kernel<<<blocks_for(static_cast<int64_t>(bytes)), kThreads, 0, stream>>>(
       static_cast<unsigned char*>(dst), pattern, static_cast<int64_t>(4 * words), static_cast<int64_t>(bytes));
+  MPLAN_CUDA_CHECK_LAUNCH();
+}
+
+void copy_bytes(const void* src, void* dst, size_t bytes, cudaStream_t stream) {
+  if (bytes == 0) return;
+  const auto* from = static_cast<const unsigned char*>(src);
+  auto* to = static_cast<unsigned char*>(dst);
+  const int64_t wide = static_cast<int64_t>(four_wide_part(static_cast<int64_t>(bytes / 4), {src, dst})) * 4;
+  if (wide > 0) {
+    copy4_kernel<<<blocks_for(wide / 16), kThreads, 0, stream>>>(reinterpret_cast<const float4*>(from),
+                                                                 reinterpret_cast<float4*>(to), wide / 16);
+    MPLAN_CUDA_CHECK_LAUNCH();
+  }
+  const int64_t rest = static_cast<int64_t>(bytes) - wide;
+  if (rest <= 0) return;
+  copy_bytes_kernel<<<blocks_for(rest), kThreads, 0, stream>>>(from + wide, to + wide, rest);
+  MPLAN_CUDA_CHECK_LAUNCH();
+}
+
+void relu_forward(const float* x, float* y, int64_t count, cudaStream_t stream) {
+  const int64_t four_wide = four_wide_part(count, {x, y});
+  if (four_wide > 0) {
+    relu4_kernel<<<blocks_for(four_wide / 4), kThreads, 0, stream>>>(reinterpret_cast<const float4*>(x),
+                                                                     reinterpret_cast<float4*>(y), four_wide / 4);
+    MPLAN_CUDA_CHECK_LAUNCH();
+  }
+  if (count <= four_wide) return;
+  relu_kernel<<<blocks_for(count - four_wide), kThreads, 0, stream>>>(x + four_wide, y + four_wide,
+                                                                      count - four_wide);
   MPLAN_CUDA_CHECK_LAUNCH();
 }
 

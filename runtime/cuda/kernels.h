@@ -22,8 +22,18 @@ namespace mplan::rt::cuda {
 // bytes / 4 words of `pattern`, then the remaining bytes set to its low byte
 // (runtime/cpu/device.cpp fill_u32_async).
 void fill_u32(void* dst, uint32_t pattern, size_t bytes, cudaStream_t stream);
-// dst += src (copy_or_add with accumulate; the copy is a cudaMemcpyAsync).
+// dst = src, bytes of them, by a kernel (16 bytes per thread where both are
+// 16-byte aligned): copy_or_add's copy, and store_to_host_async's store into
+// mapped pinned memory. Not cudaMemcpyAsync: that runs on a copy engine, where
+// a compute stream's copy can queue behind the d2h stream's offloads
+// (runtime/device.h, store_to_host_async).
+void copy_bytes(const void* src, void* dst, size_t bytes, cudaStream_t stream);
+// dst += src (copy_or_add with accumulate).
 void add(const float* src, float* dst, int64_t count, cudaStream_t stream);
+// y = x > 0 ? x : 0 (runtime/cpu/elementwise.cpp relu_forward), NaN kept; y may be x.
+// Not cudnnActivationForward: ResNet-50's 49 relus took 3.72 ms of its H200
+// profile through cuDNN, PyTorch's own kernel 2.31 ms (docs/gpu-validation.md).
+void relu_forward(const float* x, float* y, int64_t count, cudaStream_t stream);
 // dx = dy * (y > 0), or += (runtime/cpu/elementwise.cpp relu_backward); dx may be dy.
 void relu_backward(const float* y, const float* dy, float* dx, int64_t count, bool accumulate, cudaStream_t stream);
 // y[b, o] = bias[o] for the n rows of y (n, out): linear_forward's bias, added

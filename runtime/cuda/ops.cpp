@@ -67,25 +67,6 @@ class TensorDesc {
   cudnnTensorDescriptor_t desc_ = nullptr;
 };
 
-class ReluDesc {
- public:
-  ReluDesc() {
-    MPLAN_CUDNN_CHECK(cudnnCreateActivationDescriptor(&desc_));
-    // NaN propagates, so a poisoned input (--debug-poison) stays visible downstream.
-    MPLAN_CUDNN_CHECK(cudnnSetActivationDescriptor(desc_, CUDNN_ACTIVATION_RELU, CUDNN_PROPAGATE_NAN, 0.0));
-  }
-  ~ReluDesc() { MPLAN_CUDNN_CHECK(cudnnDestroyActivationDescriptor(desc_)); }
-  ReluDesc(const ReluDesc&) = delete;
-  ReluDesc& operator=(const ReluDesc&) = delete;
-  operator cudnnActivationDescriptor_t() const { return desc_; }
-
- private:
-  cudnnActivationDescriptor_t desc_ = nullptr;
-};
-
-// Element-wise cuDNN calls on tensors of any length, in pieces cuDNN can index.
-constexpr int64_t kChunkElements = int64_t{1} << 30;
-
 bool lrn_on_cudnn(int64_t size, float beta, float k) {
   return size % 2 == 1 && size >= CUDNN_LRN_MIN_N && size <= CUDNN_LRN_MAX_N && k >= CUDNN_LRN_MIN_K &&
          beta >= CUDNN_LRN_MIN_BETA;
@@ -159,18 +140,13 @@ void copy_or_add(const Context& ctx, const float* src, float* dst, int64_t count
   }
   if (dst == src) return;
   MPLAN_RT_CHECK(dst + count <= src || src + count <= dst, "copy_or_add: source and destination overlap");
-  MPLAN_CUDA_CHECK(cudaMemcpyAsync(dst, src, static_cast<size_t>(count) * sizeof(float), cudaMemcpyDeviceToDevice,
-                                   L.stream()));
+  cuda::copy_bytes(src, dst, static_cast<size_t>(count) * sizeof(float), L.stream());
 }
 
 void relu_forward(const Context& ctx, const float* x, float* y, int64_t count) {
   if (count <= 0) return;
   Launch L(ctx);
-  const ReluDesc relu;
-  for (int64_t first = 0; first < count; first += kChunkElements) {
-    const TensorDesc d(1, 1, 1, std::min(kChunkElements, count - first));
-    MPLAN_CUDNN_CHECK(cudnnActivationForward(L.cudnn(), relu, &kOne, d, x + first, &kZero, d, y + first));
-  }
+  cuda::relu_forward(x, y, count, L.stream());
 }
 
 void relu_backward(const Context& ctx, const float* y, const float* dy, float* dx, int64_t count, bool accumulate) {

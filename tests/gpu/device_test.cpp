@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "runtime/ops.h"
 #include "runtime/poison.h"
 #include "tests/gpu/gpu_test_util.h"
 
@@ -116,6 +117,37 @@ TEST(GpuDevice, AsyncCopiesRoundTripOnAStream) {
   rt::copy_to_host_async(out.base, buffer.bytes(), out.size_bytes, stream);
   rt::stream_synchronize(stream);
   EXPECT_EQ(std::memcmp(in.base, out.base, in.size_bytes), 0);
+  rt::host_free(in);
+  rt::host_free(out);
+  rt::stream_destroy(stream);
+}
+
+// A loss read: the compute stream's own store into mapped pinned memory, in
+// its order (after the kernel that wrote the value), at any alignment; and a
+// device-to-device copy_or_add, which is a kernel too, at odd offsets.
+TEST(GpuDevice, StoresToHostAndCopiesInStreamOrder) {
+  MPLAN_REQUIRE_GPU();
+  rt::Stream* stream = rt::stream_create("compute");
+  const std::vector<float> values = random_floats(1027, 2);
+  const size_t buffer_bytes = 2 * values.size() * sizeof(float) + 64;
+  DeviceBuffer buffer(buffer_bytes);
+  rt::HostMemory in = rt::host_alloc(values.size() * sizeof(float), nullptr);
+  const size_t range = values.size() * sizeof(float);
+  rt::HostMemory out = rt::host_alloc(3 + range + sizeof(float), nullptr);
+  ASSERT_TRUE(in.base != nullptr && out.base != nullptr);
+  std::memcpy(in.base, values.data(), in.size_bytes);
+  rt::fill_u32_async(buffer.bytes(), 0u, buffer_bytes, stream);
+  rt::copy_to_device_async(buffer.bytes(), in.base, in.size_bytes, stream);
+  rt::Context ctx;
+  ctx.stream = stream;
+  float* src = static_cast<float*>(buffer.bytes());
+  float* dst = src + values.size() + 1;  // 4 bytes off 16-byte alignment: the scalar tail kernel
+  rt::copy_or_add(ctx, src, dst, static_cast<int64_t>(values.size()), /*accumulate=*/false);
+  rt::store_to_host_async(out.base + 3, dst, range, stream);
+  rt::store_to_host_async(out.base + 3 + range, src + 5, sizeof(float), stream);  // a loss read
+  rt::stream_synchronize(stream);
+  EXPECT_EQ(std::memcmp(out.base + 3, values.data(), range), 0) << "the copied range";
+  EXPECT_EQ(std::memcmp(out.base + 3 + range, &values[5], sizeof(float)), 0) << "the 4-byte store";
   rt::host_free(in);
   rt::host_free(out);
   rt::stream_destroy(stream);

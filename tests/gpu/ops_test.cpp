@@ -5,6 +5,7 @@
 // dropout (the same mask bytes, whatever the sub-batch), concat, the loss and SGD.
 
 #include <algorithm>
+#include <cmath>
 
 #include "runtime/cpu/kernels.h"
 #include "tests/gpu/gpu_test_util.h"
@@ -85,6 +86,16 @@ TEST(GpuOps, CopyOrAddAndReluMatchCpu) {
     rt::cpu::relu_backward(y.data(), b.data(), expected.data(), count, false);
     rt::relu_backward(kInline, x.f32(), in_place.f32(), in_place.f32(), count, false);
     EXPECT_TRUE(close(in_place.download(count), expected)) << "relu backward in place";
+  }
+  {  // NaN stays NaN (--debug-poison sees a poisoned input downstream); -0 and negatives become +0
+    const std::vector<float> special = {std::nanf(""), -0.0f, -1.5f, 2.5f, 0.0f, 1e-30f, -1e-30f};
+    DeviceBuffer v(special);
+    rt::relu_forward(kInline, v.f32(), v.f32(), static_cast<int64_t>(special.size()));
+    const std::vector<float> got = v.download(special.size());
+    EXPECT_TRUE(std::isnan(got[0]));
+    for (size_t i : {1, 2, 4, 6}) EXPECT_TRUE(got[i] == 0.0f && !std::signbit(got[i])) << "element " << i;
+    EXPECT_EQ(got[3], 2.5f);
+    EXPECT_EQ(got[5], 1e-30f);
   }
 }
 
