@@ -107,6 +107,9 @@ void linear_backward_bias(const Context& ctx, const float* dy, float* dbias, int
 
 // dst = src, or dst += src when accumulate (add's forward and backward, flatten).
 void copy_or_add(const Context& ctx, const float* src, float* dst, int64_t count, bool accumulate);
+// y = a + b: add's forward over its first two inputs in one pass (a copy and
+// an add took two, five memory passes against three). y may equal a or b.
+void add_two(const Context& ctx, const float* a, const float* b, float* y, int64_t count);
 // y = max(x, 0); y may equal x (in place).
 void relu_forward(const Context& ctx, const float* x, float* y, int64_t count);
 // dx = dy * (y > 0); needs only y, so dx may equal dy (in place).

@@ -28,9 +28,12 @@ std::vector<WorkEstimate> work(const OpTask& task, int64_t b) {
 void invoke(const OpTask& task, const InvocationContext& ctx, Invocation& out) {
   const rt::Arg count = integer(ctx.samples * task.output.elements());
   if (task.kind == TaskKind::FP) {
-    for (size_t k = 0; k < task.inputs.size(); ++k)
+    // Y = X0 + X1 in one pass, then += each further input (the CPU's add_forward order).
+    out.call(rt::Kernel::add_two, {out.tensor(TensorRole::input, 0), out.tensor(TensorRole::input, 1),
+                                   out.tensor(TensorRole::output), count});
+    for (size_t k = 2; k < task.inputs.size(); ++k)
       out.call(rt::Kernel::copy_or_add, {out.tensor(TensorRole::input, static_cast<int>(k)),
-                                         out.tensor(TensorRole::output), count, flag(k > 0)});
+                                         out.tensor(TensorRole::output), count, flag(true)});
   } else if (task.kind == TaskKind::BP1) {
     for_each_input_gradient(task, ctx, [&](int k, bool accumulate) {
       out.call(rt::Kernel::copy_or_add, {out.tensor(TensorRole::gradient), out.tensor(TensorRole::input_gradient, k),

@@ -137,6 +137,10 @@ Extents extents_of(const rt::KernelCall& call, const rt::Bindings& b) {
       sizes_nonnegative({2});
       set({{0, v(2)}, {1, v(2)}});
       break;
+    case Kernel::add_two:  // a, b, y, count
+      sizes_nonnegative({3});
+      set({{0, v(3)}, {1, v(3)}, {2, v(3)}});
+      break;
     case Kernel::relu_backward:  // y, dy, dx, count, accumulate
       sizes_nonnegative({3});
       set({{0, v(3)}, {1, v(3)}, {2, v(3)}});

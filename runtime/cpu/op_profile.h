@@ -31,7 +31,7 @@ enum class OpKind : int {
   batchnorm,
   lrn,
   dropout,
-  add,        // add_forward/add_backward (the op table runs add as copy_or_add: fill_copy)
+  add,        // add_forward/add_backward (the op table runs add's FP as add_two, its BP1 as copy_or_add)
   concat,
   flatten,
   softmax_xent,

@@ -152,6 +152,12 @@ void linear_backward_bias(const Context& ctx, const float* dy, float* dbias, int
 void copy_or_add(const Context& ctx, const float* src, float* dst, int64_t count, bool accumulate) {
   launch(ctx, [=] { cpu::copy_or_add(src, dst, count, accumulate); });
 }
+void add_two(const Context& ctx, const float* a, const float* b, float* y, int64_t count) {
+  launch(ctx, [=] {
+    const float* inputs[] = {a, b};
+    cpu::add_forward(inputs, 2, y, count);
+  });
+}
 void relu_forward(const Context& ctx, const float* x, float* y, int64_t count) {
   launch(ctx, [=] { cpu::relu_forward(x, y, count); });
 }

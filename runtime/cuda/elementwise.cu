@@ -77,6 +77,14 @@ __global__ void add4_kernel(const float4* src, float4* dst, int64_t count4) {
   MPLAN_FOR_EACH(i, count4) dst[i] = add4(dst[i], src[i]);
 }
 
+__global__ void add_two_kernel(const float* a, const float* b, float* y, int64_t count) {
+  MPLAN_FOR_EACH(i, count) y[i] = __fadd_rn(a[i], b[i]);
+}
+
+__global__ void add_two4_kernel(const float4* a, const float4* b, float4* y, int64_t count4) {
+  MPLAN_FOR_EACH(i, count4) y[i] = add4(a[i], b[i]);
+}
+
 __global__ void relu_backward4_kernel(const float4* y, const float4* dy, float4* dx, int64_t count4, bool accumulate) {
   MPLAN_FOR_EACH(i, count4) {
     const float4 v = y[i], d = dy[i];
@@ -265,6 +273,20 @@ void relu_forward(const float* x, float* y, int64_t count, cudaStream_t stream) 
   if (count <= four_wide) return;
   relu_kernel<<<blocks_for(count - four_wide), kThreads, 0, stream>>>(x + four_wide, y + four_wide,
                                                                       count - four_wide);
+  MPLAN_CUDA_CHECK_LAUNCH();
+}
+
+void add_two(const float* a, const float* b, float* y, int64_t count, cudaStream_t stream) {
+  const int64_t four_wide = four_wide_part(count, {a, b, y});
+  if (four_wide > 0) {
+    add_two4_kernel<<<blocks_for(four_wide / 4), kThreads, 0, stream>>>(
+        reinterpret_cast<const float4*>(a), reinterpret_cast<const float4*>(b), reinterpret_cast<float4*>(y),
+        four_wide / 4);
+    MPLAN_CUDA_CHECK_LAUNCH();
+  }
+  if (count <= four_wide) return;
+  add_two_kernel<<<blocks_for(count - four_wide), kThreads, 0, stream>>>(a + four_wide, b + four_wide,
+                                                                         y + four_wide, count - four_wide);
   MPLAN_CUDA_CHECK_LAUNCH();
 }
 

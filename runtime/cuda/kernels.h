@@ -28,6 +28,8 @@ void fill_u32(void* dst, uint32_t pattern, size_t bytes, cudaStream_t stream);
 // a compute stream's copy can queue behind the d2h stream's offloads
 // (runtime/device.h, store_to_host_async).
 void copy_bytes(const void* src, void* dst, size_t bytes, cudaStream_t stream);
+// y = a + b (runtime/cpu/elementwise.cpp add_forward of two inputs); y may be a or b.
+void add_two(const float* a, const float* b, float* y, int64_t count, cudaStream_t stream);
 // dst += src (copy_or_add with accumulate).
 void add(const float* src, float* dst, int64_t count, cudaStream_t stream);
 // y = x > 0 ? x : 0 (runtime/cpu/elementwise.cpp relu_forward), NaN kept; y may be x.

@@ -143,6 +143,12 @@ void copy_or_add(const Context& ctx, const float* src, float* dst, int64_t count
   cuda::copy_bytes(src, dst, static_cast<size_t>(count) * sizeof(float), L.stream());
 }
 
+void add_two(const Context& ctx, const float* a, const float* b, float* y, int64_t count) {
+  if (count <= 0) return;
+  Launch L(ctx);
+  cuda::add_two(a, b, y, count, L.stream());
+}
+
 void relu_forward(const Context& ctx, const float* x, float* y, int64_t count) {
   if (count <= 0) return;
   Launch L(ctx);

@@ -66,6 +66,21 @@ TEST(GpuOps, CopyOrAddAndReluMatchCpu) {
     rt::copy_or_add(kInline, src.f32(), dst.f32(), count, accumulate);
     EXPECT_TRUE(close(dst.download(count), expected)) << "accumulate " << accumulate;
   }
+  // add's forward of two inputs: into a third buffer and in place over either
+  // input; four-wide, and with a scalar tail (count - 1)
+  for (const int64_t n : {count, count - 1}) {
+    std::vector<float> expected(static_cast<size_t>(n));
+    const float* inputs[] = {a.data(), b.data()};
+    rt::cpu::add_forward(inputs, 2, expected.data(), n);
+    const DeviceBuffer x0(a), x1(b);
+    DeviceBuffer y(std::vector<float>(static_cast<size_t>(count), 0.0f)), in_a(a), in_b(b);
+    rt::add_two(kInline, x0.f32(), x1.f32(), y.f32(), n);
+    rt::add_two(kInline, in_a.f32(), x1.f32(), in_a.f32(), n);
+    rt::add_two(kInline, x0.f32(), in_b.f32(), in_b.f32(), n);
+    EXPECT_EQ(y.download(n), expected) << "add_two: the CPU's bits, " << n;
+    EXPECT_EQ(in_a.download(n), expected) << "add_two into a, " << n;
+    EXPECT_EQ(in_b.download(n), expected) << "add_two into b, " << n;
+  }
   {  // relu in place, then its backward in place (dx = dy)
     std::vector<float> y = a;
     rt::cpu::relu_forward(a.data(), y.data(), count);
