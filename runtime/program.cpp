@@ -158,12 +158,12 @@ bool Program::allocate(std::string* error) {
   return true;
 }
 
-void* Program::host_of_step(int64_t offset, uint64_t step) const {
+void* Program::host_of_step(int64_t offset, int64_t bytes, uint64_t step) const {
   auto after = std::upper_bound(input_slots_.begin(), input_slots_.end(), offset,
                                 [](int64_t at, const InputSlot& slot) { return at < slot.host_offset; });
   if (after != input_slots_.begin()) {
     const InputSlot& slot = *(after - 1);
-    if (offset < slot.host_offset + slot.bytes)
+    if (offset + bytes <= slot.host_offset + slot.bytes)
       return input_sets_.base + static_cast<int64_t>(step % 2) * input_set_bytes_ + slot.set_offset +
              (offset - slot.host_offset);
   }
@@ -182,14 +182,14 @@ void Program::copy_delay(Stream* stream) {
 void Program::prefetch(int64_t device_offset, int64_t host_offset, int64_t bytes, Stream* stream) {
   copy_delay(stream);
   const size_t span = timeline_.active() ? timeline_.open(Timeline::Kind::h2d, stream, bytes, -1) : 0;
-  copy_to_device_async(this->bytes(device_offset), host(host_offset), static_cast<size_t>(bytes), stream);
+  copy_to_device_async(this->bytes(device_offset), host(host_offset, bytes), static_cast<size_t>(bytes), stream);
   if (timeline_.active()) timeline_.close(span, stream);
 }
 
 void Program::offload(int64_t device_offset, int64_t host_offset, int64_t bytes, Stream* stream) {
   copy_delay(stream);
   const size_t span = timeline_.active() ? timeline_.open(Timeline::Kind::d2h, stream, bytes, -1) : 0;
-  copy_to_host_async(host(host_offset), this->bytes(device_offset), static_cast<size_t>(bytes), stream);
+  copy_to_host_async(host(host_offset, bytes), this->bytes(device_offset), static_cast<size_t>(bytes), stream);
   if (timeline_.active()) timeline_.close(span, stream);
 }
 
@@ -227,8 +227,9 @@ void Program::make_input(uint64_t step, const Dataset& data) const {
   std::vector<float*> images(static_cast<size_t>(spec_.rounds));
   std::vector<int32_t*> labels(static_cast<size_t>(spec_.rounds));
   for (int32_t r = 0; r < spec_.rounds; ++r) {
-    images[r] = static_cast<float*>(host_of_step(spec_.input_slots[r].offset, step));
-    labels[r] = static_cast<int32_t*>(host_of_step(spec_.label_slots[r].offset, step));
+    const Region image = spec_.input_slots[r], label = spec_.label_slots[r];
+    images[r] = static_cast<float*>(host_of_step(image.offset, image.bytes, step));
+    labels[r] = static_cast<int32_t*>(host_of_step(label.offset, label.bytes, step));
   }
   parallel_for(sample_count, sample_count * elements, /*grain: pixels per thread=*/int64_t{1} << 20, [&](int64_t k) {
     int32_t r = 0;  // the round of sample k: first_sample is increasing

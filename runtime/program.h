@@ -91,10 +91,11 @@ class Program {
   int32_t* i32(int64_t offset) const { return reinterpret_cast<int32_t*>(device_.base + offset); }
   uint8_t* u8(int64_t offset) const { return reinterpret_cast<uint8_t*>(device_.base + offset); }
   void* bytes(int64_t offset) const { return device_.base + offset; }
-  // Host memory at a plan's host offset. The input and label slots are the
-  // running step's input set (input_sets_), every other offset the plan's
-  // pinned host area.
-  void* host(int64_t offset) const { return host_of_step(offset, step_); }
+  // Host memory for the range [offset, offset + bytes) of the plan's host
+  // area: inside one input or label slot, the running step's input set
+  // (input_sets_); any other range (an offloaded block's slot, even one that
+  // reuses an input slot's bytes after its load), the plan's pinned host area.
+  void* host(int64_t offset, int64_t bytes) const { return host_of_step(offset, bytes, step_); }
 
   // The streams of the plan: compute, one per copy direction, or one shared
   // copy stream (copy() is h2d then) for a plan with one copy engine.
@@ -170,7 +171,7 @@ class Program {
 
  private:
   void copy_delay(Stream* stream);
-  void* host_of_step(int64_t offset, uint64_t step) const;
+  void* host_of_step(int64_t offset, int64_t bytes, uint64_t step) const;
   // Writes step's samples into its input set's slots.
   void make_input(uint64_t step, const struct Dataset& data) const;
   // The input and label slots of the plan, each with its place in an input set.
