@@ -28,6 +28,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <map>
 #include <set>
@@ -47,7 +48,7 @@ using namespace mplan::calibration;
 
 const std::string kSourceDir = MPLAN_SOURCE_DIR;
 const std::string kDataDir = kSourceDir + "/bench/data/calibration";
-const char* const kArchitectures[] = {"kepler", "maxwell", "pascal", "volta", "ampere", "hopper"};
+const char* const kArchitectures[] = {"kepler", "maxwell", "pascal", "volta", "ampere", "hopper", "turing", "ada"};
 
 struct Outcome {
   const Case* c;
@@ -154,6 +155,11 @@ std::map<std::string, std::string> held_out_text(const std::vector<Outcome>& out
       }
     }
   }
+  // A table without data of its own says whose values it holds, and their error.
+  for (const char* arch : kArchitectures)
+    if (params_arch(arch) != arch && !own.count(arch) && gpus[arch].empty())
+      text[arch] += "; its values are " + params_arch(arch) + "'s" +
+                    (gpus[params_arch(arch)].empty() ? ", which have none either" : ": " + text[params_arch(arch)]);
   return text;
 }
 
@@ -169,7 +175,11 @@ std::map<std::string, std::string> fitted_on_text(const std::vector<Case>& cases
     std::string t;
     for (const auto& [what, n] : counts[table_of(arch)]) t += fmt::format("{}{} {}", t.empty() ? "" : ", ", n, what);
     if (own.count(arch)) t += " (kernel profiler, FP32)";
-    else if (std::string(arch) == "hopper") t = "none (Ampere's table); Ampere: " + t;
+    else if (params_arch(arch) != arch) {
+      std::string parent = params_arch(arch);
+      parent[0] = static_cast<char>(std::toupper(parent[0]));
+      t = "none (" + parent + "'s table); " + parent + ": " + t;
+    }
     text[arch] = t.empty() ? "none" : t;
   }
   return text;

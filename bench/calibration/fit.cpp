@@ -138,7 +138,14 @@ std::string yaml_number(double v) { return fmt::format("{:.4g}", v); }
 
 }  // namespace
 
-std::string params_arch(const std::string& name) { return name == "hopper" ? "ampere" : name; }
+// Generations without measurements of their own take a relative's values:
+// Turing's SM (TU10x) is Volta's, with FP16 tensor cores and no TF32; Ada's
+// (AD10x) is the consumer Ampere SM, with TF32, FP16 and BF16 tensor cores.
+std::string params_arch(const std::string& name) {
+  if (name == "hopper" || name == "ada") return "ampere";
+  if (name == "turing") return "volta";
+  return name;
+}
 
 namespace {
 
@@ -405,6 +412,17 @@ void write_arch_files(const Params& p, const Devices& devices, const std::map<st
       {"volta", "Volta (GV100): Tesla V100, Titan V; FP16 tensor cores"},
       {"ampere", "Ampere (GA100): A100; TF32, FP16 and BF16 tensor cores"},
       {"hopper", "Hopper (GH100): H100; TF32, FP16 and BF16 tensor cores"},
+      {"turing", "Turing (TU104): Tesla T4; FP16 tensor cores"},
+      {"ada", "Ada Lovelace (AD102, AD104): GeForce RTX 4090, L4; TF32, FP16 and BF16 tensor cores"},
+  };
+  // What a table without measurements of its own stands on.
+  static const std::map<std::string, std::string> kBorrowed = {
+      {"ampere", "No FP32 Ampere measurement was found: the FP32 values are Volta's."},
+      {"hopper", "No Hopper measurement was found: every value is Ampere's."},
+      {"turing", "No Turing measurement was found: every value is Volta's (the same SM design, FP16 tensor cores)."},
+      {"ada", "No Ada measurement was found: every value is Ampere's (its FP32 values Volta's). Ada's SM issues\n"
+              "# half of its FP32 peak on lanes shared with integer work, which the peak counts in full: expect\n"
+              "# FP32 predictions to be too fast on these GPUs."},
   };
   for (const auto& [name, description] : kDescriptions) {
     const ArchEfficiency table = arch_table(p, name, ArchEfficiency{});
@@ -420,10 +438,8 @@ void write_arch_files(const Params& p, const Devices& devices, const std::map<st
       out << "# FP32 values fitted on kernel times of its own (bench/data/calibration/kernel_times.csv, fit split);\n"
           << "# entries without data keep the parent's ratio to implicit_precomp_gemm; the tensor-core\n"
           << "# efficiencies are the parent's (" << params_arch(name) << "): no tensor-core measurement.\n";
-    else if (params_arch(name) != name || name == "ampere")
-      out << "# " << (name == "hopper" ? "No Hopper measurement was found: every value is Ampere's."
-                                       : "No FP32 Ampere measurement was found: the FP32 values are Volta's.")
-          << "\n";
+    else if (kBorrowed.count(name))
+      out << "# " << kBorrowed.at(name) << "\n";
     out << "name: " << name << "\n";
     auto text = [](const std::map<std::string, std::string>& m, const std::string& key) {
       auto it = m.find(key);

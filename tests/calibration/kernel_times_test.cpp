@@ -260,6 +260,29 @@ TEST(OwnTable, EntriesWithoutDataKeepTheParentsRatioToPrecomputedGemm) {
   EXPECT_EQ(arch_table(p, "ampere", ArchEfficiency{}).conv, arch_table(Params{}, "ampere", ArchEfficiency{}).conv);
 }
 
+// Generations without data of their own borrow a relative's values, tensor
+// cores included: Turing Volta's (FP16 only), Ada Ampere's (TF32, FP16, BF16).
+TEST(SharedTable, TuringAndAdaBorrowVoltaAndAmpere) {
+  Params p;
+  p.arch["volta"].s = 0.7;
+  p.arch["volta"].fp16 = 0.25;
+  p.arch["ampere"].tf32 = 0.35;
+  p.arch["ampere"].fp16 = 0.6;
+  EXPECT_EQ(params_arch("turing"), "volta");
+  EXPECT_EQ(params_arch("ada"), "ampere");
+  const ArchEfficiency turing = arch_table(p, "turing", ArchEfficiency{});
+  const ArchEfficiency ada = arch_table(p, "ada", ArchEfficiency{});
+  EXPECT_EQ(turing.conv, arch_table(p, "volta", ArchEfficiency{}).conv);
+  EXPECT_DOUBLE_EQ(turing.conv[static_cast<int>(ConvFamily::implicit_precomp_gemm)][0], 0.7);
+  EXPECT_DOUBLE_EQ(turing.tensor_fp16, 0.25);
+  EXPECT_EQ(turing.tensor_tf32, 0);
+  EXPECT_EQ(turing.tensor_bf16, 0);
+  EXPECT_EQ(ada.conv, arch_table(p, "ampere", ArchEfficiency{}).conv);
+  EXPECT_DOUBLE_EQ(ada.tensor_tf32, 0.35);
+  EXPECT_DOUBLE_EQ(ada.tensor_fp16, 0.6);
+  EXPECT_DOUBLE_EQ(ada.tensor_bf16, 0.6);
+}
+
 // What cuDNN never ran for a fit task the model supports is not offered
 // (cuDNN 9.19 on the H100: no fused Winograd, no backward-filter FFT tiling).
 TEST(OwnTable, AlgorithmsCudnnNeverRanAreUnavailable) {

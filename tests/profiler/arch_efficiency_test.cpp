@@ -34,7 +34,7 @@ std::string error_with(const std::string& extra) {
 
 TEST(ArchEfficiency, EveryShippedTableLoads) {
   const std::vector<std::string> names = available_architectures();
-  for (const char* wanted : {"kepler", "maxwell", "pascal", "volta", "ampere", "hopper"})
+  for (const char* wanted : {"kepler", "maxwell", "pascal", "volta", "ampere", "hopper", "turing", "ada"})
     EXPECT_NE(std::find(names.begin(), names.end(), wanted), names.end()) << wanted;
   for (const std::string& name : names) {
     Result<ArchEfficiency> arch = load_arch_efficiency(name);
@@ -53,6 +53,15 @@ TEST(ArchEfficiency, EveryShippedTableLoads) {
   EXPECT_GT(load_arch_efficiency("ampere")->tensor_efficiency(MathMode::tf32), 0);
   EXPECT_GT(load_arch_efficiency("hopper")->tensor_efficiency(MathMode::bf16), 0);
   EXPECT_EQ(load_arch_efficiency("kepler")->tensor_efficiency(MathMode::fp16), 0);
+  // Turing and Ada have no measurements: as written by the bench, Volta's and Ampere's values, and
+  // their tensor cores' math modes (Turing FP16 only).
+  for (auto [borrower, parent] : {std::pair{"turing", "volta"}, std::pair{"ada", "ampere"}}) {
+    const ArchEfficiency a = *load_arch_efficiency(borrower), b = *load_arch_efficiency(parent);
+    EXPECT_EQ(a.conv, b.conv) << borrower;
+    for (MathMode m : {MathMode::tf32, MathMode::fp16, MathMode::bf16})
+      EXPECT_EQ(a.tensor_efficiency(m), b.tensor_efficiency(m)) << borrower;
+    EXPECT_NE(a.held_out_error.find("error unknown"), std::string::npos) << borrower;
+  }
 }
 
 TEST(ArchEfficiency, ParsesEveryFigure) {

@@ -13,7 +13,8 @@ namespace {
 TEST(Device, EveryShippedDeviceLoads) {
   const std::vector<std::string> names = available_devices();
   for (const char* wanted : {"k40", "titanx", "p100", "v100", "v100-32gb", "a100-40gb", "a100-80gb", "h100", "k80",
-                             "titanblack", "p100-sxm2", "gtx1080ti", "titanv"})
+                             "titanblack", "p100-sxm2", "gtx1080ti", "titanv", "m40", "t4", "v100-pcie",
+                             "a100-pcie-40gb", "a100-pcie-80gb", "h100-pcie", "rtx4090", "l4", "gtx1080", "titanx-pascal"})
     EXPECT_NE(std::find(names.begin(), names.end(), wanted), names.end()) << wanted;
   for (const std::string& name : names) {
     Result<Device> device = load_device(name);
@@ -34,6 +35,15 @@ TEST(Device, EveryShippedDeviceLoads) {
   EXPECT_EQ(k40->memory_bytes, int64_t{12} << 30);
   EXPECT_EQ(k40->sm_count, 15);
   EXPECT_DOUBLE_EQ(k40->launch_latency_ms, 0.005);
+  // Turing has FP16 tensor cores and no TF32: FP32 by default; Ada TF32 by default.
+  Result<Device> t4 = load_device("t4");
+  EXPECT_EQ(t4->arch.name, "turing");
+  EXPECT_EQ(t4->default_math, MathMode::fp32);
+  EXPECT_TRUE(t4->has_math(MathMode::fp16));
+  EXPECT_FALSE(t4->has_math(MathMode::tf32));
+  Result<Device> rtx4090 = load_device("rtx4090");
+  EXPECT_EQ(rtx4090->arch.name, "ada");
+  EXPECT_EQ(rtx4090->default_math, MathMode::tf32);
 }
 
 TEST(Device, PathOrName) {
