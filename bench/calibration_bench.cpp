@@ -127,7 +127,7 @@ std::map<std::string, std::string> held_out_text(const std::vector<Outcome>& out
     const std::string arch = devices.at(o.c->device).architecture;
     by_arch[arch][o.c->kind].push_back(&o);
     gpus[arch].insert(o.c->device);
-    maths[arch].insert(math_mode_name(o.c->math));
+    if (o.c->kernel_times) maths[arch].insert(math_mode_name(o.c->math));
   }
   std::map<std::string, std::string> text;
   for (const char* arch : kArchitectures) {
@@ -151,14 +151,14 @@ std::map<std::string, std::string> held_out_text(const std::vector<Outcome>& out
       if (own.count(arch)) {
         std::string modes;
         for (const std::string& m : maths[arch]) modes += (modes.empty() ? "" : ", ") + m;
-        text[arch] += ", math " + modes + " only";
+        text[arch] += ", kernel times in math " + modes + " only";
       }
     }
   }
   // A table without data of its own says whose values it holds, and their error.
   for (const char* arch : kArchitectures)
     if (params_arch(arch) != arch && !own.count(arch) && gpus[arch].empty())
-      text[arch] += "; its values are " + params_arch(arch) + "'s" +
+      text[arch] += "; its table is " + params_arch(arch) + "'s (times its speed factors, if any)" +
                     (gpus[params_arch(arch)].empty() ? ", which have none either" : ": " + text[params_arch(arch)]);
   return text;
 }
@@ -166,19 +166,24 @@ std::map<std::string, std::string> held_out_text(const std::vector<Outcome>& out
 std::map<std::string, std::string> fitted_on_text(const std::vector<Case>& cases, const Devices& devices,
                                                   const std::set<std::string>& own) {
   std::map<std::string, std::map<std::string, int>> counts;  // arch -> "device kind" -> n
-  auto table_of = [&](const std::string& arch) { return own.count(arch) ? arch : params_arch(arch); };
   for (const Case& c : cases)
-    if (!c.holdout)
-      ++counts[table_of(devices.at(c.device).architecture)][c.device + " " + case_kind_name(c.kind)];
+    if (!c.holdout) ++counts[devices.at(c.device).architecture][c.device + " " + case_kind_name(c.kind)];
+  auto list = [&](const std::string& arch) {
+    std::string t;
+    for (const auto& [what, n] : counts[arch]) t += fmt::format("{}{} {}", t.empty() ? "" : ", ", n, what);
+    return t;
+  };
   std::map<std::string, std::string> text;
   for (const char* arch : kArchitectures) {
-    std::string t;
-    for (const auto& [what, n] : counts[table_of(arch)]) t += fmt::format("{}{} {}", t.empty() ? "" : ", ", n, what);
-    if (own.count(arch)) t += " (kernel profiler, FP32)";
-    else if (params_arch(arch) != arch) {
+    std::string t = list(arch);
+    if (own.count(arch)) {
+      t += " (kernel profiler, FP32)";
+    } else if (params_arch(arch) != arch) {
+      // A table borrowed from a relative: the relative's data, and any speed factors' own.
       std::string parent = params_arch(arch);
+      const std::string parent_list = list(parent);
       parent[0] = static_cast<char>(std::toupper(parent[0]));
-      t = "none (" + parent + "'s table); " + parent + ": " + t;
+      t = (t.empty() ? "none" : t + " (speed factors)") + "; " + parent + "'s table: " + parent_list;
     }
     text[arch] = t.empty() ? "none" : t;
   }

@@ -176,6 +176,22 @@ ArchEfficiency shared_table(const Params& p, const std::string& name, const Arch
   table.tensor_fp16 = tensor_cores ? std::min(1.0, tensor.fp16) : 0;
   table.tensor_bf16 = own == "ampere" ? std::min(1.0, tensor.fp16) : 0;  // no BF16 data: FP16's
   table.tensor_tf32 = own == "ampere" ? std::min(1.0, tensor.tf32) : 0;
+  // A borrowing architecture's own speed factors (fit.h, Params::speed).
+  auto it = p.speed.find(name);
+  if (it == p.speed.end()) return table;
+  for (const auto& [mode, factor] : it->second) {
+    if (mode == MathMode::fp32) {
+      for (auto& directions : table.conv)
+        for (double& e : directions) e = std::min(1.0, e * factor);
+      table.fft_transform = std::min(1.0, table.fft_transform * factor);
+      table.linear_gemm = std::min(0.9, table.linear_gemm * factor);
+    }
+    double* tensor_mode = mode == MathMode::tf32   ? &table.tensor_tf32
+                          : mode == MathMode::fp16 ? &table.tensor_fp16
+                          : mode == MathMode::bf16 ? &table.tensor_bf16
+                                                   : nullptr;
+    if (tensor_mode) *tensor_mode = std::min(1.0, *tensor_mode * factor);
+  }
   return table;
 }
 
@@ -232,9 +248,17 @@ Params fit(const std::vector<Case>& cases, Devices devices) {
   // Which architectures have fit data, and in which math modes.
   std::map<std::string, std::set<MathMode>> data;
   std::set<std::string> winograd_data;  // architectures with fit data from cuDNN 5 or later
+  std::vector<Case> borrowed;           // fit cases of architectures that borrow a relative's values
   for (const Case& c : cases) {
     if (c.holdout) continue;
-    const std::string arch = params_arch(devices.at(c.device).architecture);
+    const std::string& own = devices.at(c.device).architecture;
+    const std::string arch = params_arch(own);
+    // A borrowing architecture's data fit its speed factors (below), not its relative's values.
+    if (arch != own) {
+      p.speed[own].emplace(c.math, 1.0);
+      borrowed.push_back(c);
+      continue;
+    }
     data[arch].insert(c.math);
     if (c.math == MathMode::fp32 && library_has(c.library, ConvDirection::forward, "winograd"))
       winograd_data.insert(arch);
@@ -267,9 +291,20 @@ Params fit(const std::vector<Case>& cases, Devices devices) {
     if (modes.count(MathMode::fp16)) add(name + ".fp16", &a.fp16, 0.05, 1.0);
     if (modes.count(MathMode::tf32)) add(name + ".tf32", &a.tf32, 0.05, 1.0);
   }
-  const double best = descend(cases, p, devices, free, true);
-  (void)best;
+  std::vector<Case> shared;
+  for (const Case& c : cases)
+    if (params_arch(devices.at(c.device).architecture) == devices.at(c.device).architecture) shared.push_back(c);
+  descend(shared, p, devices, free, true);
   for (const Free& f : free) fmt::print("fit:   {:<28} {:10.4g}  (start {:.4g})\n", f.name, *f.value, f.start);
+  // Then the borrowing architectures' speed factors, on their own cases
+  // alone, so that no other table moves.
+  if (borrowed.empty()) return p;
+  std::vector<Free> speed;
+  for (auto& [arch, modes] : p.speed)
+    for (auto& [mode, factor] : modes)
+      speed.push_back({arch + ".speed." + math_mode_name(mode), &factor, 0.25, 4.0, factor});
+  descend(borrowed, p, devices, speed, true);
+  for (const Free& f : speed) fmt::print("fit:   {:<28} {:10.4g}  (start {:.4g})\n", f.name, *f.value, f.start);
   return p;
 }
 
@@ -412,17 +447,17 @@ void write_arch_files(const Params& p, const Devices& devices, const std::map<st
       {"volta", "Volta (GV100): Tesla V100, Titan V; FP16 tensor cores"},
       {"ampere", "Ampere (GA100): A100; TF32, FP16 and BF16 tensor cores"},
       {"hopper", "Hopper (GH100): H100; TF32, FP16 and BF16 tensor cores"},
-      {"turing", "Turing (TU104): Tesla T4; FP16 tensor cores"},
-      {"ada", "Ada Lovelace (AD102, AD104): GeForce RTX 4090, L4; TF32, FP16 and BF16 tensor cores"},
+      {"turing", "Turing (TU102, TU104): Quadro RTX 8000, Tesla T4; FP16 tensor cores"},
+      {"ada", "Ada Lovelace (AD102, AD104): RTX 6000 Ada, GeForce RTX 4090, L4; TF32, FP16 and BF16 tensor cores"},
   };
   // What a table without measurements of its own stands on.
   static const std::map<std::string, std::string> kBorrowed = {
       {"ampere", "No FP32 Ampere measurement was found: the FP32 values are Volta's."},
       {"hopper", "No Hopper measurement was found: every value is Ampere's."},
-      {"turing", "No Turing measurement was found: every value is Volta's (the same SM design, FP16 tensor cores)."},
-      {"ada", "No Ada measurement was found: every value is Ampere's (its FP32 values Volta's). Ada's SM issues\n"
-              "# half of its FP32 peak on lanes shared with integer work, which the peak counts in full: expect\n"
-              "# FP32 predictions to be too fast on these GPUs."},
+      {"turing", "Turing has no table of its own: Volta's values (the same SM design, FP16 tensor cores)."},
+      {"ada", "Ada has no table of its own: Ampere's values (its FP32 ones Volta's). Half of an Ada SM's FP32\n"
+              "# lanes are shared with integer work and the FP32 peak counts them all: FP32 predictions are\n"
+              "# unmeasured here and may be too fast."},
   };
   for (const auto& [name, description] : kDescriptions) {
     const ArchEfficiency table = arch_table(p, name, ArchEfficiency{});
@@ -440,6 +475,12 @@ void write_arch_files(const Params& p, const Devices& devices, const std::map<st
           << "# efficiencies are the parent's (" << params_arch(name) << "): no tensor-core measurement.\n";
     else if (kBorrowed.count(name))
       out << "# " << kBorrowed.at(name) << "\n";
+    if (p.speed.count(name)) {
+      out << "# Its own networks (fitted_on) fit one speed factor per math mode on those values:";
+      for (const auto& [mode, factor] : p.speed.at(name))
+        out << " " << math_mode_name(mode) << " " << yaml_number(factor) << ";";
+      out << "\n# its other values are the relative's unchanged.\n";
+    }
     out << "name: " << name << "\n";
     auto text = [](const std::map<std::string, std::string>& m, const std::string& key) {
       auto it = m.find(key);

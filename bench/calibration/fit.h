@@ -28,7 +28,10 @@
 //   s is bounded by 0.9: no FP32 cuDNN kernel runs faster.
 // An architecture without data of its own takes its parent's values
 // (ampere's FP32 ones from volta, hopper's from ampere, Maxwell's Winograd
-// factor from Pascal), and says so.
+// factor from Pascal), and says so. Turing and Ada borrow whole tables
+// (Volta's, Ampere's); where they have fit cases of their own (whole
+// networks), one speed factor per math mode is fitted on those cases alone,
+// after the shared fit, so that no other table moves (Params::speed).
 //
 // An architecture with per-algorithm kernel times of its own (the kernel
 // profiler's result files, kernel_times.h: hopper) gets its own table instead,
@@ -93,9 +96,15 @@ struct Params {
   std::map<std::string, ArchParams> arch = {{"kepler", {}}, {"maxwell", {}}, {"pascal", {}}, {"volta", {}},
                                             {"ampere", {}}};
   std::map<std::string, OwnTable> own;  // architectures fitted on kernel times of their own
+  // An architecture that borrows a relative's values (params_arch) and has
+  // fit data of its own: one speed factor per math mode with data, on the
+  // borrowed compute efficiencies (FP32: every convolution family, the
+  // transforms and cuBLAS; a tensor-core mode: that mode's efficiency).
+  std::map<std::string, std::map<MathMode, double>> speed;
 };
 
-// The architecture whose parameters `name` uses ("hopper" -> "ampere").
+// The architecture whose parameters `name` uses ("hopper" -> "ampere",
+// "turing" -> "volta", "ada" -> "ampere").
 std::string params_arch(const std::string& name);
 
 // The table of an architecture under the parameters (names, fitted_on and

@@ -281,6 +281,21 @@ TEST(SharedTable, TuringAndAdaBorrowVoltaAndAmpere) {
   EXPECT_DOUBLE_EQ(ada.tensor_tf32, 0.35);
   EXPECT_DOUBLE_EQ(ada.tensor_fp16, 0.6);
   EXPECT_DOUBLE_EQ(ada.tensor_bf16, 0.6);
+  // Speed factors fitted on a borrower's own networks scale its compute, and nothing else.
+  p.speed["turing"][MathMode::fp32] = 0.5;
+  p.speed["ada"][MathMode::tf32] = 1.5;
+  const ArchEfficiency slow = arch_table(p, "turing", ArchEfficiency{});
+  const ArchEfficiency fast = arch_table(p, "ada", ArchEfficiency{});
+  const ArchEfficiency volta = arch_table(p, "volta", ArchEfficiency{});
+  for (int f = 0; f < kConvFamilies; ++f)
+    for (int d = 0; d < 3; ++d) EXPECT_DOUBLE_EQ(slow.conv[f][d], std::min(1.0, volta.conv[f][d] * 0.5)) << f << d;
+  EXPECT_DOUBLE_EQ(slow.linear_gemm, std::min(0.9, volta.linear_gemm * 0.5));
+  EXPECT_DOUBLE_EQ(slow.tensor_fp16, 0.25);
+  EXPECT_DOUBLE_EQ(slow.memory_efficiency, volta.memory_efficiency);
+  EXPECT_DOUBLE_EQ(fast.tensor_tf32, 0.35 * 1.5);
+  EXPECT_DOUBLE_EQ(fast.tensor_fp16, 0.6);
+  EXPECT_EQ(fast.conv, arch_table(p, "ampere", ArchEfficiency{}).conv);
+  EXPECT_EQ(arch_table(p, "volta", ArchEfficiency{}).conv, volta.conv);  // the relative does not move
 }
 
 // What cuDNN never ran for a fit task the model supports is not offered
