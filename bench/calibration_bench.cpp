@@ -119,7 +119,8 @@ std::vector<Outcome> evaluate(const std::vector<Case>& cases, const Devices& dev
 
 // Per-architecture summary of the held-out error, for the tables' held_out_error.
 std::map<std::string, std::string> held_out_text(const std::vector<Outcome>& outcomes, const Devices& devices,
-                                                 const std::set<std::string>& own = {}) {
+                                                 const std::set<std::string>& own = {},
+                                                 const std::set<std::string>& scaled = {}) {
   std::map<std::string, std::map<CaseKind, std::vector<const Outcome*>>> by_arch;
   std::map<std::string, std::set<std::string>> gpus, maths;
   for (const Outcome& o : outcomes) {
@@ -155,11 +156,20 @@ std::map<std::string, std::string> held_out_text(const std::vector<Outcome>& out
       }
     }
   }
-  // A table without data of its own says whose values it holds, and their error.
-  for (const char* arch : kArchitectures)
-    if (params_arch(arch) != arch && !own.count(arch) && gpus[arch].empty())
-      text[arch] += "; its table is " + params_arch(arch) + "'s (times its speed factors, if any)" +
-                    (gpus[params_arch(arch)].empty() ? ", which have none either" : ": " + text[params_arch(arch)]);
+  // A borrowed table without held-out data says whose values it holds: with
+  // speed factors of its own, no other table's error is its error; without,
+  // its relative's is.
+  for (const char* arch : kArchitectures) {
+    if (params_arch(arch) == arch || own.count(arch) || !gpus[arch].empty()) continue;
+    std::string parent = params_arch(arch);
+    const bool parent_measured = !gpus[parent].empty();
+    parent[0] = static_cast<char>(std::toupper(parent[0]));
+    if (scaled.count(arch))
+      text[arch] += " (" + parent + "'s table times speed factors fitted on networks of its own)";
+    else
+      text[arch] += "; its table is " + parent + "'s" +
+                    (parent_measured ? ", whose held-out error is: " + text[params_arch(arch)] : ", which has none either");
+  }
   return text;
 }
 
@@ -461,7 +471,9 @@ int main(int argc, char** argv) {
       write_arch_files(p, devices, fitted_on, {});
       devices = load_case_devices(cases);
       const std::vector<Outcome> outcomes = evaluate(cases, devices, release);
-      write_arch_files(p, devices, fitted_on, held_out_text(outcomes, devices, own));
+      std::set<std::string> scaled;
+      for (const auto& [arch, factors] : p.speed) scaled.insert(arch);
+      write_arch_files(p, devices, fitted_on, held_out_text(outcomes, devices, own, scaled));
     }
   } else {
     release = fit_release_factors(shared_cases, devices);

@@ -191,6 +191,9 @@ ArchEfficiency shared_table(const Params& p, const std::string& name, const Arch
                           : mode == MathMode::bf16 ? &table.tensor_bf16
                                                    : nullptr;
     if (tensor_mode) *tensor_mode = std::min(1.0, *tensor_mode * factor);
+    // BF16 is priced as FP16 (no BF16 data): an FP16 factor moves both unless BF16 has its own.
+    if (mode == MathMode::fp16 && !it->second.count(MathMode::bf16))
+      table.tensor_bf16 = std::min(1.0, table.tensor_bf16 * factor);
   }
   return table;
 }

@@ -99,7 +99,9 @@ struct Params {
   // An architecture that borrows a relative's values (params_arch) and has
   // fit data of its own: one speed factor per math mode with data, on the
   // borrowed compute efficiencies (FP32: every convolution family, the
-  // transforms and cuBLAS; a tensor-core mode: that mode's efficiency).
+  // transforms and cuBLAS; a tensor-core mode: that mode's efficiency, an
+  // FP16 factor BF16's too). The prior pulls a factor towards 1, so one case
+  // is fitted closely, not exactly.
   std::map<std::string, std::map<MathMode, double>> speed;
 };
 

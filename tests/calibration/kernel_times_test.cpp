@@ -282,11 +282,11 @@ TEST(SharedTable, TuringAndAdaBorrowVoltaAndAmpere) {
   EXPECT_DOUBLE_EQ(ada.tensor_fp16, 0.6);
   EXPECT_DOUBLE_EQ(ada.tensor_bf16, 0.6);
   // Speed factors fitted on a borrower's own networks scale its compute, and nothing else.
+  const ArchEfficiency volta = arch_table(p, "volta", ArchEfficiency{});
   p.speed["turing"][MathMode::fp32] = 0.5;
   p.speed["ada"][MathMode::tf32] = 1.5;
   const ArchEfficiency slow = arch_table(p, "turing", ArchEfficiency{});
   const ArchEfficiency fast = arch_table(p, "ada", ArchEfficiency{});
-  const ArchEfficiency volta = arch_table(p, "volta", ArchEfficiency{});
   for (int f = 0; f < kConvFamilies; ++f)
     for (int d = 0; d < 3; ++d) EXPECT_DOUBLE_EQ(slow.conv[f][d], std::min(1.0, volta.conv[f][d] * 0.5)) << f << d;
   EXPECT_DOUBLE_EQ(slow.linear_gemm, std::min(0.9, volta.linear_gemm * 0.5));
@@ -296,6 +296,34 @@ TEST(SharedTable, TuringAndAdaBorrowVoltaAndAmpere) {
   EXPECT_DOUBLE_EQ(fast.tensor_fp16, 0.6);
   EXPECT_EQ(fast.conv, arch_table(p, "ampere", ArchEfficiency{}).conv);
   EXPECT_EQ(arch_table(p, "volta", ArchEfficiency{}).conv, volta.conv);  // the relative does not move
+  // An FP16 factor moves BF16 too (BF16 is priced as FP16).
+  p.speed["ada"][MathMode::fp16] = 0.5;
+  EXPECT_DOUBLE_EQ(arch_table(p, "ada", ArchEfficiency{}).tensor_bf16, 0.3);
+}
+
+// The fit: a borrower's fit cases fit its speed factor alone; its relative's
+// values are those of the same fit without them.
+TEST(SharedTable, BorrowersCasesFitTheirSpeedFactorOnly) {
+  Case volta_case, turing_case;
+  for (Case* c : {&volta_case, &turing_case}) {
+    c->kind = CaseKind::conv_task;
+    c->library = "cuDNN 7.0";
+    c->math = MathMode::fp32;
+    c->convs.push_back({conv_task(make_conv_shape(64, 28, 28, 64, 3, 3, 1, 1), ConvDirection::forward, 32, c->library), 1.0});
+  }
+  volta_case.device = "v100";
+  turing_case.device = "quadro-rtx8000";
+  Devices devices = load_case_devices({volta_case, turing_case});
+  calibration::apply(Params{}, devices);
+  volta_case.measured_ms = predict_ms(volta_case, devices.at("v100"), {}) * 1.3;
+  turing_case.measured_ms = predict_ms(turing_case, devices.at("quadro-rtx8000"), {}) * 2.0;
+  const Params alone = fit({volta_case}, devices);
+  const Params both = fit({volta_case, turing_case}, devices);
+  EXPECT_TRUE(alone.speed.empty());
+  ASSERT_EQ(both.speed.count("turing"), 1u);
+  EXPECT_EQ(both.arch.at("volta").s, alone.arch.at("volta").s);
+  // The Turing case ran 2x the Volta table's time: its factor slows Turing's compute.
+  EXPECT_LT(both.speed.at("turing").at(MathMode::fp32), 0.8);
 }
 
 // What cuDNN never ran for a fit task the model supports is not offered

@@ -38,11 +38,13 @@ TEST(Device, EveryShippedDeviceLoads) {
   EXPECT_DOUBLE_EQ(k40->launch_latency_ms, 0.005);
   // Turing has FP16 tensor cores and no TF32: FP32 by default; Ada TF32 by default.
   Result<Device> t4 = load_device("t4");
+  ASSERT_TRUE(t4.ok()) << t4.error().to_string();
   EXPECT_EQ(t4->arch.name, "turing");
   EXPECT_EQ(t4->default_math, MathMode::fp32);
   EXPECT_TRUE(t4->has_math(MathMode::fp16));
   EXPECT_FALSE(t4->has_math(MathMode::tf32));
   Result<Device> rtx4090 = load_device("rtx4090");
+  ASSERT_TRUE(rtx4090.ok()) << rtx4090.error().to_string();
   EXPECT_EQ(rtx4090->arch.name, "ada");
   EXPECT_EQ(rtx4090->default_math, MathMode::tf32);
 }
