@@ -303,14 +303,16 @@ const char* case_kind_name(CaseKind kind) {
   return "?";
 }
 
-std::string release_key(const std::string& architecture, int release) {
-  return fmt::format("{}.R{}", architecture, release);
+std::string release_key(const std::string& architecture, const std::string& library) {
+  // "cuDNN R3-rc1 (...)" -> "R3-rc1": the library's second word.
+  const std::string rest = library.substr(std::min(library.size(), std::string("cuDNN ").size()));
+  return architecture + "." + rest.substr(0, rest.find(' '));
 }
 
 double predict_ms(const Case& c, const Device& device, const ReleaseFactors& release, std::string* chosen) {
   double factor = 1;
   if (c.release > 0) {
-    auto it = release.find(release_key(device.architecture, c.release));
+    auto it = release.find(release_key(device.architecture, c.library));
     if (it != release.end()) factor = it->second;
   }
   double total = 0;

@@ -34,9 +34,11 @@ bool library_has(const std::string& library, ConvDirection direction, const std:
 int old_release(const std::string& library);
 
 // Speed factors of old releases: "<architecture>.R<n>" -> time multiplier of
-// that release's convolutions on that architecture (absent: 1).
+// that release's convolutions on that architecture (absent: 1). A release
+// candidate is a release of its own ("maxwell.R3-rc1": convnet-benchmarks
+// timed its single layers with R3-rc1, its networks with R3).
 using ReleaseFactors = std::map<std::string, double>;
-std::string release_key(const std::string& architecture, int release);
+std::string release_key(const std::string& architecture, const std::string& library);
 
 // One way to run a convolution task: its algorithm and its kernels.
 struct ConvOption {

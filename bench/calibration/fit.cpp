@@ -279,7 +279,7 @@ Params fit(const std::vector<Case>& cases, Devices devices) {
   add("transform_backward_data", &p.transform_backward_data, 0.3, 2.0);
   add("transform_backward_filter", &p.transform_backward_filter, 0.3, 2.0);
   for (const Case& c : cases)
-    if (!c.holdout && c.release > 0) p.release.emplace(release_key(devices.at(c.device).architecture, c.release), 1.0);
+    if (!c.holdout && c.release > 0) p.release.emplace(release_key(devices.at(c.device).architecture, c.library), 1.0);
   for (auto& [key, factor] : p.release) add("release." + key, &factor, 0.3, 5.0);
   for (auto& [name, a] : p.arch) {
     const std::set<MathMode>& modes = data[name];
@@ -411,7 +411,7 @@ ReleaseFactors fit_release_factors(const std::vector<Case>& cases, const Devices
   Devices tabled = devices;
   Params p;
   for (const Case& c : cases)
-    if (!c.holdout && c.release > 0) p.release.emplace(release_key(devices.at(c.device).architecture, c.release), 1.0);
+    if (!c.holdout && c.release > 0) p.release.emplace(release_key(devices.at(c.device).architecture, c.library), 1.0);
   std::vector<Free> free;
   for (auto& [key, factor] : p.release) free.push_back({"release." + key, &factor, 0.3, 5.0, 1.0});
   // The objective re-tables the devices from `p`; keep their own tables instead.

@@ -326,6 +326,30 @@ TEST(SharedTable, BorrowersCasesFitTheirSpeedFactorOnly) {
   EXPECT_LT(both.speed.at("turing").at(MathMode::fp32), 0.8);
 }
 
+// A release candidate has a factor of its own (convnet-benchmarks timed the
+// Titan X's single layers with cuDNN R3-rc1 and its networks with R3), and
+// the committed data say which is which.
+TEST(ReleaseFactors, ReleaseCandidateIsAReleaseOfItsOwn) {
+  EXPECT_EQ(release_key("maxwell", "cuDNN R3-rc1 (auto-tuner on)"), "maxwell.R3-rc1");
+  EXPECT_EQ(release_key("maxwell", "cuDNN R3"), "maxwell.R3");
+  EXPECT_EQ(release_key("kepler", "cuDNN R2"), "kepler.R2");
+  Case c;
+  c.kind = CaseKind::conv_task;
+  c.library = "cuDNN R3-rc1";
+  c.release = old_release(c.library);
+  c.device = "titanx";
+  c.convs.push_back({conv_task(make_conv_shape(64, 28, 28, 64, 3, 3, 1, 1), ConvDirection::forward, 32, c.library), 1.0});
+  Devices devices = load_case_devices({c});
+  const double plain = predict_ms(c, devices.at("titanx"), {});
+  EXPECT_DOUBLE_EQ(predict_ms(c, devices.at("titanx"), {{"maxwell.R3-rc1", 2.0}}), 2 * plain);
+  EXPECT_DOUBLE_EQ(predict_ms(c, devices.at("titanx"), {{"maxwell.R3", 2.0}}), plain);
+  std::map<std::string, int> titanx_layers;
+  for (const Case& loaded : load_cases(kData, kSource))
+    if (loaded.device == "titanx" && loaded.kind == CaseKind::conv_task) ++titanx_layers[loaded.library];
+  EXPECT_EQ(titanx_layers["cuDNN R3-rc1"], 15);
+  EXPECT_EQ(titanx_layers.count("cuDNN R3"), 0u);
+}
+
 // What cuDNN never ran for a fit task the model supports is not offered
 // (cuDNN 9.19 on the H100: no fused Winograd, no backward-filter FFT tiling).
 TEST(OwnTable, AlgorithmsCudnnNeverRanAreUnavailable) {
