@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -206,8 +207,11 @@ std::vector<Row> read_csv(const std::string& path) {
 }
 
 int old_release(const std::string& library) {
-  for (int r = 1; r <= 3; ++r)
-    if (library.rfind(fmt::format("cuDNN R{}", r), 0) == 0) return r;
+  for (int r = 1; r <= 3; ++r) {
+    const std::string name = fmt::format("cuDNN R{}", r);
+    // "cuDNN R3" and "cuDNN R3-rc1", not a "cuDNN R30".
+    if (library.rfind(name, 0) == 0 && (library.size() == name.size() || !std::isdigit(library[name.size()]))) return r;
+  }
   return 0;
 }
 

@@ -333,6 +333,9 @@ TEST(ReleaseFactors, ReleaseCandidateIsAReleaseOfItsOwn) {
   EXPECT_EQ(release_key("maxwell", "cuDNN R3-rc1 (auto-tuner on)"), "maxwell.R3-rc1");
   EXPECT_EQ(release_key("maxwell", "cuDNN R3"), "maxwell.R3");
   EXPECT_EQ(release_key("kepler", "cuDNN R2"), "kepler.R2");
+  EXPECT_EQ(old_release("cuDNN R3-rc1"), 3);
+  EXPECT_EQ(old_release("cuDNN R30"), 0);
+  EXPECT_EQ(old_release("cuDNN R4"), 0);
   Case c;
   c.kind = CaseKind::conv_task;
   c.library = "cuDNN R3-rc1";
@@ -341,13 +344,27 @@ TEST(ReleaseFactors, ReleaseCandidateIsAReleaseOfItsOwn) {
   c.convs.push_back({conv_task(make_conv_shape(64, 28, 28, 64, 3, 3, 1, 1), ConvDirection::forward, 32, c.library), 1.0});
   Devices devices = load_case_devices({c});
   const double plain = predict_ms(c, devices.at("titanx"), {});
+  EXPECT_GT(plain, 0);
   EXPECT_DOUBLE_EQ(predict_ms(c, devices.at("titanx"), {{"maxwell.R3-rc1", 2.0}}), 2 * plain);
   EXPECT_DOUBLE_EQ(predict_ms(c, devices.at("titanx"), {{"maxwell.R3", 2.0}}), plain);
-  std::map<std::string, int> titanx_layers;
-  for (const Case& loaded : load_cases(kData, kSource))
-    if (loaded.device == "titanx" && loaded.kind == CaseKind::conv_task) ++titanx_layers[loaded.library];
+  // The Titan X's single layers are R3-rc1's, its networks R3's, and the fit gives each a factor.
+  std::map<std::string, int> titanx_layers, titanx_networks;
+  const std::vector<Case> cases = load_cases(kData, kSource);
+  for (const Case& loaded : cases) {
+    if (loaded.device != "titanx") continue;
+    if (loaded.kind == CaseKind::conv_task) ++titanx_layers[loaded.library];
+    if (loaded.kind == CaseKind::network) ++titanx_networks[loaded.library];
+  }
   EXPECT_EQ(titanx_layers["cuDNN R3-rc1"], 15);
   EXPECT_EQ(titanx_layers.count("cuDNN R3"), 0u);
+  EXPECT_EQ(titanx_networks["cuDNN R3"], 9);
+  EXPECT_EQ(titanx_networks.count("cuDNN R3-rc1"), 0u);
+  std::vector<Case> published;
+  for (const Case& loaded : cases)
+    if (!loaded.kernel_times) published.push_back(loaded);
+  const ReleaseFactors factors = fit_release_factors(published, load_case_devices(published));
+  EXPECT_EQ(factors.count("maxwell.R3"), 1u);
+  EXPECT_EQ(factors.count("maxwell.R3-rc1"), 1u);
 }
 
 // What cuDNN never ran for a fit task the model supports is not offered
