@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -77,12 +78,18 @@ TEST(KernelProfilerPipeline, JobsTimedAndMergedPlanAVerifiedProgram) {
   EXPECT_TRUE(verify_plan(*plan, tdfg).empty());
   // The duplex slowdown is the both-ways time of the largest copy timed so
   // over the slower direction's alone, at least 1 (planner/streams.h uses it).
+  // The added sizes' times stay far above the measured ones (the copies'
+  // line must still grow with the size, however slow this machine was).
+  double slowest = 0;
+  for (const rt::CopyTiming& c : results.copies)
+    slowest = std::max({slowest, c.host_to_device_ms, c.device_to_host_ms});
+  const double base = 1.0 + 100 * slowest;
   rt::ResultFile timed = results;
   rt::CopyTiming largest;
   largest.bytes = int64_t{64} << 20;
-  largest.host_to_device_ms = 1.0;
-  largest.device_to_host_ms = 1.25;
-  largest.both_directions_ms = 1.5;
+  largest.host_to_device_ms = base;
+  largest.device_to_host_ms = 1.25 * base;
+  largest.both_directions_ms = 1.5 * base;
   timed.copies.push_back(largest);
   Result<Profile> slowed = merge_results(tdfg, timed, sub_batches, "times.json");
   ASSERT_TRUE(slowed.ok()) << slowed.error().to_string();
@@ -91,12 +98,12 @@ TEST(KernelProfilerPipeline, JobsTimedAndMergedPlanAVerifiedProgram) {
   // Only the largest copy timed both ways counts: a smaller one with another ratio is left out.
   rt::CopyTiming smaller = largest;
   smaller.bytes = int64_t{32} << 20;
-  smaller.both_directions_ms = 3.0;
+  smaller.both_directions_ms = 3.0 * base;
   timed.copies.insert(timed.copies.begin(), smaller);
   Result<Profile> largest_only = merge_results(tdfg, timed, sub_batches, "times.json");
   ASSERT_TRUE(largest_only.ok()) << largest_only.error().to_string();
   EXPECT_DOUBLE_EQ(largest_only->duplex_slowdown, 1.2);
-  timed.copies.back().both_directions_ms = 1.1;  // faster than the slower direction alone: full duplex
+  timed.copies.back().both_directions_ms = 1.1 * base;  // faster than the slower direction alone: full duplex
   Result<Profile> full_duplex = merge_results(tdfg, timed, sub_batches, "times.json");
   ASSERT_TRUE(full_duplex.ok()) << full_duplex.error().to_string();
   EXPECT_EQ(full_duplex->duplex_slowdown, 1.0);
