@@ -118,6 +118,12 @@ std::vector<Outcome> evaluate(const std::vector<Case>& cases, const Devices& dev
 }
 
 // Per-architecture summary of the held-out error, for the tables' held_out_error.
+// "volta" -> "Volta": an architecture's name in running text.
+std::string arch_title(std::string name) {
+  if (!name.empty()) name[0] = static_cast<char>(std::toupper(name[0]));
+  return name;
+}
+
 std::map<std::string, std::string> held_out_text(const std::vector<Outcome>& outcomes, const Devices& devices,
                                                  const std::set<std::string>& own = {},
                                                  const std::set<std::string>& scaled = {}) {
@@ -161,9 +167,8 @@ std::map<std::string, std::string> held_out_text(const std::vector<Outcome>& out
   // its relative's is.
   for (const char* arch : kArchitectures) {
     if (params_arch(arch) == arch || own.count(arch) || !gpus[arch].empty()) continue;
-    std::string parent = params_arch(arch);
-    const bool parent_measured = !gpus[parent].empty();
-    parent[0] = static_cast<char>(std::toupper(parent[0]));
+    const bool parent_measured = !gpus[params_arch(arch)].empty();
+    const std::string parent = arch_title(params_arch(arch));
     if (scaled.count(arch))
       text[arch] += " (" + parent + "'s table times speed factors fitted on networks of its own)";
     else
@@ -190,10 +195,8 @@ std::map<std::string, std::string> fitted_on_text(const std::vector<Case>& cases
       t += " (kernel profiler, FP32)";
     } else if (params_arch(arch) != arch) {
       // A table borrowed from a relative: the relative's data, and any speed factors' own.
-      std::string parent = params_arch(arch);
-      const std::string parent_list = list(parent);
-      parent[0] = static_cast<char>(std::toupper(parent[0]));
-      t = (t.empty() ? "none" : t + " (speed factors)") + "; " + parent + "'s table: " + parent_list;
+      t = (t.empty() ? "none" : t + " (speed factors)") + "; " + arch_title(params_arch(arch)) +
+          "'s table: " + list(params_arch(arch));
     }
     text[arch] = t.empty() ? "none" : t;
   }
