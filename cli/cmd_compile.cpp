@@ -261,6 +261,7 @@ void run_compile(const CompileOptions& o) {
                  "mplan: warning: {} asks for math {}, but the profile's times are in {}: the plan is priced, and "
                  "the program computes, in {}; profile the model in {} to plan in it\n",
                  o.model_path, model.math, profile.math_mode, profile.math_mode, model.math);
+    warn_untimed_kernel_tasks(profile, tdfg, o.profile);
     cost = unwrap(RecordedCostModel::create(std::move(profile), tdfg, {}, o.profile));
   } else {
     Device device;

@@ -74,7 +74,7 @@ void run_write_jobs(const ProfileOptions& options) {
   const Tdfg tdfg = build_tdfg(model);
   const rt::JobFile jobs = make_jobs(tdfg, sub_batches, options.repeats, /*warmup=*/2);
   write_file_atomically(options.jobs, rt::jobs_to_json(jobs));
-  fmt::print("wrote {}: {} jobs ({} distinct tasks of {} at sub-batches {}), {} copy sizes\n"
+  fmt::print("wrote {}: {} jobs (the distinct ones of {}'s {} tasks at sub-batches {}), {} copy sizes\n"
              "next: on the GPU node, mplan_kernel_profiler {} -o times.json (its CUDA build); then here,\n"
              "      mplan profile {} --merge times.json --sub-batches {} -o profile.json\n",
              options.jobs, jobs.jobs.size(), model.name, tdfg.tasks.size(), options.sub_batches,
@@ -93,6 +93,7 @@ void run_merge(const ProfileOptions& options) {
   if (!rt::parse_results(read_text(options.merge, "--merge"), &results, &error))
     fail(fmt::format("--merge '{}': {}", options.merge, error));
   const Profile profile = unwrap(merge_results(tdfg, results, sub_batches, options.merge));
+  warn_untimed_kernel_tasks(profile, tdfg, options.merge);
   write_file_atomically(options.output, profile_to_json(profile));
   fmt::print("wrote {}: {} measured on {} ({}), {} distinct layers, sub-batches {}\n", options.output, model.name,
              results.backend.device, results.backend.backend, profile.entries.size(), options.sub_batches);

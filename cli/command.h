@@ -15,6 +15,11 @@
 
 #include "frontend/error.h"
 
+namespace mplan {
+struct Profile;
+struct Tdfg;
+}  // namespace mplan
+
 namespace mplan::cli {
 
 // Exit codes of mplan (README, "Exit codes").
@@ -74,5 +79,10 @@ void write_file_atomically(const std::string& path, const std::string& text);
 // them: mplan never writes over what it reads.
 void refuse_overwriting_inputs(const std::string& flag, const std::string& output,
                                const std::vector<std::string>& inputs, bool output_is_folder = false);
+
+// Prints a warning (stderr) when the profile at `file` records 0 ms for tasks
+// of the TDFG that run a kernel (untimed_kernel_tasks, profiler/profile.h):
+// the plan would price them as free.
+void warn_untimed_kernel_tasks(const Profile& profile, const Tdfg& tdfg, const std::string& file);
 
 }  // namespace mplan::cli

@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,6 +15,8 @@
 #include <new>
 
 #include "cli/command.h"
+#include "profiler/profile.h"
+#include "tdfg/tdfg.h"
 #include "codegen/output_dir.h"
 
 namespace mplan::cli {
@@ -41,6 +44,16 @@ int exit_code_of(ErrorKind kind) {
 void fail(const Error& error) { throw CommandFailed{error.to_string(), exit_code_of(error.kind)}; }
 void fail(const std::string& message, ErrorKind kind) { throw CommandFailed{message, exit_code_of(kind)}; }
 void fail_usage(const std::string& message) { throw CommandFailed{message, kExitUsage}; }
+
+void warn_untimed_kernel_tasks(const Profile& profile, const Tdfg& tdfg, const std::string& file) {
+  const std::vector<std::string> untimed = untimed_kernel_tasks(profile, tdfg);
+  if (untimed.empty()) return;
+  fmt::print(stderr,
+             "mplan: warning: {} records 0 ms for tasks that run kernels ({}): a kernel profiler from before "
+             "2026-11-27 ran no kernel for these and the plan prices them as free; profile the model again "
+             "(mplan profile --jobs, the kernel profiler, --merge) to time them\n",
+             file, fmt::join(untimed, ", "));
+}
 
 void write_file_atomically(const std::string& path, const std::string& text) {
   namespace fs = std::filesystem;

@@ -17,6 +17,7 @@
 #include "frontend/shape_inference.h"
 #include "profiler/input_json.h"
 #include "profiler/math_mode.h"
+#include "profiler/task_invocation.h"
 
 namespace mplan {
 
@@ -364,6 +365,30 @@ Status check_profile_covers(const Profile& profile, const Tdfg& tdfg, const std:
                                  who, task_kind_name(task.kind), b, join_numbers(profile.sub_batches))};
   }
   return Ok{};
+}
+
+std::vector<std::string> untimed_kernel_tasks(const Profile& profile, const Tdfg& tdfg) {
+  std::map<std::string, const ProfileEntry*> by_signature;
+  for (const ProfileEntry& e : profile.entries) by_signature[e.signature] = &e;
+  std::map<std::string, int> counts;  // "<op> <kind>" -> tasks
+  for (TaskId t = 0; t < static_cast<TaskId>(tdfg.tasks.size()); ++t) {
+    const TaskShape shape = describe_task(tdfg, t);
+    if (shape.kind == TaskKind::update) continue;
+    auto entry = by_signature.find(layer_signature(shape));
+    if (entry == by_signature.end()) continue;
+    auto kind = entry->second->tasks.find(task_kind_name(shape.kind));
+    if (kind == entry->second->tasks.end()) continue;
+    bool timed = false;
+    for (const auto& [b, options] : kind->second)
+      for (const TaskOption& o : options) timed = timed || o.time_ms > 0;
+    if (timed) continue;
+    const int64_t b = kind->second.empty() ? 1 : kind->second.begin()->first;
+    if (invoke_task_shape(shape, b, 0, 0).invocation.calls.empty()) continue;
+    ++counts[fmt::format("{} {}", op_name(shape.op), task_kind_name(shape.kind))];
+  }
+  std::vector<std::string> result;
+  for (const auto& [what, n] : counts) result.push_back(fmt::format("{} x{}", what, n));
+  return result;
 }
 
 Status check_profile_reaches_batch(const Profile& profile, int64_t batch, const std::string& file) {

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 
 namespace mplan {
@@ -26,7 +27,12 @@ TaskShape describe_task(const Tdfg& tdfg, TaskId t) {
   const Layer& layer = model.layers.at(task.layer);
   shape.layer = layer;
   shape.layer.name.clear();
-  shape.layer.inputs.clear();
+  // Positions, not ids (TaskShape::layer): clearing them left every job of a
+  // multi-input op's BP1 (add, concat, mul, matmul, attention) without a
+  // kernel, so measured profiles timed it at 0 ms (docs/gpu-validation.md).
+  for (size_t k = 0; k < layer.inputs.size(); ++k)
+    shape.layer.inputs[k] = static_cast<LayerId>(
+        std::find(layer.inputs.begin(), layer.inputs.end(), layer.inputs[k]) - layer.inputs.begin());
   shape.layer.where = {};
   shape.op = layer.op;
   shape.inputs = model.input_shapes(task.layer);
@@ -59,6 +65,14 @@ std::string layer_signature(const TaskShape& s) {
   text += " in=";
   for (size_t i = 0; i < s.inputs.size(); ++i) text += (i ? "+" : "") + s.inputs[i].to_string();
   text += " out=" + s.output.to_string();
+  // An input read twice (add(x, x)) has one gradient, written then added to.
+  const std::vector<LayerId>& positions = s.layer.inputs;
+  for (size_t k = 0; k < positions.size(); ++k)
+    if (positions[k] != static_cast<LayerId>(k)) {
+      text += " inputs=";
+      for (size_t i = 0; i < positions.size(); ++i) text += (i ? "+" : "") + std::to_string(positions[i]);
+      break;
+    }
   // The fields that change the work: the op table's.
   if (const OpSpec& spec = op_spec(s.op); spec.signature != nullptr) text += spec.signature(task_layer(s));
   return text;

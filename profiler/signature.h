@@ -19,8 +19,12 @@ namespace mplan {
 struct TaskShape {
   Op op = Op::relu;
   TaskKind kind = TaskKind::FP;
-  // The layer's op and fields (name, inputs and place cleared): what the op
-  // table's entries read. The fields below repeat the common ones.
+  // The layer's op and fields (name and place cleared): what the op table's
+  // entries read. The fields below repeat the common ones. Its inputs are
+  // not the model's layer ids but each input's first position among them
+  // (add(x, y) reads {0, 1}, add(x, x) {0, 0}): a backward task reads them to
+  // know which input gradients it writes and which it adds to, so they must
+  // stay, but no name may enter a signature.
   Layer layer;
   std::vector<Shape> inputs;  // per-sample shapes of the layer's inputs
   Shape output;               // per-sample shape of its output

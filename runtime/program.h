@@ -163,6 +163,11 @@ class Program {
   // The host time of the last run_step's input before its first kernel
   // (making its samples; none when the previous step made them).
   double last_data_ms() const { return last_data_ms_; }
+  // How long the host took to enqueue the last step's work (the step's
+  // schedule, not its input): near the step's whole time, the device may be
+  // waiting for the host (a launch-bound step) or the host for the device's
+  // full launch queue; far below it, the device is the bound.
+  double last_enqueue_ms() const { return last_enqueue_ms_; }
 
   const ProgramSpec& spec() const { return spec_; }
   const DeviceMemory& device() const { return device_; }
@@ -183,6 +188,7 @@ class Program {
   uint64_t seed_;
   uint64_t step_ = 0;
   double last_data_ms_ = 0;
+  double last_enqueue_ms_ = 0;
   // Two pinned copies of every input and label slot: step s reads set s % 2,
   // so step s + 1's samples can be made while step s runs. staged_step_ is
   // the step whose samples were made ahead (run_step's prepare_next).

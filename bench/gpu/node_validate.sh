@@ -14,9 +14,17 @@
 #   compare  pack.sh's programs on the GPU, 3 steps from the CPU's initial
 #            weights, against the CPU's weights; and 2 steps under --debug-poison
 #   torch    PyTorch eager's step (bench/gpu/torch_step.py), VGG-16 and ResNet-50
+#            (TORCH="resnet50 128" picks the model and batch pairs)
+#   profiles profile only, no plans: each model of $PROFILES (default: the
+#            example models without a GPU profile) at sub-batches B/4, B/2, B
+#            with 2 repeats, in the time LIMIT leaves; the merged profiles go to
+#            results.tgz as res/<model>-profile.json
 #   probe    bench/gpu/copy_probe.cu: copy bandwidth as the profiler and as a
 #            program see it, and whether the compute stream's small copies
 #            queue behind the d2h stream's
+#   programs every program folder under $PACK/extra (mplan compile --target cuda
+#            made on the workstation, e.g. from the profiles of a previous
+#            run): built, run with --timeline, set beside its plan.json
 #   resnet50 / vgg16 / alexnet / cifar_small
 #            profile the model on this GPU (mplan profile --jobs, the kernel
 #            profiler, --merge), plan it at the budgets below with that profile,
@@ -81,10 +89,25 @@ stage_compare() {
   done
 }
 stage_torch() {
-  for m in "vgg16 256" "resnet50 128" "alexnet 200"; do
-    set -- $m
-    [ "$1" = alexnet ] || timeout "$(left 300)" python3 bench/gpu/torch_step.py --model "$1" --batch "$2" --steps 10 --warmup 3
+  local pairs=${TORCH:-"vgg16 256 resnet50 128"}
+  set -- $pairs
+  while [ $# -ge 2 ]; do
+    local model=$1 batch=$2; shift 2
+    timeout "$(left 300)" python3 bench/gpu/torch_step.py --model "$model" --batch "$batch" --steps 10 --warmup 3
   done
+}
+stage_profiles() {
+  local m b
+  for m in ${PROFILES:-resnet18 resnet34 resnet101 resnet152 vgg19 googlenet densenet121 cifar_resnet cifar_vgg cifar_mobilenet cifar_inception cifar_densenet every_vision_op}; do
+    [ "$(left 100000)" -gt 20 ] || { echo "-- $m: no time left"; continue; }
+    b=$(sed -n 's/^batch: *\([0-9]*\).*/\1/p' "$PACK/models/$m.yaml")
+    local sbs=$b; [ "$b" -ge 4 ] && sbs="$((b / 4)),$((b / 2)),$b"
+    echo "-- profile $m at sub-batches $sbs $(date +%T)"
+    $MPLAN profile "$PACK/models/$m.yaml" --backend cuda --jobs "build-node/$m-jobs.json" --sub-batches "$sbs" --repeats 2 > /dev/null || continue
+    timeout "$(left 300)" $P "build-node/$m-jobs.json" -o "build-node/res/$m-times.json" --quiet || { echo "   profiler exit $?"; continue; }
+    $MPLAN profile "$PACK/models/$m.yaml" --merge "build-node/res/$m-times.json" --sub-batches "$sbs" -o "build-node/res/$m-profile.json"
+  done
+  save
 }
 run_program() {  # folder name
   nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits -lms 50 > "build-node/res/$2-mem.csv" &
@@ -100,6 +123,16 @@ run_program() {  # folder name
       > "build-node/res/$2-timeline.txt" 2>&1 && head -12 "build-node/res/$2-timeline.txt" ||
     echo "   compare_timeline failed: see build-node/res/$2-timeline.txt"
   echo "   nvidia-smi, process memory at most: $(awk -F, '{print $2}' "build-node/res/$2-mem.csv" | sort -n | tail -1) MiB"
+}
+stage_programs() {
+  local d pids=()
+  for d in "$PACK"/extra/*/; do build_program "${d%/}" & pids+=($!); done
+  [ ${#pids[@]} -gt 0 ] && wait "${pids[@]}"
+  for d in "$PACK"/extra/*/; do
+    d=${d%/}; echo "-- $(basename "$d"): $(sed -n 4,6p "$d/train.cpp" | tr '\n' ' ')"
+    run_program "$d" "$(basename "$d")"
+  done
+  save
 }
 profile_and_plan() {  # model sub-batches repeats budget[:sub-batch]...
   local m=$1 sbs=$2 reps=$3; shift 3
@@ -137,6 +170,8 @@ for stage in "${stages[@]}"; do
     tests) stage_tests ;;
     compare) stage_compare ;;
     torch) stage_torch ;;
+    profiles) stage_profiles ;;
+    programs) stage_programs ;;
     probe) timeout "$(left 120)" "$PACK/bin/copy_probe" ;;
     # Budgets: unlimited, one that needs offloading at the full batch, two that need sub-batches.
     resnet50) profile_and_plan resnet50 32,64,128 3 70GiB 7GiB:128 6GiB 2GiB ;;

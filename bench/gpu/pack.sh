@@ -10,8 +10,7 @@
 # links, for planning on the node), deps/ (GoogleTest's headers and static
 # libraries, cblas.h and the part of the static OpenBLAS that cblas_sgemm
 # needs, xz-compressed: the GPU tests' CPU reference), models/ (the example
-# models that are measured, with `math: fp32`: TF32 off, as PyTorch's
-# reference runs), and, where BUILD_DIR has the CUDA backend, prebuilt bin/
+# models, with `math: fp32`: TF32 off, as PyTorch's reference runs), and, where BUILD_DIR has the CUDA backend, prebuilt bin/
 # (the kernel profiler, the GPU tests), lib/ (the CUDA runtime's static
 # libraries) and the compare programs' build/train, so that the node builds
 # only the programs planned from its own profiles (node_validate.sh uses them
@@ -25,6 +24,10 @@ mplan="$build/cli/mplan"
 [ -x "$mplan" ] || { echo "pack.sh: no mplan at $mplan: build mplan first" >&2; exit 2; }
 libdir=/usr/lib/x86_64-linux-gnu
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+# Brought up to date first: a runtime library older than runtime/program.h
+# (which the node's programs compile against) made every program segfault on
+# the H200 (docs/gpu-validation.md, fourth session).
+cmake --build "$build" > "$tmp/build.txt" 2>&1 || { echo "pack.sh: building $build failed; run cmake --build $build" >&2; exit 2; }
 mkdir -p "$out/deps/include" "$out/deps/lib" "$out/models" "$tmp/mp/lib"
 
 cp "$mplan" "$tmp/mp/"
@@ -54,7 +57,8 @@ if [ -f "$build/runtime/cuda/libmplan_runtime_cuda.a" ]; then
   "${CUDACXX:-/usr/local/cuda/bin/nvcc}" -O2 -arch=sm_90 -o "$out/bin/copy_probe" bench/gpu/copy_probe.cu
 fi
 
-for m in cifar_small every_op alexnet vgg16 resnet50; do
+for m in cifar_small every_op alexnet vgg16 resnet50 resnet18 resnet34 resnet101 resnet152 vgg19 googlenet \
+    densenet121 cifar_resnet cifar_vgg cifar_mobilenet cifar_inception cifar_densenet every_vision_op; do
   sed 's/^classes:/math: fp32\nclasses:/' "$root/examples/models/$m.yaml" > "$out/models/$m.yaml"
 done
 

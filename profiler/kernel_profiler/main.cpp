@@ -11,6 +11,7 @@
 // 2 bad arguments or a bad job file.
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -24,10 +25,12 @@
 namespace {
 
 constexpr const char* kUsage =
-    "usage: mplan_kernel_profiler JOBS.json -o TIMES.json [--quiet]\n"
+    "usage: mplan_kernel_profiler JOBS.json -o TIMES.json [--quiet] [--cold-cache MIB]\n"
     "  Times every job of JOBS.json (written by `mplan profile --jobs`) on this build's\n"
     "  runtime backend and writes TIMES.json for `mplan profile --merge`.\n"
-    "  --quiet   no progress lines on stderr\n";
+    "  --quiet   no progress lines on stderr\n"
+    "  --cold-cache MIB  overwrite MIB of device memory before every timed run (more than\n"
+    "            the GPU's L2), so that no run finds its operands in the cache\n";
 
 int fail(int code, const std::string& message) {
   std::fprintf(stderr, "mplan_kernel_profiler: %s\n", message.c_str());
@@ -80,6 +83,7 @@ bool write_text(const std::string& path, const std::string& text, std::string* e
 int main(int argc, char** argv) {
   std::string jobs_path, out_path;
   bool quiet = false;
+  long flush_mib = 0;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "-h" || arg == "--help") {
@@ -91,6 +95,13 @@ int main(int argc, char** argv) {
       out_path = argv[++i];
     } else if (arg == "--quiet") {
       quiet = true;
+    } else if (arg == "--cold-cache") {
+      if (i + 1 >= argc) return fail(2, "--cold-cache needs a size in MiB\n" + std::string(kUsage));
+      char* end = nullptr;
+      const long mib = std::strtol(argv[++i], &end, 10);
+      if (end == argv[i] || *end != '\0' || mib <= 0 || mib > 65536)
+        return fail(2, "--cold-cache: expected MiB from 1 to 65536, got '" + std::string(argv[i]) + "'\n" + kUsage);
+      flush_mib = mib;
     } else if (!arg.empty() && arg[0] == '-') {
       return fail(2, "unknown option " + arg + "\n" + kUsage);
     } else if (jobs_path.empty()) {
@@ -111,6 +122,7 @@ int main(int argc, char** argv) {
     return fail(1, "the " + backend.backend + " backend has no device to profile on: " + backend.device);
 
   mplan::kernel_profiler::ProfileOptions options;
+  options.flush_bytes = static_cast<int64_t>(flush_mib) << 20;
   if (!quiet) options.progress = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
   const mplan::rt::ResultFile results = mplan::kernel_profiler::profile_jobs(jobs, options);
   if (!write_text(out_path, mplan::rt::results_to_json(results), &error)) return fail(1, error);

@@ -108,6 +108,14 @@ double median(std::vector<double> values) {
   return values[values.size() / 2];
 }
 
+// The memory overwritten before each timed run (ProfileOptions::flush_bytes);
+// empty when caches stay warm. Set for the length of one profile_jobs call.
+rt::DeviceMemory flush_memory;
+
+void flush_caches(rt::Stream* stream) {
+  if (flush_memory.size_bytes > 0) rt::fill_u32_async(flush_memory.base, 0x3f800000u, flush_memory.size_bytes, stream);
+}
+
 // Median time of running `calls` once, over `repeats` timed runs after `warmup` untimed ones.
 double time_calls(rt::Stream* stream, const std::vector<rt::KernelCall>& calls, const rt::Bindings& bindings,
                   int32_t warmup, int32_t repeats) {
@@ -118,6 +126,7 @@ double time_calls(rt::Stream* stream, const std::vector<rt::KernelCall>& calls, 
     for (const rt::KernelCall& call : calls) rt::run_kernel(ctx, call, bindings);
   std::vector<double> times;
   for (int32_t i = 0; i < std::max(repeats, 1); ++i) {
+    flush_caches(stream);
     rt::event_record(start, stream);
     for (const rt::KernelCall& call : calls) rt::run_kernel(ctx, call, bindings);
     rt::event_record(end, stream);
@@ -304,7 +313,12 @@ rt::ResultFile profile_jobs(const rt::JobFile& jobs, const ProfileOptions& optio
     if (options.progress) options.progress(line);
   };
   rt::Stream* stream = rt::stream_create("profile");
-  const int64_t free_bytes = results.backend.free_memory_bytes;
+  if (options.flush_bytes > 0) {
+    std::string error;
+    flush_memory = rt::device_alloc(static_cast<size_t>(options.flush_bytes), &error);
+    if (flush_memory.size_bytes == 0) say("no memory to flush the caches with (" + error + "): caches stay warm");
+  }
+  const int64_t free_bytes = results.backend.free_memory_bytes - static_cast<int64_t>(flush_memory.size_bytes);
   say("profiling " + std::to_string(jobs.jobs.size()) + " jobs and " + std::to_string(jobs.copy_sizes.size()) +
       " copy sizes on " + results.backend.device + " (" + results.backend.backend + ")");
   Clock::time_point last_line = Clock::now();
@@ -366,6 +380,8 @@ rt::ResultFile profile_jobs(const rt::JobFile& jobs, const ProfileOptions& optio
     results.copies.push_back(t);
   }
   rt::stream_destroy(stream);
+  if (flush_memory.size_bytes > 0) rt::device_free(flush_memory);
+  flush_memory = {};
   return results;
 }
 

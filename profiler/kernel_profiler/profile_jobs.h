@@ -19,6 +19,11 @@ struct ProfileOptions {
   std::function<void(const std::string&)> progress;
   // Seconds between two progress lines (the first and last are always given).
   double progress_interval_s = 2.0;
+  // When > 0, this many bytes of device memory are overwritten before every
+  // timed run, so that each run starts with the device's caches holding none
+  // of its operands (--cold-cache); 0 leaves them as the warm-up runs left
+  // them.
+  int64_t flush_bytes = 0;
 };
 
 // Runs every job and copy of the file. A job that cannot run here (its
