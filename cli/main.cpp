@@ -15,9 +15,9 @@
 #include <new>
 
 #include "cli/command.h"
+#include "codegen/output_dir.h"
 #include "profiler/profile.h"
 #include "tdfg/tdfg.h"
-#include "codegen/output_dir.h"
 
 namespace mplan::cli {
 
@@ -49,8 +49,8 @@ void warn_untimed_kernel_tasks(const Profile& profile, const Tdfg& tdfg, const s
   const std::vector<std::string> untimed = untimed_kernel_tasks(profile, tdfg);
   if (untimed.empty()) return;
   fmt::print(stderr,
-             "mplan: warning: {} records 0 ms for tasks that run kernels ({}): a kernel profiler from before "
-             "2026-11-27 ran no kernel for these and the plan prices them as free; profile the model again "
+             "mplan: warning: {} records 0 ms for tasks that run kernels ({}), which the plan prices as free; "
+             "most likely a kernel profiler from before 2026-11-27 ran no kernel for them: profile the model again "
              "(mplan profile --jobs, the kernel profiler, --merge) to time them\n",
              file, fmt::join(untimed, ", "));
 }

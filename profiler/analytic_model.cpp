@@ -8,6 +8,8 @@
 
 #include <algorithm>
 
+#include "profiler/task_invocation.h"
+
 namespace mplan {
 namespace {
 
@@ -51,14 +53,6 @@ std::vector<KernelWork> layer_work(const TaskShape& s, int64_t b) {
   return phases;
 }
 
-// Scratch a task needs besides an algorithm's workspace (the op table's).
-int64_t scratch_bytes(const TaskShape& s, int64_t b) {
-  if (s.kind == TaskKind::update) return 0;
-  const OpSpec& spec = op_spec(s.op);
-  const Layer layer = task_layer(s);
-  return spec.scratch_bytes ? spec.scratch_bytes(OpTask{layer, s.inputs, s.output, s.kind}, b) : 0;
-}
-
 double time_ms(const Device& device, const std::vector<KernelWork>& phases, MathMode math) {
   double total = 0;
   for (const KernelWork& phase : phases) total += kernel_time_ms(device, phase, math);
@@ -75,7 +69,8 @@ std::vector<TaskOption> analytic_options(const Device& device, const TaskShape& 
                                          MathMode math) {
   MPLAN_CHECK(sub_batch >= 1, "analytic_options: the sub-batch must be at least 1");
   if (shape.kind == TaskKind::update || !op_spec(shape.op).has_algorithms)
-    return {TaskOption{"default", time_ms(device, layer_work(shape, sub_batch), math), scratch_bytes(shape, sub_batch)}};
+    return {TaskOption{"default", time_ms(device, layer_work(shape, sub_batch), math),
+                       task_scratch_bytes(shape, sub_batch)}};
   const ConvDirection direction = conv_direction(shape.kind);
   const ConvShape conv = conv_shape(shape);
   std::vector<TaskOption> options;

@@ -427,9 +427,7 @@ Result<std::unique_ptr<RecordedCostModel>> RecordedCostModel::create(Profile pro
   return std::unique_ptr<RecordedCostModel>(new RecordedCostModel(std::move(profile), file));
 }
 
-const RecordedCostModel::Series& RecordedCostModel::series(const Tdfg& tdfg, TaskId t) const {
-  const int32_t key = keys_.key(tdfg, t);
-  const TaskShape& shape = keys_.shape(key);
+const RecordedCostModel::Series& RecordedCostModel::series(const Tdfg& tdfg, TaskId t, const TaskShape& shape) const {
   auto it = by_task_signature_.find(task_signature(shape));
   MPLAN_CHECK(it != by_task_signature_.end(),
               "recorded cost model asked about a task its profile does not cover: " + tdfg.tasks.at(t).name);
@@ -437,12 +435,14 @@ const RecordedCostModel::Series& RecordedCostModel::series(const Tdfg& tdfg, Tas
 }
 
 std::vector<TaskOption> RecordedCostModel::options(const Tdfg& tdfg, TaskId t, int64_t sub_batch) const {
-  const Series& s = series(tdfg, t);
+  const TaskShape& shape = keys_.shape(keys_.key(tdfg, t));
+  const Series& s = series(tdfg, t, shape);
   auto exact = s.find(sub_batch);
-  if (exact != s.end()) return exact->second;
   auto upper = s.lower_bound(sub_batch);
   std::vector<TaskOption> result;
-  if (upper == s.begin()) {
+  if (exact != s.end()) {
+    result = exact->second;
+  } else if (upper == s.begin()) {
     result = upper->second;  // below the smallest recorded: its time and workspace
   } else if (upper == s.end()) {
     // Past the largest: in proportion to b (the per-sample time stays flat).
@@ -467,6 +467,11 @@ std::vector<TaskOption> RecordedCostModel::options(const Tdfg& tdfg, TaskId t, i
                             std::max(lo.workspace_bytes, hi.workspace_bytes)});
     if (result.empty()) result = upper->second;
   }
+  // The op's own scratch is given whatever the file says: a profile measured
+  // before 2026-11-27 recorded attention's BP1 with no workspace (its job ran
+  // no kernel), and the program's kernel needs one.
+  const int64_t scratch = task_scratch_bytes(shape, sub_batch);
+  for (TaskOption& o : result) o.workspace_bytes = std::max(o.workspace_bytes, scratch);
   std::stable_sort(result.begin(), result.end(), [](const TaskOption& a, const TaskOption& b) {
     return a.time_ms != b.time_ms ? a.time_ms < b.time_ms : a.workspace_bytes < b.workspace_bytes;
   });

@@ -121,7 +121,7 @@ class RecordedCostModel final : public CostModel {
  private:
   using Series = std::map<int64_t, std::vector<TaskOption>>;
   RecordedCostModel(Profile profile, std::string file);
-  const Series& series(const Tdfg& tdfg, TaskId t) const;
+  const Series& series(const Tdfg& tdfg, TaskId t, const TaskShape& shape) const;
 
   Profile profile_;
   std::string file_;

@@ -151,7 +151,13 @@ uint64_t task_fingerprint(const Tdfg& tdfg, TaskId t) {
   }
   const Layer& layer = model.layers.at(task.layer);
   h = mix(h, static_cast<uint64_t>(layer.op));
-  for (int k = 0; k < static_cast<int>(layer.inputs.size()); ++k) h = mix_shape(h, model.input_shape(task.layer, k));
+  for (int k = 0; k < static_cast<int>(layer.inputs.size()); ++k) {
+    h = mix_shape(h, model.input_shape(task.layer, k));
+    // The input's first position, as describe_task keeps it: add(x, x) is
+    // not add(x, y).
+    h = mix(h, static_cast<uint64_t>(std::find(layer.inputs.begin(), layer.inputs.end(), layer.inputs[k]) -
+                                     layer.inputs.begin()));
+  }
   h = mix_shape(h, layer.output);
   // Every field of every op, so that whatever an op's signature reads is in
   // the hash (fields an op ignores keep their defaults).

@@ -71,6 +71,13 @@ TaskInvocation invoke_task_shape(const TaskShape& shape, int64_t n, rt::ConvAlgo
   return result;
 }
 
+int64_t task_scratch_bytes(const TaskShape& shape, int64_t b) {
+  if (shape.kind == TaskKind::update) return 0;
+  const OpSpec& spec = op_spec(shape.op);
+  if (spec.scratch_bytes == nullptr || spec.has_algorithms) return 0;
+  return spec.scratch_bytes(OpTask{task_layer(shape), shape.inputs, shape.output, shape.kind}, b);
+}
+
 std::optional<AlgorithmCall> algorithm_call(const Invocation& invocation) {
   for (const rt::KernelCall& call : invocation.calls) {
     rt::ConvDirection direction;

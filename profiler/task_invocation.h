@@ -25,6 +25,12 @@ struct TaskInvocation {
 TaskInvocation invoke_task_shape(const TaskShape& shape, int64_t n, rt::ConvAlgoId algorithm,
                                  int64_t workspace_bytes);
 
+// The scratch a task of an op without algorithms needs at sub-batch b (the op
+// table's scratch_bytes: batch norm's BP1 sums, attention's BP1 row sums);
+// 0 for the update and for ops with none. A plan gives it as the task's
+// workspace, whatever the cost model's options say.
+int64_t task_scratch_bytes(const TaskShape& shape, int64_t b);
+
 // The convolution of an invocation whose algorithm is chosen: its direction and
 // shape; nothing for a task without algorithms.
 struct AlgorithmCall {

@@ -126,9 +126,11 @@ run_program() {  # folder name
 }
 stage_programs() {
   local d pids=()
-  for d in "$PACK"/extra/*/; do build_program "${d%/}" & pids+=($!); done
-  [ ${#pids[@]} -gt 0 ] && wait "${pids[@]}"
+  for d in "$PACK"/extra/*/; do [ -d "$d" ] || continue; build_program "${d%/}" & pids+=($!); done
+  [ ${#pids[@]} -gt 0 ] || { echo "no program folders under $PACK/extra"; return; }
+  wait "${pids[@]}"
   for d in "$PACK"/extra/*/; do
+    [ -d "$d" ] || continue
     d=${d%/}; echo "-- $(basename "$d"): $(sed -n 4,6p "$d/train.cpp" | tr '\n' ' ')"
     run_program "$d" "$(basename "$d")"
   done

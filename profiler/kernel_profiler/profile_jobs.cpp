@@ -316,7 +316,11 @@ rt::ResultFile profile_jobs(const rt::JobFile& jobs, const ProfileOptions& optio
   if (options.flush_bytes > 0) {
     std::string error;
     flush_memory = rt::device_alloc(static_cast<size_t>(options.flush_bytes), &error);
-    if (flush_memory.size_bytes == 0) say("no memory to flush the caches with (" + error + "): caches stay warm");
+    if (flush_memory.size_bytes == 0)
+      say("no memory to flush the caches with (" + error + "): caches stay warm");
+    else
+      say("every timed run starts after " + std::to_string(options.flush_bytes >> 20) +
+          " MiB of device memory are overwritten (--cold-cache)");
   }
   const int64_t free_bytes = results.backend.free_memory_bytes - static_cast<int64_t>(flush_memory.size_bytes);
   say("profiling " + std::to_string(jobs.jobs.size()) + " jobs and " + std::to_string(jobs.copy_sizes.size()) +

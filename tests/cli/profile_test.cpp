@@ -216,5 +216,26 @@ TEST_F(Profile, BadModelFailsWithItsLocationAndWritesNoFile) {
   EXPECT_TRUE(r.out.empty()) << r.describe();
 }
 
+// Every profile committed under examples/profiles plans its model and writes
+// its program: the H200's every_vision_op profile, measured when attention's
+// BP1 job ran no kernel, once made codegen fail on a missing workspace. A
+// profile of before 2026-11-27 says so in a warning (0 ms tasks); none may
+// fail.
+TEST_F(Profile, EveryCommittedProfileCompilesItsModel) {
+  int compiled = 0;
+  for (const auto& entry : fs::directory_iterator(std::string(MPLAN_SOURCE_DIR) + "/examples/profiles")) {
+    const std::string name = entry.path().stem().string();  // <model>-<gpu>; model names have no '-'
+    const std::string stem = name.substr(0, name.find('-'));
+    SCOPED_TRACE(name);
+    ASSERT_TRUE(fs::exists(example_model(stem))) << "no example model for " << entry.path();
+    const MplanRun r = mplan({"compile", example_model(stem), "--profile", entry.path().string(), "--budget",
+                              "16GiB", "-o", path("out-" + name)});
+    EXPECT_EQ(r.exit_code, 0) << r.describe();
+    EXPECT_TRUE(fs::exists(path("out-" + name) + "/train.cpp")) << r.describe();
+    ++compiled;
+  }
+  EXPECT_GE(compiled, 17);
+}
+
 }  // namespace
 }  // namespace mplan::cli_test

@@ -164,6 +164,14 @@ TEST(KernelProfilerPipeline, ColdCacheRunsEveryJob) {
   if (HasFatalFailure()) return;
   for (const rt::JobResult& r : results.results) EXPECT_EQ(r.error, "") << r.key;
   EXPECT_TRUE(merge_results(tdfg, results, {4}, "times.json").ok());
+  // Said on stderr (without --quiet): the flush happened, or why not.
+  RunResult said = run_command(std::string(MPLAN_KERNEL_PROFILER_PATH) + " " + dir + "/jobs.json -o " + dir +
+                               "/said.json --cold-cache 8");
+  ASSERT_EQ(said.exit_code, 0) << said.output;
+  EXPECT_NE(said.output.find("after 8 MiB of device memory are overwritten"), std::string::npos) << said.output;
+  RunResult warm = run_command(std::string(MPLAN_KERNEL_PROFILER_PATH) + " " + dir + "/jobs.json -o " + dir +
+                               "/warm.json");
+  EXPECT_EQ(warm.output.find("overwritten"), std::string::npos) << warm.output;
   for (const char* bad : {"0", "x", "65537", ""}) {
     RunResult run = run_command(std::string(MPLAN_KERNEL_PROFILER_PATH) + " " + dir + "/jobs.json -o " + dir +
                                 "/bad.json --cold-cache " + bad);
