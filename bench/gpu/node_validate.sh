@@ -25,6 +25,11 @@
 #   programs every program folder under $PACK/extra (mplan compile --target cuda
 #            made on the workstation, e.g. from the profiles of a previous
 #            run): built, run with --timeline, set beside its plan.json
+#   coldcache each model of $COLD_MODELS (default googlenet resnet50) profiled
+#            at its batch twice, warm and with --cold-cache 512, each profile
+#            planned at ${COLD_BUDGET:-70GiB} and run: which profile's
+#            simulation the program meets (docs/gpu-validation.md, fourth
+#            session: GoogLeNet ran 10% over a warm profile's plan)
 #   resnet50 / vgg16 / alexnet / cifar_small
 #            profile the model on this GPU (mplan profile --jobs, the kernel
 #            profiler, --merge), plan it at the budgets below with that profile,
@@ -136,6 +141,33 @@ stage_programs() {
   done
   save
 }
+stage_coldcache() {
+  local m b flavour
+  for m in ${COLD_MODELS:-googlenet resnet50}; do
+    b=$(sed -n 's/^batch: *\([0-9]*\).*/\1/p' "$PACK/models/$m.yaml")
+    $MPLAN profile "$PACK/models/$m.yaml" --backend cuda --jobs "build-node/$m-cold-jobs.json" --sub-batches "$b" \
+      --repeats 5 > /dev/null || continue
+    local names=() pids=()
+    for flavour in warm cold; do
+      local flags=() n=$m-$flavour
+      [ $flavour = cold ] && flags=(--cold-cache 512)
+      echo "-- profile $m at $b, $flavour $(date +%T)"
+      timeout "$(left 300)" $P "build-node/$m-cold-jobs.json" -o "build-node/res/$n-times.json" --quiet "${flags[@]}" ||
+        { echo "   profiler exit $?"; continue; }
+      $MPLAN profile "$PACK/models/$m.yaml" --merge "build-node/res/$n-times.json" --sub-batches "$b" \
+        -o "build-node/res/$n-profile.json" > /dev/null || continue
+      $MPLAN compile "$PACK/models/$m.yaml" --profile "build-node/res/$n-profile.json" \
+        --budget "${COLD_BUDGET:-70GiB}" --target cuda -o "build-node/p/$n" > "build-node/res/$n-compile.txt" 2>&1 || { tail -3 "build-node/res/$n-compile.txt"; continue; }
+      build_program "build-node/p/$n" & pids+=($!); names+=("$n")
+    done
+    [ ${#pids[@]} -gt 0 ] && wait "${pids[@]}"
+    for n in "${names[@]}"; do
+      echo "-- $n: $(sed -n 6p "build-node/p/$n/train.cpp")"
+      run_program "build-node/p/$n" "$n"
+    done
+  done
+  save
+}
 profile_and_plan() {  # model sub-batches repeats budget[:sub-batch]...
   local m=$1 sbs=$2 reps=$3; shift 3
   echo "-- profile $m at sub-batches $sbs ($reps repeats) $(date +%T)"
@@ -174,6 +206,7 @@ for stage in "${stages[@]}"; do
     torch) stage_torch ;;
     profiles) stage_profiles ;;
     programs) stage_programs ;;
+    coldcache) stage_coldcache ;;
     probe) timeout "$(left 120)" "$PACK/bin/copy_probe" ;;
     # Budgets: unlimited, one that needs offloading at the full batch, two that need sub-batches.
     resnet50) profile_and_plan resnet50 32,64,128 3 70GiB 7GiB:128 6GiB 2GiB ;;
