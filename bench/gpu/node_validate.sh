@@ -141,6 +141,18 @@ stage_programs() {
   done
   save
 }
+# Plans model $1 with profile $2 into build-node/p/$3 (more compile flags
+# after) and starts its build in the background: the caller's names and pids
+# arrays get the plan's name and the build's pid.
+plan_and_build() {
+  local m=$1 profile=$2 n=$3
+  shift 3
+  $MPLAN compile "$PACK/models/$m.yaml" --profile "$profile" "$@" --target cuda -o "build-node/p/$n" \
+    > "build-node/res/$n-compile.txt" 2>&1 || { tail -3 "build-node/res/$n-compile.txt"; return 1; }
+  cp "build-node/p/$n/plan.json" "build-node/res/$n-plan.json"
+  build_program "build-node/p/$n" & pids+=($!)
+  names+=("$n")
+}
 stage_coldcache() {
   local m b flavour
   for m in ${COLD_MODELS:-googlenet resnet50}; do
@@ -156,9 +168,7 @@ stage_coldcache() {
         { echo "   profiler exit $?"; continue; }
       $MPLAN profile "$PACK/models/$m.yaml" --merge "build-node/res/$n-times.json" --sub-batches "$b" \
         -o "build-node/res/$n-profile.json" > /dev/null || continue
-      $MPLAN compile "$PACK/models/$m.yaml" --profile "build-node/res/$n-profile.json" \
-        --budget "${COLD_BUDGET:-70GiB}" --target cuda -o "build-node/p/$n" > "build-node/res/$n-compile.txt" 2>&1 || { tail -3 "build-node/res/$n-compile.txt"; continue; }
-      build_program "build-node/p/$n" & pids+=($!); names+=("$n")
+      plan_and_build "$m" "build-node/res/$n-profile.json" "$n" --budget "${COLD_BUDGET:-70GiB}"
     done
     [ ${#pids[@]} -gt 0 ] && wait "${pids[@]}"
     for n in "${names[@]}"; do
@@ -179,10 +189,7 @@ profile_and_plan() {  # model sub-batches repeats budget[:sub-batch]...
   for spec in "$@"; do
     local budget=${spec%%:*} extra=() n=$m-${spec//:/-sb}
     [ "$budget" != "$spec" ] && extra=(--sub-batch "${spec#*:}")
-    $MPLAN compile "$PACK/models/$m.yaml" --profile "build-node/res/$m-profile.json" --budget "$budget" "${extra[@]}" \
-      --target cuda -o "build-node/p/$n" > "build-node/res/$n-compile.txt" 2>&1 || { tail -3 "build-node/res/$n-compile.txt"; continue; }
-    cp "build-node/p/$n/plan.json" "build-node/res/$n-plan.json"
-    build_program "build-node/p/$n" & pids+=($!); names+=("$n")
+    plan_and_build "$m" "build-node/res/$m-profile.json" "$n" --budget "$budget" "${extra[@]}"
   done
   [ ${#pids[@]} -gt 0 ] && wait "${pids[@]}"
   for n in "${names[@]}"; do
