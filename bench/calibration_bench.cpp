@@ -362,6 +362,43 @@ void algorithm_agreement(const std::vector<Outcome>& outcomes, const Devices& de
   fmt::print("\n");
 }
 
+// The time the planner uses for a convolution task: the model's fastest
+// option against the measured fastest, over every kernel-time task
+// (grouped by GPU, library and task; the options the model prices). The
+// per-algorithm error above also scores options no planner would pick
+// (cuDNN 9's pathological kernels); this is the error of the one it picks
+// when the workspace allows.
+void fastest_option_error(const std::vector<Outcome>& outcomes) {
+  std::map<std::string, std::vector<const Outcome*>> groups;
+  for (const Outcome& o : outcomes)
+    if (o.c->kind == CaseKind::conv_task && o.c->kernel_times)
+      groups[o.c->device + "|" + o.c->library + "|" + o.c->task].push_back(&o);
+  // One outcome per task: the model's fastest time over the measured fastest.
+  std::vector<Outcome> fastest;
+  std::vector<Case> tasks;
+  tasks.reserve(groups.size());
+  for (const auto& [key, list] : groups) {
+    const auto by_measured = [](const Outcome* a, const Outcome* b) { return a->c->measured_ms < b->c->measured_ms; };
+    const auto by_predicted = [](const Outcome* a, const Outcome* b) { return a->predicted_ms < b->predicted_ms; };
+    Case task = *(*std::min_element(list.begin(), list.end(), by_measured))->c;
+    tasks.push_back(task);
+    fastest.push_back({nullptr, (*std::min_element(list.begin(), list.end(), by_predicted))->predicted_ms, ""});
+  }
+  for (size_t i = 0; i < tasks.size(); ++i) fastest[i].c = &tasks[i];
+  fmt::print("\n## Fastest option per convolution task (kernel times), predicted against measured\n\n"
+             "The model's fastest option against the measured fastest, per task (the time the planner uses where "
+             "the workspace allows).\n\n"
+             "| GPU | split | direction | tasks | median error | p90 error | bias |\n|---|---|---|---|---|---|---|\n");
+  std::map<std::string, std::vector<const Outcome*>> rows;
+  for (const Outcome& o : fastest) {
+    const std::string split = o.c->holdout ? "held-out" : "fit";
+    rows[fmt::format("{} | {} | {}", o.c->device, split, direction_of(o))].push_back(&o);
+    rows[fmt::format("{} | {} | all", o.c->device, split)].push_back(&o);
+    rows[fmt::format("**all** | {} | all", split)].push_back(&o);
+  }
+  print_groups(rows);
+}
+
 // The ideal iteration (moDNN's ideal case) of every profiled model at its
 // batch: predicted by the analytic model in the file's math mode against the
 // sum of the fastest measured options; and the same over the held-out layers'
@@ -369,37 +406,55 @@ void algorithm_agreement(const std::vector<Outcome>& outcomes, const Devices& de
 void network_ideals(const std::vector<KernelTimesFile>& files, const LayerSplit& split, const Devices& devices) {
   fmt::print("\n## Ideal iteration of the profiled models (kernel times), predicted against measured\n\n"
              "Every task at the model's batch with its fastest option, summed (`mplan compile` prints it as\n"
-             "`ideal`). Whole networks mix fit and held-out layers; the last columns sum the held-out layers' tasks.\n\n"
-             "| GPU | model | batch | predicted ms | measured ms | ratio | held-out tasks: predicted ms | measured ms | ratio |\n"
-             "|---|---|---|---|---|---|---|---|---|\n");
+             "`ideal`). Whole networks mix fit and held-out layers; the middle columns sum the convolution tasks\n"
+             "alone against the fastest legacy algorithm measured (the model prices no graph-API configuration;\n"
+             "the measured ideal and the held-out sums take the fastest option, `graph_<r>` included), the\n"
+             "last ones the held-out layers' tasks.\n\n"
+             "| GPU | model | batch | predicted ms | measured ms | ratio | convolutions: predicted ms | measured (legacy) ms | "
+             "ratio | held-out tasks: predicted ms | measured ms | ratio |\n"
+             "|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (const KernelTimesFile& f : files) {
     const int64_t batch = f.model->batch;
     const Result<double> measured = measured_ideal_ms(f, batch);
     if (!measured) {
-      fmt::print("| {} | {} | {} | - | - | - | - | - | - |  ({})\n", f.device, f.model->name, batch,
+      fmt::print("| {} | {} | {} | - | - | - | - | - | - | - | - | - |  ({})\n", f.device, f.model->name, batch,
                  measured.error().message);
       continue;
     }
     const AnalyticCostModel model(devices.at(f.device), f.math);
     const IdealRun ideal = ideal_run(f.tdfg, model, batch);
     // Held-out tasks: the analytic fastest against the measured fastest.
-    std::map<std::string, double> fastest_measured;
+    // ... and the fastest legacy algorithm, what the model prices (a graph-API
+    // configuration `graph_<r>` is no algorithm of the model's).
+    std::map<std::string, double> fastest_measured, fastest_legacy;
     for (const rt::JobResult& job : f.results.results)
       for (const rt::JobOption& o : job.options) {
         auto [it, fresh] = fastest_measured.emplace(job.key, o.time_ms);
         if (!fresh) it->second = std::min(it->second, o.time_ms);
+        if (o.algorithm.rfind("graph_", 0) == 0) continue;
+        auto [legacy, first] = fastest_legacy.emplace(job.key, o.time_ms);
+        if (!first) legacy->second = std::min(legacy->second, o.time_ms);
       }
-    double held_predicted = 0, held_measured = 0;
+    double held_predicted = 0, held_measured = 0, conv_predicted = 0, conv_measured = 0;
     for (TaskId t = 0; t < static_cast<TaskId>(f.tdfg.tasks.size()); ++t) {
       const TaskShape shape = describe_task(f.tdfg, t);
-      if (!f.holdout_whole && !split.holdout(layer_signature(shape))) continue;
       const int64_t b = shape.kind == TaskKind::update ? 0 : batch;
+      const std::string key = fmt::format("{}@{}", task_signature(shape), b);
+      const double task_measured = fastest_measured.at(key);
+      if (shape.op == Op::conv && shape.kind != TaskKind::update) {
+        conv_predicted += ideal.choices[t].time_ms;
+        auto legacy = fastest_legacy.find(key);
+        conv_measured += legacy != fastest_legacy.end() ? legacy->second : task_measured;
+      }
+      if (!f.holdout_whole && !split.holdout(layer_signature(shape))) continue;
       held_predicted += ideal.choices[t].time_ms;
-      held_measured += fastest_measured.at(fmt::format("{}@{}", task_signature(shape), b));
+      held_measured += task_measured;
     }
-    fmt::print("| {} | {} | {} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.2f} |\n", f.device, f.model->name,
-               batch, ideal.time_ms, *measured, ideal.time_ms / *measured, held_predicted, held_measured,
-               held_measured > 0 ? held_predicted / held_measured : NAN);
+    auto ratio = [](double predicted, double measured) { return measured > 0 ? predicted / measured : NAN; };
+    fmt::print("| {} | {} | {} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.2f} |\n",
+               f.device, f.model->name, batch, ideal.time_ms, *measured, ideal.time_ms / *measured, conv_predicted,
+               conv_measured, ratio(conv_predicted, conv_measured), held_predicted, held_measured,
+               ratio(held_predicted, held_measured));
   }
 }
 
@@ -488,6 +543,7 @@ int main(int argc, char** argv) {
   report(outcomes, true);
   report(outcomes, false);
   algorithm_agreement(outcomes, devices, list_cases);
+  fastest_option_error(outcomes);
   network_ideals(*files, split, devices);
   fmt::print("\n## Held-out error per architecture (the tables' held_out_error)\n\n");
   for (const auto& [arch, text] : held_out_text(outcomes, devices, own)) fmt::print("- {}: {}\n", arch, text);

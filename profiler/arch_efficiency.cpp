@@ -183,8 +183,8 @@ Result<ArchEfficiency> parse_arch_efficiency(const std::string& yaml_text, const
   if (!root.IsMap()) return error_at(file, root.Mark(), "expected an architecture table: a map of name, conv_efficiency, ...");
   const std::set<std::string> known = {"name", "description", "fitted_on", "held_out_error", "conv_efficiency",
                                        "fft_transform_efficiency", "linear_gemm_efficiency",
-                                       "half_saturation_items_per_sm", "conv_call_overhead_us", "memory_efficiency",
-                                       "tensor_core_efficiency", "gemm_reduction_half_length",
+                                       "half_saturation_items_per_sm", "conv_call_overhead_us", "conv_kernel_overhead_us",
+                                       "family_call_overhead_us", "memory_efficiency", "tensor_core_efficiency", "gemm_reduction_half_length",
                                        "filter_reduction_chunk", "pointwise_conv_factor",
                                        "unavailable_algorithms"};
   for (const auto& entry : root)
@@ -192,7 +192,8 @@ Result<ArchEfficiency> parse_arch_efficiency(const std::string& yaml_text, const
       return error_at(file, entry.first.Mark(),
                       fmt::format("unknown key '{}' (expected one of: name, description, fitted_on, held_out_error, "
                                   "conv_efficiency, fft_transform_efficiency, linear_gemm_efficiency, "
-                                  "half_saturation_items_per_sm, conv_call_overhead_us, memory_efficiency, "
+                                  "half_saturation_items_per_sm, conv_call_overhead_us, conv_kernel_overhead_us, "
+                                  "family_call_overhead_us, memory_efficiency, "
                                   "tensor_core_efficiency, gemm_reduction_half_length, filter_reduction_chunk, "
                                   "pointwise_conv_factor, unavailable_algorithms)",
                                   entry.first.Scalar()));
@@ -259,6 +260,26 @@ Result<ArchEfficiency> parse_arch_efficiency(const std::string& yaml_text, const
   auto overhead = positive(root["conv_call_overhead_us"], "conv_call_overhead_us", file);
   if (!overhead) return overhead.error();
   arch.conv_call_overhead_us = *overhead;
+  if (root["conv_kernel_overhead_us"]) {
+    auto kernel = positive(root["conv_kernel_overhead_us"], "conv_kernel_overhead_us", file);
+    if (!kernel) return kernel.error();
+    arch.conv_kernel_overhead_us = *kernel;
+  }
+  if (const YAML::Node by_family = root["family_call_overhead_us"]) {
+    if (!by_family.IsMap())
+      return error_at(file, by_family.Mark(), "'family_call_overhead_us': expected a map of algorithm families to microseconds");
+    for (const auto& entry : by_family) {
+      ConvFamily family{};
+      if (!conv_family_of(ConvDirection::forward, entry.first.Scalar(), family))
+        return error_at(file, entry.first.Mark(),
+                        fmt::format("'family_call_overhead_us': unknown family '{}' (expected implicit_gemm, "
+                                    "implicit_precomp_gemm, gemm, fft, fft_tiling, winograd, winograd_nonfused)",
+                                    entry.first.Scalar()));
+      auto us = positive(entry.second, "family_call_overhead_us." + entry.first.Scalar(), file);
+      if (!us) return us.error();
+      arch.family_call_overhead_us[static_cast<int>(family)] = *us;
+    }
+  }
 
   // Per GEMM family numbers: {implicit_gemm, implicit_precomp_gemm, gemm}.
   auto gemm_family_map = [&](const char* key, std::array<double, kConvFamilies>& into, bool at_least_one) -> Status {

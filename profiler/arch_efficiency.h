@@ -93,7 +93,13 @@ struct ArchEfficiency {
   double fft_transform = 0.25;         // cuFFT and Winograd transform kernels, fraction of peak
   double linear_gemm = 0.75;           // cuBLAS SGEMM of linear layers
   double half_items_per_sm = 8192;     // utilisation u = items / (items + this * SMs)
-  double conv_call_overhead_us = 0;    // fixed cost of each kernel of a cuDNN convolution beyond its launch
+  double conv_call_overhead_us = 0;    // fixed cost of a cuDNN convolution call's first kernel beyond its launch
+  // Fixed cost of each further kernel of the call (FFT and Winograd run 3-4,
+  // the precomputed and explicit GEMMs 2). cuDNN 9's legacy API pays most of
+  // its fixed cost once per call (the H200's tiny layers: a 4-kernel FFT
+  // takes 50-60 us, a 1-kernel implicit GEMM 33-36 us). Negative: the call
+  // overhead (every kernel pays it; every table fitted on networks alone).
+  double conv_kernel_overhead_us = -1;
   double memory_efficiency = 0.8;      // fraction of bandwidth streaming kernels reach
   // Fraction of the tensor-core peak of a math mode that GEMM-like kernels
   // reach on a full GPU (forward; backward directions scale as in FP32).
@@ -105,7 +111,22 @@ struct ArchEfficiency {
   double conv_efficiency(ConvFamily family, ConvDirection direction) const {
     return conv[static_cast<int>(family)][static_cast<int>(direction)];
   }
+  // family_call_overhead[family]: the call overhead of the family's calls,
+  // where it has one of its own (cuDNN 9 on the H200: a lone implicit-GEMM
+  // kernel from 17-21 us, a precomputed GEMM's or an FFT's call from 24-50
+  // us). Negative: conv_call_overhead_us.
+  std::array<double, kConvFamilies> family_call_overhead_us = unset_overheads();
+  static std::array<double, kConvFamilies> unset_overheads() {
+    std::array<double, kConvFamilies> unset{};
+    unset.fill(-1.0);
+    return unset;
+  }
   double tensor_efficiency(MathMode mode) const;
+  double call_overhead_us(ConvFamily family) const {
+    const double own = family_call_overhead_us[static_cast<int>(family)];
+    return own < 0 ? conv_call_overhead_us : own;
+  }
+  double kernel_overhead_us() const { return conv_kernel_overhead_us < 0 ? conv_call_overhead_us : conv_kernel_overhead_us; }
   double reduction_half(ConvFamily family) const { return reduction_half_length[static_cast<int>(family)]; }
   double filter_chunk(ConvFamily family) const { return filter_reduction_chunk[static_cast<int>(family)]; }
   double pointwise_factor(ConvFamily family, ConvDirection direction) const {

@@ -297,9 +297,14 @@ std::vector<KernelWork> conv_work(ConvDirection d, std::string_view algorithm, c
   const double workspace = static_cast<double>(conv_workspace_bytes(d, algorithm, s, b));
   std::vector<KernelWork> phases;
   // The family's arithmetic kernel, a transform kernel, a memory-bound kernel.
+  // The call's first kernel pays the call overhead, the others the kernel overhead.
+  auto cudnn_kernel = [&phases] {
+    return phases.empty() ? KernelWork::Cudnn::first_kernel : KernelWork::Cudnn::further_kernel;
+  };
   auto arithmetic = [&](double flops, double bytes, double items) {
     KernelWork w{flops, bytes, items, 1, 1};
-    w.call_overhead = true;
+    w.cudnn = cudnn_kernel();
+    w.family = family;
     w.kind = KernelClass::conv;
     w.family = family;
     w.direction = d;
@@ -307,14 +312,15 @@ std::vector<KernelWork> conv_work(ConvDirection d, std::string_view algorithm, c
   };
   auto transform = [&](double flops, double bytes, double items) {
     KernelWork w{flops, bytes, items, 1, 1};
-    w.call_overhead = true;
+    w.cudnn = cudnn_kernel();
+    w.family = family;
     w.kind = KernelClass::transform;
     return w;
   };
-  // Every kernel of a cuDNN call pays the architecture's per-kernel overhead.
   auto streaming = [&](double flops, double bytes, double items) {
     KernelWork w{flops, bytes, items, 1, 1};
-    w.call_overhead = true;
+    w.cudnn = cudnn_kernel();
+    w.family = family;
     return w;
   };
 

@@ -75,8 +75,8 @@ int64_t conv_workspace_bytes(ConvDirection direction, std::string_view algorithm
 // The kernels an algorithm runs at sub-batch b (a phase each): arithmetic,
 // memory traffic, parallel work, and which efficiency of the device's
 // architecture table the arithmetic runs at (KernelClass, family, direction).
-// Every kernel of the algorithm pays the architecture's cuDNN kernel overhead
-// (KernelWork::call_overhead). The bias add
+// The algorithm's first kernel pays the architecture's cuDNN call overhead,
+// each further one its kernel overhead (KernelWork::cudnn). The bias add
 // (forward) and bias gradient (backward-filter) are included when the layer
 // has a bias.
 std::vector<KernelWork> conv_work(ConvDirection direction, std::string_view algorithm, const ConvShape& shape,

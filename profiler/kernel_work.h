@@ -34,9 +34,12 @@ struct KernelWork {
   double compute_efficiency = 1;  // KernelClass::fixed: fraction of peak FLOP/s on a full GPU
   int kernels = 1;                // launches
   KernelClass kind = KernelClass::fixed;
-  ConvFamily family = ConvFamily::implicit_gemm;      // KernelClass::conv
+  ConvFamily family = ConvFamily::implicit_gemm;      // KernelClass::conv, and every kernel of a cuDNN call
   ConvDirection direction = ConvDirection::forward;   // KernelClass::conv
-  bool call_overhead = false;     // a cuDNN kernel: pays the architecture's conv_call_overhead_us
+  // A cuDNN kernel: the first of its call pays the architecture's
+  // conv_call_overhead_us, a further one its kernel_overhead_us().
+  enum class Cudnn { none, first_kernel, further_kernel };
+  Cudnn cudnn = Cudnn::none;
   // KernelClass::conv of a GEMM family: the reduction one output tile sums
   // (arch reduction_half_length; 0: not a tiled GEMM). Never decreasing in
   // the sub-batch, so time per sample still never increases with b.

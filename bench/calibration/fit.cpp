@@ -227,6 +227,8 @@ ArchEfficiency arch_table(const Params& p, const std::string& name, const ArchEf
   table.linear_gemm = own.table.linear_gemm;
   table.half_items_per_sm = own.table.half_items_per_sm;
   table.conv_call_overhead_us = own.table.conv_call_overhead_us;
+  table.conv_kernel_overhead_us = own.table.conv_kernel_overhead_us;
+  table.family_call_overhead_us = own.table.family_call_overhead_us;
   table.memory_efficiency = own.table.memory_efficiency;
   return table;
 }
@@ -399,7 +401,21 @@ void fit_own_table(const std::vector<Case>& cases, Devices devices, Params& p, c
   if (transform) add(arch + ".fft_transform", &t.fft_transform, 0.01, 1.0);
   if (linear) add(arch + ".linear_gemm", &t.linear_gemm, 0.05, 0.9);
   add(arch + ".half_items_per_sm", &t.half_items_per_sm, 256, 262144);
-  add(arch + ".overhead_us", &t.conv_call_overhead_us, 0.5, 200);
+  // The call overhead of each family with fit data (arch_efficiency.h
+  // family_call_overhead_us), started at the table's; the table's own
+  // conv_call_overhead_us stays the start (a family without data, which the
+  // kernel times never ran, keeps it). The further kernels of a call have
+  // one overhead of their own, started at the call's.
+  if (t.conv_kernel_overhead_us < 0) t.conv_kernel_overhead_us = t.conv_call_overhead_us;
+  add(arch + ".kernel_overhead_us", &t.conv_kernel_overhead_us, 0.1, 200);
+  for (int f = 0; f < kConvFamilies; ++f) {
+    bool data = false;
+    for (bool measured : start.measured[f]) data = data || measured;
+    if (!data) continue;
+    if (t.family_call_overhead_us[f] < 0) t.family_call_overhead_us[f] = t.conv_call_overhead_us;
+    add(fmt::format("{}.{}.call_overhead_us", arch, conv_family_name(static_cast<ConvFamily>(f))),
+        &t.family_call_overhead_us[f], 0.5, 400);
+  }
   // The streaming kernels timed are the runtime's own (the program's), not
   // STREAM-like copies: the bound is lower than the shared fit's 0.6.
   add(arch + ".memory", &t.memory_efficiency, 0.3, 0.95);
@@ -502,8 +518,16 @@ void write_arch_files(const Params& p, const Devices& devices, const std::map<st
     out << "fft_transform_efficiency: " << yaml_number(table.fft_transform) << "\n"
         << "linear_gemm_efficiency: " << yaml_number(table.linear_gemm) << "\n"
         << "half_saturation_items_per_sm: " << yaml_number(table.half_items_per_sm) << "\n"
-        << "conv_call_overhead_us: " << yaml_number(table.conv_call_overhead_us) << "\n"
-        << "memory_efficiency: " << yaml_number(table.memory_efficiency) << "\n";
+        << "conv_call_overhead_us: " << yaml_number(table.conv_call_overhead_us) << "\n";
+    if (table.conv_kernel_overhead_us >= 0)
+      out << "conv_kernel_overhead_us: " << yaml_number(table.conv_kernel_overhead_us) << "\n";
+    std::string by_family;
+    for (int f = 0; f < kConvFamilies; ++f)
+      if (table.family_call_overhead_us[f] >= 0)
+        by_family += (by_family.empty() ? "" : ", ") + std::string(conv_family_name(static_cast<ConvFamily>(f))) +
+                     ": " + yaml_number(table.family_call_overhead_us[f]);
+    if (!by_family.empty()) out << "family_call_overhead_us: {" << by_family << "}\n";
+    out << "memory_efficiency: " << yaml_number(table.memory_efficiency) << "\n";
     // A per-GEMM-family map, written only where some family has a value.
     auto write_gemm_map = [&](const char* key, auto value_of) {
       std::string entries;

@@ -39,7 +39,8 @@
 // (fit_own_table): every convolution family and direction with fit data is a
 // parameter of its own (the data time every algorithm, so the families can
 // be told apart), and so are the transform and cuBLAS efficiencies, the
-// half-saturation items per SM, the cuDNN kernel overhead and the memory
+// half-saturation items per SM, each family's cuDNN call overhead and one
+// overhead for the further kernels of a call (arch_efficiency.h), the memory
 // efficiency, and the GEMM families' tile cost (reduction_half_length,
 // arch_efficiency.h; one parameter for the three families, whose kernels
 // share their tile and epilogue code; started at 64) and each GEMM family's

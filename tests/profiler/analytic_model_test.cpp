@@ -313,6 +313,38 @@ TEST(AnalyticModel, PointwiseConvolutionsRunAtTheirOwnFactor) {
             h100.arch.pointwise_factor(ConvFamily::implicit_precomp_gemm, ConvDirection::forward));
 }
 
+// A cuDNN call pays its fixed cost once, on its first kernel (its family's
+// where the table has one), and a smaller one per further kernel: cuDNN 9's
+// legacy API on the H200 runs a 4-kernel FFT in 50-60 us and a lone
+// implicit-GEMM kernel in 33-36 us (docs/cost-model.md, "Fixed costs").
+TEST(AnalyticModel, ACudnnCallPaysItsFixedCostOnce) {
+  Device device = device_or_die("titanx");
+  const TaskShape tiny = conv_task(TaskKind::FP, 16, 8, 16, 3, 1, 1);  // launch-bound at b = 1
+  auto ms = [&](const Device& d, const char* algorithm) { return option_ms(d, tiny, 1, MathMode::fp32, algorithm); };
+  device.arch.conv_call_overhead_us = 30;
+  ASSERT_LT(device.arch.conv_kernel_overhead_us, 0);  // tables fitted on networks: every kernel pays the call's
+  EXPECT_DOUBLE_EQ(device.arch.kernel_overhead_us(), 30);
+  const double fft = ms(device, "fft"), gemm = ms(device, "gemm"), implicit = ms(device, "implicit_gemm");
+  device.arch.conv_kernel_overhead_us = 2;
+  // FFT: two forward transforms, the complex GEMM, the inverse: 3 further kernels;
+  // explicit GEMM: im2col, then the GEMM: 1; implicit GEMM: one kernel.
+  EXPECT_NEAR(fft - ms(device, "fft"), 3 * 0.028, 1e-9);
+  EXPECT_NEAR(gemm - ms(device, "gemm"), 1 * 0.028, 1e-9);
+  EXPECT_DOUBLE_EQ(ms(device, "implicit_gemm"), implicit);
+  // A family's own call overhead replaces the table's on its first kernel only.
+  const double precomp = ms(device, "implicit_precomp_gemm");
+  device.arch.family_call_overhead_us[static_cast<int>(ConvFamily::implicit_precomp_gemm)] = 100;
+  EXPECT_NEAR(ms(device, "implicit_precomp_gemm") - precomp, 0.070, 1e-9);
+  EXPECT_DOUBLE_EQ(ms(device, "implicit_gemm"), implicit);
+  // The shipped Hopper table, fitted on the H100's and H200's kernel times:
+  // a further kernel costs less than a call, and the precomputed GEMM's call
+  // more than the implicit GEMM's (its lone tiny layers run at 0.12-0.2 ms).
+  const Device h200 = device_or_die("h200");
+  EXPECT_LT(h200.arch.kernel_overhead_us(), 0.5 * h200.arch.call_overhead_us(ConvFamily::implicit_gemm));
+  EXPECT_GT(h200.arch.call_overhead_us(ConvFamily::implicit_precomp_gemm),
+            1.5 * h200.arch.call_overhead_us(ConvFamily::implicit_gemm));
+}
+
 // An architecture whose cuDNN does not run an algorithm (cuDNN 9 on Hopper:
 // no fused Winograd, no backward-filter FFT tiling in FP32) does not offer it.
 TEST(AnalyticModel, OffersOnlyTheAlgorithmsTheArchitecturesCudnnRuns) {

@@ -191,6 +191,32 @@ TEST(ArchEfficiency, PointwiseFactors) {
   EXPECT_NE(error_of("pointwise_conv_factor: {gemm: {forward: x}}\n").find("expected a number"), std::string::npos);
 }
 
+TEST(ArchEfficiency, CallAndKernelOverheads) {
+  const std::string good = kGood;
+  Result<ArchEfficiency> plain = parse_arch_efficiency(good, "t.yaml");
+  ASSERT_TRUE(plain.ok());
+  // Absent: every kernel and every family pays conv_call_overhead_us.
+  EXPECT_DOUBLE_EQ(plain->kernel_overhead_us(), 5);
+  EXPECT_DOUBLE_EQ(plain->call_overhead_us(ConvFamily::fft), 5);
+  Result<ArchEfficiency> arch = parse_arch_efficiency(
+      good + "conv_kernel_overhead_us: 0\nfamily_call_overhead_us: {implicit_precomp_gemm: 70, fft: 20}\n", "t.yaml");
+  ASSERT_TRUE(arch.ok()) << arch.error().to_string();
+  EXPECT_DOUBLE_EQ(arch->kernel_overhead_us(), 0);  // 0 is a value, not "absent"
+  EXPECT_DOUBLE_EQ(arch->call_overhead_us(ConvFamily::implicit_precomp_gemm), 70);
+  EXPECT_DOUBLE_EQ(arch->call_overhead_us(ConvFamily::fft), 20);
+  EXPECT_DOUBLE_EQ(arch->call_overhead_us(ConvFamily::implicit_gemm), 5);
+
+  auto error_of = [](const std::string& extra) { return error_with(extra); };
+  EXPECT_NE(error_of("conv_kernel_overhead_us: -1\n").find("expected a finite number >= 0"), std::string::npos);
+  EXPECT_NE(error_of("conv_kernel_overhead_us: x\n").find("expected a number"), std::string::npos);
+  EXPECT_NE(error_of("family_call_overhead_us: {direct: 3}\n").find("unknown family 'direct'"), std::string::npos);
+  EXPECT_NE(error_of("family_call_overhead_us: {fft: .inf}\n").find("expected a finite number >= 0"),
+            std::string::npos);
+  EXPECT_NE(error_of("family_call_overhead_us: 3\n").find("expected a map of algorithm families"), std::string::npos);
+  const std::string where = error_of("family_call_overhead_us: {gemm: -2}\n");
+  EXPECT_NE(where.find("t.yaml:"), std::string::npos) << where;
+}
+
 TEST(ArchEfficiency, FamiliesOfCudnnAlgorithms) {
   ConvFamily f{};
   ASSERT_TRUE(conv_family_of(ConvDirection::backward_data, "algo_0", f));
