@@ -74,27 +74,67 @@ const ConvDirection* direction_named(const std::string& name) {
   return nullptr;
 }
 
-// pointwise_conv_factor: {family: {direction: factor}} over the GEMM
-// families; a factor in (0, 5], and the family's efficiency times it still
-// no faster than 1.5 of peak (as `fraction`).
-Status parse_pointwise(const YAML::Node& node, const std::string& file, ArchEfficiency& arch) {
+// family_call_overhead_us: {family: us} (every direction) or
+// {family: {direction: us}}, over every family.
+Status parse_family_overheads(const YAML::Node& node, const std::string& file, ArchEfficiency& arch) {
   if (!node.IsMap())
     return error_at(file, node.Mark(),
-                    "'pointwise_conv_factor': expected a map {implicit_gemm, implicit_precomp_gemm, gemm} of "
-                    "{forward, backward_data, backward_filter}");
+                    "'family_call_overhead_us': expected a map of algorithm families to microseconds, or to maps "
+                    "{forward, backward_data, backward_filter} of microseconds");
   for (const auto& entry : node) {
-    auto family = gemm_family_key(entry.first, "pointwise_conv_factor", file);
+    ConvFamily family{};
+    const std::string name = entry.first.Scalar();
+    if (!conv_family_of(ConvDirection::forward, name, family))
+      return error_at(file, entry.first.Mark(),
+                      fmt::format("'family_call_overhead_us': unknown family '{}' (expected implicit_gemm, "
+                                  "implicit_precomp_gemm, gemm, fft, fft_tiling, winograd, winograd_nonfused)",
+                                  name));
+    auto& row = arch.family_call_overhead_us[static_cast<int>(family)];
+    if (!entry.second.IsMap()) {
+      auto us = positive(entry.second, "family_call_overhead_us." + name, file);
+      if (!us) return us.error();
+      row.fill(*us);
+      continue;
+    }
+    for (const auto& value : entry.second) {
+      const std::string d = value.first.Scalar();
+      const ConvDirection* direction = direction_named(d);
+      const std::string key = fmt::format("family_call_overhead_us.{}.{}", name, d);
+      if (!direction)
+        return error_at(file, value.first.Mark(),
+                        fmt::format("'{}': unknown direction '{}' (expected forward, backward_data, backward_filter)",
+                                    key, d));
+      auto us = positive(value.second, key, file);
+      if (!us) return us.error();
+      row[static_cast<int>(*direction)] = *us;
+    }
+  }
+  return Ok{};
+}
+
+// A per-shape factor table (pointwise_conv_factor):
+// {family: {direction: factor}} over the GEMM families; a factor in (0, 5],
+// and the family's efficiency times it still no faster than 1.5 of peak (as
+// `fraction`).
+Status parse_shape_factors(const YAML::Node& node, const char* table_key, const std::string& file,
+                           const ArchEfficiency& arch, std::array<std::array<double, 3>, kConvFamilies>& into) {
+  if (!node.IsMap())
+    return error_at(file, node.Mark(),
+                    fmt::format("'{}': expected a map {{implicit_gemm, implicit_precomp_gemm, gemm}} of "
+                                "{{forward, backward_data, backward_filter}}",
+                                table_key));
+  for (const auto& entry : node) {
+    auto family = gemm_family_key(entry.first, table_key, file);
     if (!family) return family.error();
     const std::string name = entry.first.Scalar();
     if (!entry.second.IsMap())
       return error_at(file, entry.second.Mark(),
-                      fmt::format("'pointwise_conv_factor.{}': expected a map {{forward, backward_data, "
-                                  "backward_filter}}",
+                      fmt::format("'{}.{}': expected a map {{forward, backward_data, backward_filter}}", table_key,
                                   name));
     for (const auto& factor : entry.second) {
       const std::string d = factor.first.Scalar();
       const ConvDirection* direction = direction_named(d);
-      const std::string key = fmt::format("pointwise_conv_factor.{}.{}", name, d);
+      const std::string key = fmt::format("{}.{}.{}", table_key, name, d);
       if (!direction)
         return error_at(file, factor.first.Mark(),
                         fmt::format("'{}': unknown direction '{}' (expected forward, backward_data, backward_filter)",
@@ -111,7 +151,7 @@ Status parse_pointwise(const YAML::Node& node, const std::string& file, ArchEffi
                         fmt::format("'{}': expected a factor in (0, 5] that keeps the efficiency at most 1.5 of "
                                     "peak, got {} (efficiency {:.3g})",
                                     key, v, efficiency));
-      arch.pointwise[static_cast<int>(*family)][static_cast<int>(*direction)] = v;
+      into[static_cast<int>(*family)][static_cast<int>(*direction)] = v;
     }
   }
   return Ok{};
@@ -266,19 +306,7 @@ Result<ArchEfficiency> parse_arch_efficiency(const std::string& yaml_text, const
     arch.conv_kernel_overhead_us = *kernel;
   }
   if (const YAML::Node by_family = root["family_call_overhead_us"]) {
-    if (!by_family.IsMap())
-      return error_at(file, by_family.Mark(), "'family_call_overhead_us': expected a map of algorithm families to microseconds");
-    for (const auto& entry : by_family) {
-      ConvFamily family{};
-      if (!conv_family_of(ConvDirection::forward, entry.first.Scalar(), family))
-        return error_at(file, entry.first.Mark(),
-                        fmt::format("'family_call_overhead_us': unknown family '{}' (expected implicit_gemm, "
-                                    "implicit_precomp_gemm, gemm, fft, fft_tiling, winograd, winograd_nonfused)",
-                                    entry.first.Scalar()));
-      auto us = positive(entry.second, "family_call_overhead_us." + entry.first.Scalar(), file);
-      if (!us) return us.error();
-      arch.family_call_overhead_us[static_cast<int>(family)] = *us;
-    }
+    if (Status ok = parse_family_overheads(by_family, file, arch); !ok.ok()) return ok.error();
   }
 
   // Per GEMM family numbers: {implicit_gemm, implicit_precomp_gemm, gemm}.
@@ -306,8 +334,10 @@ Result<ArchEfficiency> parse_arch_efficiency(const std::string& yaml_text, const
   if (Status ok = gemm_family_map("filter_reduction_chunk", arch.filter_reduction_chunk, true); !ok.ok())
     return ok.error();
   if (const YAML::Node pointwise = root["pointwise_conv_factor"]) {
-    if (Status ok = parse_pointwise(pointwise, file, arch); !ok.ok()) return ok.error();
+    if (Status ok = parse_shape_factors(pointwise, "pointwise_conv_factor", file, arch, arch.pointwise); !ok.ok())
+      return ok.error();
   }
+
   if (const YAML::Node off = root["unavailable_algorithms"]) {
     if (!off.IsMap())
       return error_at(file, off.Mark(),

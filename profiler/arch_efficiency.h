@@ -111,19 +111,20 @@ struct ArchEfficiency {
   double conv_efficiency(ConvFamily family, ConvDirection direction) const {
     return conv[static_cast<int>(family)][static_cast<int>(direction)];
   }
-  // family_call_overhead[family]: the call overhead of the family's calls,
-  // where it has one of its own (cuDNN 9 on the H200: a lone implicit-GEMM
-  // kernel from 17-21 us, a precomputed GEMM's or an FFT's call from 24-50
-  // us). Negative: conv_call_overhead_us.
-  std::array<double, kConvFamilies> family_call_overhead_us = unset_overheads();
-  static std::array<double, kConvFamilies> unset_overheads() {
-    std::array<double, kConvFamilies> unset{};
-    unset.fill(-1.0);
+  // family_call_overhead_us[family][direction]: the call overhead of the
+  // family's calls in a direction, where it has one of its own (cuDNN 9 on
+  // the H200: a lone implicit-GEMM kernel from 17-21 us, a precomputed GEMM's
+  // forward or backward-data call on a pointwise layer 0.12-0.2 ms).
+  // Negative: conv_call_overhead_us.
+  std::array<std::array<double, 3>, kConvFamilies> family_call_overhead_us = unset_overheads();
+  static std::array<std::array<double, 3>, kConvFamilies> unset_overheads() {
+    std::array<std::array<double, 3>, kConvFamilies> unset{};
+    for (auto& row : unset) row.fill(-1.0);
     return unset;
   }
   double tensor_efficiency(MathMode mode) const;
-  double call_overhead_us(ConvFamily family) const {
-    const double own = family_call_overhead_us[static_cast<int>(family)];
+  double call_overhead_us(ConvFamily family, ConvDirection direction) const {
+    const double own = family_call_overhead_us[static_cast<int>(family)][static_cast<int>(direction)];
     return own < 0 ? conv_call_overhead_us : own;
   }
   double kernel_overhead_us() const { return conv_kernel_overhead_us < 0 ? conv_call_overhead_us : conv_kernel_overhead_us; }

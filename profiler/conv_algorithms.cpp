@@ -304,7 +304,6 @@ std::vector<KernelWork> conv_work(ConvDirection d, std::string_view algorithm, c
   auto arithmetic = [&](double flops, double bytes, double items) {
     KernelWork w{flops, bytes, items, 1, 1};
     w.cudnn = cudnn_kernel();
-    w.family = family;
     w.kind = KernelClass::conv;
     w.family = family;
     w.direction = d;
@@ -314,6 +313,7 @@ std::vector<KernelWork> conv_work(ConvDirection d, std::string_view algorithm, c
     KernelWork w{flops, bytes, items, 1, 1};
     w.cudnn = cudnn_kernel();
     w.family = family;
+    w.direction = d;
     w.kind = KernelClass::transform;
     return w;
   };
@@ -321,6 +321,7 @@ std::vector<KernelWork> conv_work(ConvDirection d, std::string_view algorithm, c
     KernelWork w{flops, bytes, items, 1, 1};
     w.cudnn = cudnn_kernel();
     w.family = family;
+    w.direction = d;
     return w;
   };
 

@@ -81,7 +81,7 @@ double kernel_time_ms(const Device& device, const KernelWork& work, MathMode mat
     memory_s = (bytes + kHalfBytesPerSm * device.sm_count) /
                (device.memory_bandwidth_bytes_per_s * device.arch.memory_efficiency);
   }
-  const double overhead_us = work.cudnn == KernelWork::Cudnn::first_kernel     ? device.arch.call_overhead_us(work.family)
+  const double overhead_us = work.cudnn == KernelWork::Cudnn::first_kernel     ? device.arch.call_overhead_us(work.family, work.direction)
                             : work.cudnn == KernelWork::Cudnn::further_kernel ? device.arch.kernel_overhead_us()
                                                                               : 0.0;
   const double overhead_ms = overhead_us / 1000.0;

@@ -35,7 +35,7 @@ struct KernelWork {
   int kernels = 1;                // launches
   KernelClass kind = KernelClass::fixed;
   ConvFamily family = ConvFamily::implicit_gemm;      // KernelClass::conv, and every kernel of a cuDNN call
-  ConvDirection direction = ConvDirection::forward;   // KernelClass::conv
+  ConvDirection direction = ConvDirection::forward;   // likewise
   // A cuDNN kernel: the first of its call pays the architecture's
   // conv_call_overhead_us, a further one its kernel_overhead_us().
   enum class Cudnn { none, first_kernel, further_kernel };

@@ -408,14 +408,15 @@ void fit_own_table(const std::vector<Case>& cases, Devices devices, Params& p, c
   // one overhead of their own, started at the call's.
   if (t.conv_kernel_overhead_us < 0) t.conv_kernel_overhead_us = t.conv_call_overhead_us;
   add(arch + ".kernel_overhead_us", &t.conv_kernel_overhead_us, 0.1, 200);
-  for (int f = 0; f < kConvFamilies; ++f) {
-    bool data = false;
-    for (bool measured : start.measured[f]) data = data || measured;
-    if (!data) continue;
-    if (t.family_call_overhead_us[f] < 0) t.family_call_overhead_us[f] = t.conv_call_overhead_us;
-    add(fmt::format("{}.{}.call_overhead_us", arch, conv_family_name(static_cast<ConvFamily>(f))),
-        &t.family_call_overhead_us[f], 0.5, 400);
-  }
+  for (int f = 0; f < kConvFamilies; ++f)
+    for (int d = 0; d < 3; ++d) {
+      if (!start.measured[f][d]) continue;
+      double& us = t.family_call_overhead_us[f][d];
+      if (us < 0) us = t.conv_call_overhead_us;
+      add(fmt::format("{}.{}.{}.call_overhead_us", arch, conv_family_name(static_cast<ConvFamily>(f)),
+                      conv_direction_name(static_cast<ConvDirection>(d))),
+          &us, 0.5, 400);
+    }
   // The streaming kernels timed are the runtime's own (the program's), not
   // STREAM-like copies: the bound is lower than the shared fit's 0.6.
   add(arch + ".memory", &t.memory_efficiency, 0.3, 0.95);
@@ -522,11 +523,15 @@ void write_arch_files(const Params& p, const Devices& devices, const std::map<st
     if (table.conv_kernel_overhead_us >= 0)
       out << "conv_kernel_overhead_us: " << yaml_number(table.conv_kernel_overhead_us) << "\n";
     std::string by_family;
-    for (int f = 0; f < kConvFamilies; ++f)
-      if (table.family_call_overhead_us[f] >= 0)
-        by_family += (by_family.empty() ? "" : ", ") + std::string(conv_family_name(static_cast<ConvFamily>(f))) +
-                     ": " + yaml_number(table.family_call_overhead_us[f]);
-    if (!by_family.empty()) out << "family_call_overhead_us: {" << by_family << "}\n";
+    for (int f = 0; f < kConvFamilies; ++f) {
+      std::string row;
+      for (int d = 0; d < 3; ++d)
+        if (table.family_call_overhead_us[f][d] >= 0)
+          row += (row.empty() ? "" : ", ") + std::string(conv_direction_name(static_cast<ConvDirection>(d))) + ": " +
+                 yaml_number(table.family_call_overhead_us[f][d]);
+      if (!row.empty()) by_family += fmt::format("  {}: {{{}}}\n", conv_family_name(static_cast<ConvFamily>(f)), row);
+    }
+    if (!by_family.empty()) out << "family_call_overhead_us:\n" << by_family;
     out << "memory_efficiency: " << yaml_number(table.memory_efficiency) << "\n";
     // A per-GEMM-family map, written only where some family has a value.
     auto write_gemm_map = [&](const char* key, auto value_of) {
@@ -538,23 +543,26 @@ void write_arch_files(const Params& p, const Devices& devices, const std::map<st
     };
     write_gemm_map("gemm_reduction_half_length", [&](ConvFamily f) { return table.reduction_half(f); });
     write_gemm_map("filter_reduction_chunk", [&](ConvFamily f) { return table.filter_chunk(f); });
-    // Pointwise factors, written only where one is not 1 (and only as the
+    // Per-shape factors, written only where one is not 1 (and only as the
     // parser takes them: the fit's bounds do not see the efficiency they scale).
-    std::string pointwise;
-    for (ConvFamily f : kGemmFamilies) {
-      std::string row;
-      for (ConvDirection d : {ConvDirection::forward, ConvDirection::backward_data, ConvDirection::backward_filter}) {
-        MPLAN_CHECK(table.conv_efficiency(f, d) * table.pointwise_factor(f, d) <= 1.5,
-                    fmt::format("the fit's {} {} pointwise factor {} makes the efficiency faster than 1.5 of peak: "
-                                "tighten its bound in fit_own_table",
-                                conv_family_name(f), conv_direction_name(d), table.pointwise_factor(f, d)));
-        if (table.pointwise_factor(f, d) != 1.0)
-          row += (row.empty() ? "" : ", ") + std::string(conv_direction_name(d)) + ": " +
-                 yaml_number(table.pointwise_factor(f, d));
+    auto write_factors = [&](const char* key, const std::array<std::array<double, 3>, kConvFamilies>& factors) {
+      std::string rows;
+      for (ConvFamily f : kGemmFamilies) {
+        std::string row;
+        for (ConvDirection d : {ConvDirection::forward, ConvDirection::backward_data, ConvDirection::backward_filter}) {
+          const double factor = factors[static_cast<int>(f)][static_cast<int>(d)];
+          MPLAN_CHECK(table.conv_efficiency(f, d) * factor <= 1.5,
+                      fmt::format("the fit's {} {} {} {} makes the efficiency faster than 1.5 of peak: tighten its "
+                                  "bound in fit_own_table",
+                                  conv_family_name(f), conv_direction_name(d), key, factor));
+          if (factor != 1.0)
+            row += (row.empty() ? "" : ", ") + std::string(conv_direction_name(d)) + ": " + yaml_number(factor);
+        }
+        if (!row.empty()) rows += fmt::format("  {}: {{{}}}\n", conv_family_name(f), row);
       }
-      if (!row.empty()) pointwise += fmt::format("  {}: {{{}}}\n", conv_family_name(f), row);
-    }
-    if (!pointwise.empty()) out << "pointwise_conv_factor:\n" << pointwise;
+      if (!rows.empty()) out << key << ":\n" << rows;
+    };
+    write_factors("pointwise_conv_factor", table.pointwise);
     bool off = false;
     for (const auto& list : table.unavailable) off = off || !list.empty();
     if (off) {

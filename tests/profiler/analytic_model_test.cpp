@@ -331,18 +331,26 @@ TEST(AnalyticModel, ACudnnCallPaysItsFixedCostOnce) {
   EXPECT_NEAR(fft - ms(device, "fft"), 3 * 0.028, 1e-9);
   EXPECT_NEAR(gemm - ms(device, "gemm"), 1 * 0.028, 1e-9);
   EXPECT_DOUBLE_EQ(ms(device, "implicit_gemm"), implicit);
-  // A family's own call overhead replaces the table's on its first kernel only.
+  // A family's own call overhead in a direction replaces the table's on its
+  // first kernel only, in that direction only.
   const double precomp = ms(device, "implicit_precomp_gemm");
-  device.arch.family_call_overhead_us[static_cast<int>(ConvFamily::implicit_precomp_gemm)] = 100;
+  TaskShape backward = tiny;
+  backward.kind = TaskKind::BP1;
+  const double backward_precomp = option_ms(device, backward, 1, MathMode::fp32, "algo_1");
+  device.arch.family_call_overhead_us[static_cast<int>(ConvFamily::implicit_precomp_gemm)][0] = 100;
   EXPECT_NEAR(ms(device, "implicit_precomp_gemm") - precomp, 0.070, 1e-9);
   EXPECT_DOUBLE_EQ(ms(device, "implicit_gemm"), implicit);
+  EXPECT_DOUBLE_EQ(option_ms(device, backward, 1, MathMode::fp32, "algo_1"), backward_precomp);
   // The shipped Hopper table, fitted on the H100's and H200's kernel times:
-  // a further kernel costs less than a call, and the precomputed GEMM's call
-  // more than the implicit GEMM's (its lone tiny layers run at 0.12-0.2 ms).
+  // a further kernel costs less than a call, and the precomputed GEMM's
+  // forward and backward-data calls more than the implicit GEMM's (its lone
+  // tiny pointwise layers run at 0.12-0.2 ms).
   const Device h200 = device_or_die("h200");
-  EXPECT_LT(h200.arch.kernel_overhead_us(), 0.5 * h200.arch.call_overhead_us(ConvFamily::implicit_gemm));
-  EXPECT_GT(h200.arch.call_overhead_us(ConvFamily::implicit_precomp_gemm),
-            1.5 * h200.arch.call_overhead_us(ConvFamily::implicit_gemm));
+  for (ConvDirection d : {ConvDirection::forward, ConvDirection::backward_data}) {
+    EXPECT_LT(h200.arch.kernel_overhead_us(), 0.5 * h200.arch.call_overhead_us(ConvFamily::implicit_gemm, d));
+    EXPECT_GT(h200.arch.call_overhead_us(ConvFamily::implicit_precomp_gemm, d),
+              1.5 * h200.arch.call_overhead_us(ConvFamily::implicit_gemm, d));
+  }
 }
 
 // An architecture whose cuDNN does not run an algorithm (cuDNN 9 on Hopper:

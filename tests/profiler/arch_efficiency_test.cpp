@@ -197,14 +197,20 @@ TEST(ArchEfficiency, CallAndKernelOverheads) {
   ASSERT_TRUE(plain.ok());
   // Absent: every kernel and every family pays conv_call_overhead_us.
   EXPECT_DOUBLE_EQ(plain->kernel_overhead_us(), 5);
-  EXPECT_DOUBLE_EQ(plain->call_overhead_us(ConvFamily::fft), 5);
+  EXPECT_DOUBLE_EQ(plain->call_overhead_us(ConvFamily::fft, ConvDirection::backward_data), 5);
+  // A family's value: one number for every direction, or a map by direction.
   Result<ArchEfficiency> arch = parse_arch_efficiency(
-      good + "conv_kernel_overhead_us: 0\nfamily_call_overhead_us: {implicit_precomp_gemm: 70, fft: 20}\n", "t.yaml");
+      good + "conv_kernel_overhead_us: 0\nfamily_call_overhead_us: {implicit_precomp_gemm: 70, "
+             "fft: {forward: 20, backward_filter: 30}}\n",
+      "t.yaml");
   ASSERT_TRUE(arch.ok()) << arch.error().to_string();
   EXPECT_DOUBLE_EQ(arch->kernel_overhead_us(), 0);  // 0 is a value, not "absent"
-  EXPECT_DOUBLE_EQ(arch->call_overhead_us(ConvFamily::implicit_precomp_gemm), 70);
-  EXPECT_DOUBLE_EQ(arch->call_overhead_us(ConvFamily::fft), 20);
-  EXPECT_DOUBLE_EQ(arch->call_overhead_us(ConvFamily::implicit_gemm), 5);
+  for (ConvDirection d : {ConvDirection::forward, ConvDirection::backward_data, ConvDirection::backward_filter})
+    EXPECT_DOUBLE_EQ(arch->call_overhead_us(ConvFamily::implicit_precomp_gemm, d), 70);
+  EXPECT_DOUBLE_EQ(arch->call_overhead_us(ConvFamily::fft, ConvDirection::forward), 20);
+  EXPECT_DOUBLE_EQ(arch->call_overhead_us(ConvFamily::fft, ConvDirection::backward_data), 5);  // left out
+  EXPECT_DOUBLE_EQ(arch->call_overhead_us(ConvFamily::fft, ConvDirection::backward_filter), 30);
+  EXPECT_DOUBLE_EQ(arch->call_overhead_us(ConvFamily::implicit_gemm, ConvDirection::forward), 5);
 
   auto error_of = [](const std::string& extra) { return error_with(extra); };
   EXPECT_NE(error_of("conv_kernel_overhead_us: -1\n").find("expected a finite number >= 0"), std::string::npos);
@@ -213,6 +219,10 @@ TEST(ArchEfficiency, CallAndKernelOverheads) {
   EXPECT_NE(error_of("family_call_overhead_us: {fft: .inf}\n").find("expected a finite number >= 0"),
             std::string::npos);
   EXPECT_NE(error_of("family_call_overhead_us: 3\n").find("expected a map of algorithm families"), std::string::npos);
+  EXPECT_NE(error_of("family_call_overhead_us: {fft: {sideways: 3}}\n").find("unknown direction 'sideways'"),
+            std::string::npos);
+  EXPECT_NE(error_of("family_call_overhead_us: {fft: {forward: -3}}\n").find("expected a finite number >= 0"),
+            std::string::npos);
   const std::string where = error_of("family_call_overhead_us: {gemm: -2}\n");
   EXPECT_NE(where.find("t.yaml:"), std::string::npos) << where;
 }
