@@ -223,8 +223,9 @@ Result<ArchEfficiency> parse_arch_efficiency(const std::string& yaml_text, const
   if (!root.IsMap()) return error_at(file, root.Mark(), "expected an architecture table: a map of name, conv_efficiency, ...");
   const std::set<std::string> known = {"name", "description", "fitted_on", "held_out_error", "conv_efficiency",
                                        "fft_transform_efficiency", "linear_gemm_efficiency",
-                                       "half_saturation_items_per_sm", "conv_call_overhead_us", "conv_kernel_overhead_us",
-                                       "family_call_overhead_us", "memory_efficiency", "tensor_core_efficiency", "gemm_reduction_half_length",
+                                       "half_saturation_items_per_sm", "conv_call_overhead_us",
+                                       "conv_kernel_overhead_us", "family_call_overhead_us", "memory_efficiency",
+                                       "tensor_core_efficiency", "gemm_reduction_half_length",
                                        "filter_reduction_chunk", "pointwise_conv_factor",
                                        "unavailable_algorithms"};
   for (const auto& entry : root)
@@ -337,7 +338,6 @@ Result<ArchEfficiency> parse_arch_efficiency(const std::string& yaml_text, const
     if (Status ok = parse_shape_factors(pointwise, "pointwise_conv_factor", file, arch, arch.pointwise); !ok.ok())
       return ok.error();
   }
-
   if (const YAML::Node off = root["unavailable_algorithms"]) {
     if (!off.IsMap())
       return error_at(file, off.Mark(),

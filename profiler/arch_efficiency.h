@@ -127,7 +127,9 @@ struct ArchEfficiency {
     const double own = family_call_overhead_us[static_cast<int>(family)][static_cast<int>(direction)];
     return own < 0 ? conv_call_overhead_us : own;
   }
-  double kernel_overhead_us() const { return conv_kernel_overhead_us < 0 ? conv_call_overhead_us : conv_kernel_overhead_us; }
+  double kernel_overhead_us() const {
+    return conv_kernel_overhead_us < 0 ? conv_call_overhead_us : conv_kernel_overhead_us;
+  }
   double reduction_half(ConvFamily family) const { return reduction_half_length[static_cast<int>(family)]; }
   double filter_chunk(ConvFamily family) const { return filter_reduction_chunk[static_cast<int>(family)]; }
   double pointwise_factor(ConvFamily family, ConvDirection direction) const {

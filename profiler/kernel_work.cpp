@@ -81,9 +81,10 @@ double kernel_time_ms(const Device& device, const KernelWork& work, MathMode mat
     memory_s = (bytes + kHalfBytesPerSm * device.sm_count) /
                (device.memory_bandwidth_bytes_per_s * device.arch.memory_efficiency);
   }
-  const double overhead_us = work.cudnn == KernelWork::Cudnn::first_kernel     ? device.arch.call_overhead_us(work.family, work.direction)
-                            : work.cudnn == KernelWork::Cudnn::further_kernel ? device.arch.kernel_overhead_us()
-                                                                              : 0.0;
+  double overhead_us = 0;
+  if (work.cudnn == KernelWork::Cudnn::first_kernel)
+    overhead_us = device.arch.call_overhead_us(work.family, work.direction);
+  if (work.cudnn == KernelWork::Cudnn::further_kernel) overhead_us = device.arch.kernel_overhead_us();
   const double overhead_ms = overhead_us / 1000.0;
   return work.kernels * device.launch_latency_ms + overhead_ms + std::max(compute_s, memory_s) * 1000.0;
 }
