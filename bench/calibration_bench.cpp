@@ -364,15 +364,16 @@ void algorithm_agreement(const std::vector<Outcome>& outcomes, const Devices& de
 
 // The time the planner uses for a convolution task: the model's fastest
 // option against the measured fastest, over every kernel-time task
-// (grouped by GPU, library and task; the options the model prices). The
-// per-algorithm error above also scores options no planner would pick
-// (cuDNN 9's pathological kernels); this is the error of the one it picks
-// when the workspace allows.
+// (grouped by GPU, library, math mode and task; the options the model
+// prices, with no workspace limit). The per-algorithm error above also
+// scores options no planner would pick (cuDNN 9's pathological kernels);
+// this is the error of the one it picks when the workspace allows.
 void fastest_option_error(const std::vector<Outcome>& outcomes) {
   std::map<std::string, std::vector<const Outcome*>> groups;
   for (const Outcome& o : outcomes)
     if (o.c->kind == CaseKind::conv_task && o.c->kernel_times)
-      groups[o.c->device + "|" + o.c->library + "|" + o.c->task].push_back(&o);
+      groups[fmt::format("{}|{}|{}|{}", o.c->device, o.c->library, math_mode_name(o.c->math), o.c->task)].push_back(
+          &o);
   // One outcome per task: the model's fastest time over the measured fastest.
   std::vector<Outcome> fastest;
   std::vector<Case> tasks;
@@ -386,8 +387,8 @@ void fastest_option_error(const std::vector<Outcome>& outcomes) {
   }
   for (size_t i = 0; i < tasks.size(); ++i) fastest[i].c = &tasks[i];
   fmt::print("\n## Fastest option per convolution task (kernel times), predicted against measured\n\n"
-             "The model's fastest option against the measured fastest, per task (the time the planner uses where "
-             "the workspace allows).\n\n"
+             "The model's fastest option against the measured fastest, per task, among the options the model "
+             "prices and with no workspace limit (the time the planner uses where the workspace allows).\n\n"
              "| GPU | split | direction | tasks | median error | p90 error | bias |\n|---|---|---|---|---|---|---|\n");
   std::map<std::string, std::vector<const Outcome*>> rows;
   for (const Outcome& o : fastest) {

@@ -94,8 +94,9 @@ struct ArchEfficiency {
   double linear_gemm = 0.75;           // cuBLAS SGEMM of linear layers
   double half_items_per_sm = 8192;     // utilisation u = items / (items + this * SMs)
   double conv_call_overhead_us = 0;    // fixed cost of a cuDNN convolution call's first kernel beyond its launch
-  // Fixed cost of each further kernel of the call (FFT and Winograd run 3-4,
-  // the precomputed and explicit GEMMs 2). cuDNN 9's legacy API pays most of
+  // Fixed cost of each further kernel of the call (FFT and non-fused Winograd
+  // run 4 kernels; fused Winograd, the explicit GEMM and the precomputed GEMM
+  // 2, but backward-data algo_1 1). cuDNN 9's legacy API pays most of
   // its fixed cost once per call (the H200's tiny layers: a 4-kernel FFT
   // takes 50-60 us, a 1-kernel implicit GEMM 33-36 us). Negative: the call
   // overhead (every kernel pays it; every table fitted on networks alone).

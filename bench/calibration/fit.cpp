@@ -171,6 +171,10 @@ ArchEfficiency shared_table(const Params& p, const std::string& name, const Arch
   table.linear_gemm = std::min(0.9, fp32.s * p.linear);  // no SGEMM beats 90% of peak
   table.half_items_per_sm = fp32.half;
   table.conv_call_overhead_us = fp32.overhead_us;
+  // A table fitted on networks has one overhead for every kernel (networks
+  // cannot tell a call's from a kernel's): nothing of its file's own.
+  table.conv_kernel_overhead_us = -1;
+  table.family_call_overhead_us = ArchEfficiency::unset_overheads();
   table.memory_efficiency = std::min(1.0, fp32.memory);
   const bool tensor_cores = own == "volta" || own == "ampere";
   table.tensor_fp16 = tensor_cores ? std::min(1.0, tensor.fp16) : 0;

@@ -249,6 +249,8 @@ TEST(OwnTable, EntriesWithoutDataKeepTheParentsRatioToPrecomputedGemm) {
   own.table.conv[ipg][fwd] = 0.3;
   own.table.conv[wino][fwd] = 0.99;  // no data: ignored
   own.table.memory_efficiency = 0.5;
+  own.table.conv_kernel_overhead_us = 7;
+  own.table.family_call_overhead_us[ipg][fwd] = 60;
   p.own["hopper"] = own;
   const ArchEfficiency table = arch_table(p, "hopper", ArchEfficiency{});
   EXPECT_DOUBLE_EQ(table.conv[ipg][fwd], 0.3);
@@ -257,6 +259,8 @@ TEST(OwnTable, EntriesWithoutDataKeepTheParentsRatioToPrecomputedGemm) {
   const int bd = static_cast<int>(ConvDirection::backward_data);
   EXPECT_DOUBLE_EQ(table.conv[wino][bd], parent.conv[wino][bd]);
   EXPECT_DOUBLE_EQ(table.memory_efficiency, 0.5);
+  EXPECT_DOUBLE_EQ(table.kernel_overhead_us(), 7);
+  EXPECT_DOUBLE_EQ(table.call_overhead_us(ConvFamily::implicit_precomp_gemm, ConvDirection::forward), 60);
   // Tensor cores stay the parent's; other architectures are untouched.
   EXPECT_DOUBLE_EQ(table.tensor_tf32, parent.tensor_tf32);
   EXPECT_EQ(arch_table(p, "ampere", ArchEfficiency{}).conv, arch_table(Params{}, "ampere", ArchEfficiency{}).conv);
