@@ -112,29 +112,27 @@ Status parse_family_overheads(const YAML::Node& node, const std::string& file, A
   return Ok{};
 }
 
-// A per-shape factor table (pointwise_conv_factor):
-// {family: {direction: factor}} over the GEMM families; a factor in (0, 5],
-// and the family's efficiency times it still no faster than 1.5 of peak (as
-// `fraction`).
-Status parse_shape_factors(const YAML::Node& node, const char* table_key, const std::string& file,
-                           const ArchEfficiency& arch, std::array<std::array<double, 3>, kConvFamilies>& into) {
+// pointwise_conv_factor: {family: {direction: factor}} over the GEMM
+// families; a factor in (0, 5], and the family's efficiency times it still
+// no faster than 1.5 of peak (as `fraction`).
+Status parse_pointwise(const YAML::Node& node, const std::string& file, ArchEfficiency& arch) {
   if (!node.IsMap())
     return error_at(file, node.Mark(),
-                    fmt::format("'{}': expected a map {{implicit_gemm, implicit_precomp_gemm, gemm}} of "
-                                "{{forward, backward_data, backward_filter}}",
-                                table_key));
+                    "'pointwise_conv_factor': expected a map {implicit_gemm, implicit_precomp_gemm, gemm} of "
+                    "{forward, backward_data, backward_filter}");
   for (const auto& entry : node) {
-    auto family = gemm_family_key(entry.first, table_key, file);
+    auto family = gemm_family_key(entry.first, "pointwise_conv_factor", file);
     if (!family) return family.error();
     const std::string name = entry.first.Scalar();
     if (!entry.second.IsMap())
       return error_at(file, entry.second.Mark(),
-                      fmt::format("'{}.{}': expected a map {{forward, backward_data, backward_filter}}", table_key,
+                      fmt::format("'pointwise_conv_factor.{}': expected a map {{forward, backward_data, "
+                                  "backward_filter}}",
                                   name));
     for (const auto& factor : entry.second) {
       const std::string d = factor.first.Scalar();
       const ConvDirection* direction = direction_named(d);
-      const std::string key = fmt::format("{}.{}.{}", table_key, name, d);
+      const std::string key = fmt::format("pointwise_conv_factor.{}.{}", name, d);
       if (!direction)
         return error_at(file, factor.first.Mark(),
                         fmt::format("'{}': unknown direction '{}' (expected forward, backward_data, backward_filter)",
@@ -151,7 +149,7 @@ Status parse_shape_factors(const YAML::Node& node, const char* table_key, const 
                         fmt::format("'{}': expected a factor in (0, 5] that keeps the efficiency at most 1.5 of "
                                     "peak, got {} (efficiency {:.3g})",
                                     key, v, efficiency));
-      into[static_cast<int>(*family)][static_cast<int>(*direction)] = v;
+      arch.pointwise[static_cast<int>(*family)][static_cast<int>(*direction)] = v;
     }
   }
   return Ok{};
@@ -335,8 +333,7 @@ Result<ArchEfficiency> parse_arch_efficiency(const std::string& yaml_text, const
   if (Status ok = gemm_family_map("filter_reduction_chunk", arch.filter_reduction_chunk, true); !ok.ok())
     return ok.error();
   if (const YAML::Node pointwise = root["pointwise_conv_factor"]) {
-    if (Status ok = parse_shape_factors(pointwise, "pointwise_conv_factor", file, arch, arch.pointwise); !ok.ok())
-      return ok.error();
+    if (Status ok = parse_pointwise(pointwise, file, arch); !ok.ok()) return ok.error();
   }
   if (const YAML::Node off = root["unavailable_algorithms"]) {
     if (!off.IsMap())

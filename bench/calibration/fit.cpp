@@ -547,26 +547,23 @@ void write_arch_files(const Params& p, const Devices& devices, const std::map<st
     };
     write_gemm_map("gemm_reduction_half_length", [&](ConvFamily f) { return table.reduction_half(f); });
     write_gemm_map("filter_reduction_chunk", [&](ConvFamily f) { return table.filter_chunk(f); });
-    // Per-shape factors, written only where one is not 1 (and only as the
+    // Pointwise factors, written only where one is not 1 (and only as the
     // parser takes them: the fit's bounds do not see the efficiency they scale).
-    auto write_factors = [&](const char* key, const std::array<std::array<double, 3>, kConvFamilies>& factors) {
-      std::string rows;
-      for (ConvFamily f : kGemmFamilies) {
-        std::string row;
-        for (ConvDirection d : {ConvDirection::forward, ConvDirection::backward_data, ConvDirection::backward_filter}) {
-          const double factor = factors[static_cast<int>(f)][static_cast<int>(d)];
-          MPLAN_CHECK(table.conv_efficiency(f, d) * factor <= 1.5,
-                      fmt::format("the fit's {} {} {} {} makes the efficiency faster than 1.5 of peak: tighten its "
-                                  "bound in fit_own_table",
-                                  conv_family_name(f), conv_direction_name(d), key, factor));
-          if (factor != 1.0)
-            row += (row.empty() ? "" : ", ") + std::string(conv_direction_name(d)) + ": " + yaml_number(factor);
-        }
-        if (!row.empty()) rows += fmt::format("  {}: {{{}}}\n", conv_family_name(f), row);
+    std::string pointwise;
+    for (ConvFamily f : kGemmFamilies) {
+      std::string row;
+      for (ConvDirection d : {ConvDirection::forward, ConvDirection::backward_data, ConvDirection::backward_filter}) {
+        MPLAN_CHECK(table.conv_efficiency(f, d) * table.pointwise_factor(f, d) <= 1.5,
+                    fmt::format("the fit's {} {} pointwise factor {} makes the efficiency faster than 1.5 of peak: "
+                                "tighten its bound in fit_own_table",
+                                conv_family_name(f), conv_direction_name(d), table.pointwise_factor(f, d)));
+        if (table.pointwise_factor(f, d) != 1.0)
+          row += (row.empty() ? "" : ", ") + std::string(conv_direction_name(d)) + ": " +
+                 yaml_number(table.pointwise_factor(f, d));
       }
-      if (!rows.empty()) out << key << ":\n" << rows;
-    };
-    write_factors("pointwise_conv_factor", table.pointwise);
+      if (!row.empty()) pointwise += fmt::format("  {}: {{{}}}\n", conv_family_name(f), row);
+    }
+    if (!pointwise.empty()) out << "pointwise_conv_factor:\n" << pointwise;
     bool off = false;
     for (const auto& list : table.unavailable) off = off || !list.empty();
     if (off) {
