@@ -74,6 +74,17 @@ const ConvDirection* direction_named(const std::string& name) {
   return nullptr;
 }
 
+// A direction named as a key of a per-direction map; `key` names the entry
+// ("pointwise_conv_factor.gemm.forward") in the error.
+Result<ConvDirection> direction_key(const YAML::Node& name, const std::string& key, const std::string& file) {
+  const ConvDirection* direction = direction_named(name.Scalar());
+  if (!direction)
+    return error_at(file, name.Mark(),
+                    fmt::format("'{}': unknown direction '{}' (expected forward, backward_data, backward_filter)", key,
+                                name.Scalar()));
+  return *direction;
+}
+
 // family_call_overhead_us: {family: us} (every direction) or
 // {family: {direction: us}}, over every family.
 Status parse_family_overheads(const YAML::Node& node, const std::string& file, ArchEfficiency& arch) {
@@ -97,13 +108,9 @@ Status parse_family_overheads(const YAML::Node& node, const std::string& file, A
       continue;
     }
     for (const auto& value : entry.second) {
-      const std::string d = value.first.Scalar();
-      const ConvDirection* direction = direction_named(d);
-      const std::string key = fmt::format("family_call_overhead_us.{}.{}", name, d);
-      if (!direction)
-        return error_at(file, value.first.Mark(),
-                        fmt::format("'{}': unknown direction '{}' (expected forward, backward_data, backward_filter)",
-                                    key, d));
+      const std::string key = fmt::format("family_call_overhead_us.{}.{}", name, value.first.Scalar());
+      auto direction = direction_key(value.first, key, file);
+      if (!direction) return direction.error();
       auto us = positive(value.second, key, file);
       if (!us) return us.error();
       row[static_cast<int>(*direction)] = *us;
@@ -130,13 +137,9 @@ Status parse_pointwise(const YAML::Node& node, const std::string& file, ArchEffi
                                   "backward_filter}}",
                                   name));
     for (const auto& factor : entry.second) {
-      const std::string d = factor.first.Scalar();
-      const ConvDirection* direction = direction_named(d);
-      const std::string key = fmt::format("pointwise_conv_factor.{}.{}", name, d);
-      if (!direction)
-        return error_at(file, factor.first.Mark(),
-                        fmt::format("'{}': unknown direction '{}' (expected forward, backward_data, backward_filter)",
-                                    key, d));
+      const std::string key = fmt::format("pointwise_conv_factor.{}.{}", name, factor.first.Scalar());
+      auto direction = direction_key(factor.first, key, file);
+      if (!direction) return direction.error();
       double v = 0;
       try {
         v = factor.second.as<double>();
@@ -341,12 +344,8 @@ Result<ArchEfficiency> parse_arch_efficiency(const std::string& yaml_text, const
                       "'unavailable_algorithms': expected a map {forward, backward_data, backward_filter} of lists");
     for (const auto& entry : off) {
       const std::string d = entry.first.Scalar();
-      const ConvDirection* direction = direction_named(d);
-      if (!direction)
-        return error_at(file, entry.first.Mark(),
-                        fmt::format("'unavailable_algorithms': unknown direction '{}' (expected forward, "
-                                    "backward_data, backward_filter)",
-                                    d));
+      auto direction = direction_key(entry.first, "unavailable_algorithms", file);
+      if (!direction) return direction.error();
       if (!entry.second.IsSequence())
         return error_at(file, entry.second.Mark(), fmt::format("'unavailable_algorithms.{}': expected a list", d));
       for (const auto& item : entry.second) {
