@@ -17,7 +17,7 @@ constexpr double kPrior = 0.02;  // lambda: weight of ln(p / p0)^2 per parameter
 // values are another architecture's, so the prior only keeps the descent
 // regular.
 constexpr double kOwnPrior = 1e-4;
-// Own tables' loss: soft L1 on e = ln(predicted / measured),
+// The loss of every fit: soft L1 on e = ln(predicted / measured),
 // 2 k^2 (sqrt(1 + (e/k)^2) - 1): e^2 for errors below ~k, 2 k |e| above, so
 // the fit is close to the median regression that matches the reported
 // median error. k was chosen on the fit split alone (its H100 conv median:
@@ -35,8 +35,6 @@ constexpr ConvFamily kGemmFamilies[] = {ConvFamily::implicit_gemm, ConvFamily::i
 constexpr double kStartFilterChunk = 1024;
 constexpr int kTiedFamily = static_cast<int>(ConvFamily::implicit_precomp_gemm);
 
-enum class Loss { squared, soft_l1 };
-
 bool is_transform(ConvFamily f) {
   return f == ConvFamily::fft || f == ConvFamily::fft_tiling || f == ConvFamily::winograd ||
          f == ConvFamily::winograd_nonfused;
@@ -49,15 +47,14 @@ struct Free {
   double lo, hi, start;
 };
 
-// Weighted sum of squared log errors over the fit split, plus the prior.
+// Weighted soft-L1 sum of log errors over the fit split, plus the prior.
 struct Objective {
   const std::vector<Case>& cases;
-  Loss loss = Loss::squared;
   double prior = kPrior;
   std::vector<double> weights;  // 0 for held-out cases
 
-  explicit Objective(const std::vector<Case>& all, Loss how = Loss::squared, double lambda = kPrior)
-      : cases(all), loss(how), prior(lambda), weights(all.size(), 0) {
+  explicit Objective(const std::vector<Case>& all, double lambda = kPrior)
+      : cases(all), prior(lambda), weights(all.size(), 0) {
     std::map<std::string, int> group_size;
     auto group = [](const Case& c) { return c.device + " " + case_kind_name(c.kind); };
     for (const Case& c : cases)
@@ -78,12 +75,8 @@ struct Objective {
       if (weights[i] == 0) continue;
       const double predicted = predict_ms(cases[i], devices.at(cases[i].device), p.release);
       const double e = std::log(predicted / cases[i].measured_ms);
-      if (loss == Loss::squared) {
-        sum += weights[i] * e * e;
-      } else {
-        const double k = kRobustScale;
-        sum += weights[i] * 2 * k * k * (std::sqrt(1 + (e / k) * (e / k)) - 1);
-      }
+      const double k = kRobustScale;
+      sum += weights[i] * 2 * k * k * (std::sqrt(1 + (e / k) * (e / k)) - 1);
     }
     for (const Free& f : free) {
       const double e = std::log(*f.value / f.start);
@@ -97,8 +90,8 @@ struct Objective {
 // step up and down per parameter, grows the step after a success and halves
 // it after a failure, until every step is below 1e-3. Returns the objective.
 double descend(const std::vector<Case>& cases, Params& p, Devices& devices, std::vector<Free>& free, bool verbose,
-               Loss loss = Loss::squared, double prior = kPrior) {
-  const Objective objective(cases, loss, prior);
+               double prior = kPrior) {
+  const Objective objective(cases, prior);
   double best = objective(p, devices, free);
   if (verbose)
     fmt::print("fit: {} parameters over {} fit cases; start: objective {:.5f}\n", free.size(),
@@ -424,7 +417,7 @@ void fit_own_table(const std::vector<Case>& cases, Devices devices, Params& p, c
   // The streaming kernels timed are the runtime's own (the program's), not
   // STREAM-like copies: the bound is lower than the shared fit's 0.6.
   add(arch + ".memory", &t.memory_efficiency, 0.3, 0.95);
-  descend(cases, p, own_devices, free, true, Loss::soft_l1, kOwnPrior);
+  descend(cases, p, own_devices, free, true, kOwnPrior);
   for (const Free& f : free) fmt::print("fit:   {:<40} {:10.4g}  (start {:.4g})\n", f.name, *f.value, f.start);
 }
 

@@ -1,9 +1,12 @@
 #pragma once
 // The fit of the architecture tables (examples/devices/architectures/*.yaml)
-// to the fit split of the calibration set: least squares in log space,
-//   minimise  sum_cases w_c * ln(predicted_c / measured_c)^2
+// to the fit split of the calibration set: a robust regression in log space,
+//   minimise  sum_cases w_c * rho(ln(predicted_c / measured_c))
 //           + lambda * sum_params ln(p / p0)^2,
 // over a few parameters, by coordinate descent on ln p (deterministic).
+// rho is soft L1 (fit.cpp's kRobustScale): e^2 for small errors, linear in
+// |e| for large ones, so that one odd measurement (V100's mixed-precision
+// ResNet-50 of NGC 21.03, 1.55x the model) cannot drag a whole table.
 // w_c = 1 / (fit cases of the case's GPU and kind), so that every GPU's
 // single-layer set and network set weigh the same. The small prior pulls
 // parameters the data cannot see back to their starting value.
@@ -72,8 +75,14 @@
 
 namespace mplan::calibration {
 
+// half starts at what Hopper's kernel times fit (hopper.yaml,
+// half_saturation_items_per_sm: 2063-2352 across refits): whole networks
+// cannot tell it from s (a lower peak with a later saturation prices a big
+// net the same), so the prior keeps it near the one architecture whose
+// per-layer times at every size measure it. Started at 8192 it stayed there
+// and priced small-batch layers 1.2-1.4x too slow (ResNet-152, batch 16-64).
 struct ArchParams {
-  double s = 0.65, w_fft = 1.0, w_winograd = 1.0, half = 8192, overhead_us = 5, memory = 0.8, tf32 = 0.5, fp16 = 0.5;
+  double s = 0.65, w_fft = 1.0, w_winograd = 1.0, half = 2352, overhead_us = 5, memory = 0.8, tf32 = 0.5, fp16 = 0.5;
 };
 
 // The table of an architecture fitted on kernel times of its own, and which
