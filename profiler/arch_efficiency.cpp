@@ -85,33 +85,36 @@ Result<ConvDirection> direction_key(const YAML::Node& name, const std::string& k
   return *direction;
 }
 
-// family_call_overhead_us: {family: us} (every direction) or
-// {family: {direction: us}}, over every family.
-Status parse_family_overheads(const YAML::Node& node, const std::string& file, ArchEfficiency& arch) {
+// family_call_overhead_us (every family) and pointwise_call_overhead_us (the
+// GEMM families): {family: us} (every direction) or {family: {direction: us}}.
+Status parse_call_overheads(const YAML::Node& node, const std::string& file, const std::string& key, bool gemm_only,
+                            std::array<std::array<double, 3>, kConvFamilies>& into) {
+  const char* families = gemm_only ? "implicit_gemm, implicit_precomp_gemm, gemm"
+                                   : "implicit_gemm, implicit_precomp_gemm, gemm, fft, fft_tiling, winograd, "
+                                     "winograd_nonfused";
   if (!node.IsMap())
     return error_at(file, node.Mark(),
-                    "'family_call_overhead_us': expected a map of algorithm families to microseconds, or to maps "
-                    "{forward, backward_data, backward_filter} of microseconds");
+                    fmt::format("'{}': expected a map of algorithm families ({}) to microseconds, or to maps "
+                                "{{forward, backward_data, backward_filter}} of microseconds",
+                                key, families));
   for (const auto& entry : node) {
     ConvFamily family{};
     const std::string name = entry.first.Scalar();
-    if (!conv_family_of(ConvDirection::forward, name, family))
+    if (!conv_family_of(ConvDirection::forward, name, family) || (gemm_only && !conv_family_uses_tensor_cores(family)))
       return error_at(file, entry.first.Mark(),
-                      fmt::format("'family_call_overhead_us': unknown family '{}' (expected implicit_gemm, "
-                                  "implicit_precomp_gemm, gemm, fft, fft_tiling, winograd, winograd_nonfused)",
-                                  name));
-    auto& row = arch.family_call_overhead_us[static_cast<int>(family)];
+                      fmt::format("'{}': unknown family '{}' (expected {})", key, name, families));
+    auto& row = into[static_cast<int>(family)];
     if (!entry.second.IsMap()) {
-      auto us = positive(entry.second, "family_call_overhead_us." + name, file);
+      auto us = positive(entry.second, key + "." + name, file);
       if (!us) return us.error();
       row.fill(*us);
       continue;
     }
     for (const auto& value : entry.second) {
-      const std::string key = fmt::format("family_call_overhead_us.{}.{}", name, value.first.Scalar());
-      auto direction = direction_key(value.first, key, file);
+      const std::string entry_key = fmt::format("{}.{}.{}", key, name, value.first.Scalar());
+      auto direction = direction_key(value.first, entry_key, file);
       if (!direction) return direction.error();
-      auto us = positive(value.second, key, file);
+      auto us = positive(value.second, entry_key, file);
       if (!us) return us.error();
       row[static_cast<int>(*direction)] = *us;
     }
@@ -199,6 +202,8 @@ bool conv_family_uses_tensor_cores(ConvFamily family) {
          family == ConvFamily::gemm;
 }
 
+bool conv_family_is_transform(ConvFamily family) { return !conv_family_uses_tensor_cores(family); }
+
 bool ArchEfficiency::runs(ConvDirection direction, std::string_view algorithm) const {
   const std::vector<std::string>& list = unavailable[static_cast<int>(direction)];
   return std::find(list.begin(), list.end(), algorithm) == list.end();
@@ -225,7 +230,8 @@ Result<ArchEfficiency> parse_arch_efficiency(const std::string& yaml_text, const
   const std::set<std::string> known = {"name", "description", "fitted_on", "held_out_error", "conv_efficiency",
                                        "fft_transform_efficiency", "linear_gemm_efficiency",
                                        "half_saturation_items_per_sm", "conv_call_overhead_us",
-                                       "conv_kernel_overhead_us", "family_call_overhead_us", "memory_efficiency",
+                                       "conv_kernel_overhead_us", "family_call_overhead_us",
+                                       "pointwise_call_overhead_us", "memory_efficiency",
                                        "tensor_core_efficiency", "gemm_reduction_half_length",
                                        "filter_reduction_chunk", "pointwise_conv_factor",
                                        "unavailable_algorithms"};
@@ -235,7 +241,7 @@ Result<ArchEfficiency> parse_arch_efficiency(const std::string& yaml_text, const
                       fmt::format("unknown key '{}' (expected one of: name, description, fitted_on, held_out_error, "
                                   "conv_efficiency, fft_transform_efficiency, linear_gemm_efficiency, "
                                   "half_saturation_items_per_sm, conv_call_overhead_us, conv_kernel_overhead_us, "
-                                  "family_call_overhead_us, memory_efficiency, "
+                                  "family_call_overhead_us, pointwise_call_overhead_us, memory_efficiency, "
                                   "tensor_core_efficiency, gemm_reduction_half_length, filter_reduction_chunk, "
                                   "pointwise_conv_factor, unavailable_algorithms)",
                                   entry.first.Scalar()));
@@ -308,7 +314,16 @@ Result<ArchEfficiency> parse_arch_efficiency(const std::string& yaml_text, const
     arch.conv_kernel_overhead_us = *kernel;
   }
   if (const YAML::Node by_family = root["family_call_overhead_us"]) {
-    if (Status ok = parse_family_overheads(by_family, file, arch); !ok.ok()) return ok.error();
+    if (Status ok = parse_call_overheads(by_family, file, "family_call_overhead_us", false,
+                                         arch.family_call_overhead_us);
+        !ok.ok())
+      return ok.error();
+  }
+  if (const YAML::Node on_pointwise = root["pointwise_call_overhead_us"]) {
+    if (Status ok = parse_call_overheads(on_pointwise, file, "pointwise_call_overhead_us", true,
+                                         arch.pointwise_call_overhead_us);
+        !ok.ok())
+      return ok.error();
   }
 
   // Per GEMM family numbers: {implicit_gemm, implicit_precomp_gemm, gemm}.

@@ -36,6 +36,9 @@ bool conv_family_of(ConvDirection direction, std::string_view algorithm, ConvFam
 // Whether the family's arithmetic is a GEMM that tensor cores run (cuDNN's
 // implicit and explicit GEMM kernels; FFT and Winograd stay on FP32 cores).
 bool conv_family_uses_tensor_cores(ConvFamily family);
+// Whether the family works in a transformed domain (FFT, FFT tiling, the two
+// Winograd families): the complement of the GEMM families.
+bool conv_family_is_transform(ConvFamily family);
 
 struct ArchEfficiency {
   // Every family and direction at factor 1 (pointwise's default).
@@ -123,8 +126,17 @@ struct ArchEfficiency {
     for (auto& row : unset) row.fill(-1.0);
     return unset;
   }
+  // pointwise_call_overhead_us[family][direction]: a GEMM family's call
+  // overhead on a pointwise layer, where it has one of its own: cuDNN 9 on
+  // Hopper runs other kernels there, and the precomputed GEMM's small calls
+  // take 0.12-0.16 ms on 1x1 layers against 0.05-0.07 ms on 3x3 ones.
+  // Negative: the family's call overhead (family_call_overhead_us).
+  std::array<std::array<double, 3>, kConvFamilies> pointwise_call_overhead_us = unset_overheads();
   double tensor_efficiency(MathMode mode) const;
-  double call_overhead_us(ConvFamily family, ConvDirection direction) const {
+  double call_overhead_us(ConvFamily family, ConvDirection direction, bool pointwise = false) const {
+    const double on_pointwise =
+        pointwise ? pointwise_call_overhead_us[static_cast<int>(family)][static_cast<int>(direction)] : -1;
+    if (on_pointwise >= 0) return on_pointwise;
     const double own = family_call_overhead_us[static_cast<int>(family)][static_cast<int>(direction)];
     return own < 0 ? conv_call_overhead_us : own;
   }

@@ -285,10 +285,19 @@ int64_t conv_workspace_bytes(ConvDirection d, std::string_view algorithm, const 
   return 0;
 }
 
-std::vector<KernelWork> conv_work(ConvDirection d, std::string_view algorithm, const ConvShape& s, int64_t b) {
-  MPLAN_CHECK(conv_supported(d, algorithm, s), fmt::format("work of an unsupported algorithm {}", algorithm));
-  ConvFamily family{};
-  MPLAN_CHECK(conv_family_of(d, algorithm, family), fmt::format("no family for {}", algorithm));
+namespace {
+
+// The bias phase of conv_work (its last), for a shape.
+std::vector<KernelWork> bias_work(ConvDirection d, const ConvShape& s, int64_t b) {
+  const double y = static_cast<double>(b) * s.K * s.P * s.Q;
+  if (s.bias && d == ConvDirection::forward) return {KernelWork{y, 2 * y * kFloatBytes, y, 1, 1}};
+  if (s.bias && d == ConvDirection::backward_filter) return {KernelWork{y, y * kFloatBytes, y, 1, 1}};
+  return {};
+}
+
+// conv_work of one call over every group at once (what the GEMM kernels do).
+std::vector<KernelWork> conv_work_one_call(ConvDirection d, std::string_view algorithm, ConvFamily family,
+                                           const ConvShape& s, int64_t b) {
   const Sizes z = sizes_of(s, b);
   const Operands io = operands_of(d, z);
   const double direct = conv_direct_flops(s, b);
@@ -333,12 +342,14 @@ std::vector<KernelWork> conv_work(ConvDirection d, std::string_view algorithm, c
     if (workspace > 0) phases.push_back(streaming(0, workspace, workspace / kFloatBytes));
     phases.push_back(arithmetic(direct, operand_bytes + workspace, outputs));
     set_gemm_tiling(phases.back(), d, s, b);
+    phases.front().pointwise = phases.back().pointwise;  // the call's first kernel
   } else if (family == ConvFamily::gemm) {
     // im2col (memory bound: read the image, write the buffer), then one GEMM.
     const double image_bytes = z.x * kFloatBytes;  // forward and backward-filter both unfold X
     phases.push_back(streaming(0, image_bytes + workspace, workspace / kFloatBytes));
     phases.push_back(arithmetic(direct, operand_bytes - image_bytes + workspace, outputs));
     set_gemm_tiling(phases.back(), d, s, b);
+    phases.front().pointwise = phases.back().pointwise;
   } else if (family == ConvFamily::fft || family == ConvFamily::fft_tiling) {
     const bool tiled = family == ConvFamily::fft_tiling;
     const int64_t n_h = tiled ? fft_tile_rows(s) : fft_friendly_size(s.H + 2 * s.pad_h);
@@ -394,11 +405,54 @@ std::vector<KernelWork> conv_work(ConvDirection d, std::string_view algorithm, c
     MPLAN_CHECK(false, fmt::format("no work model for {}", algorithm));
   }
 
-  // Bias: added to Y after the forward convolution, its gradient (a reduction
-  // of dY over b, P, Q) computed with the filter gradient (plain kernels).
-  if (s.bias && d == ConvDirection::forward) phases.push_back(KernelWork{z.y, 2 * z.y * kFloatBytes, z.y, 1, 1});
-  if (s.bias && d == ConvDirection::backward_filter) phases.push_back(KernelWork{z.y, z.y * kFloatBytes, z.y, 1, 1});
+  for (const KernelWork& w : bias_work(d, s, b)) phases.push_back(w);
   return phases;
+}
+
+// A grouped convolution as cuDNN 9 runs it (the H200's kernel times of
+// depthwise layers, 8-512 groups, every legacy algorithm; issue 13):
+// - the transform algorithms (FFT, FFT tiling, Winograd) loop over the
+//   groups: time grows with the group count, 45-55 us per group for FFT and
+//   FFT tiling whatever the layer's size, so they are one group's work
+//   repeated, every launch after the call's first paying the further-kernel
+//   overhead (the model's single call was 15-100x too fast);
+// - the GEMM algorithms all run one grouped kernel, as fast as the implicit
+//   GEMM's whatever the algorithm (explicit GEMM forward measured 0.02-0.05 ms
+//   where its im2col phase and call overhead priced 0.1): the implicit GEMM's
+//   work of the direction.
+std::vector<KernelWork> grouped_conv_work(ConvDirection d, std::string_view algorithm, ConvFamily family,
+                                          const ConvShape& s, int64_t b) {
+  if (!conv_family_is_transform(family)) {
+    const char* implicit = d == ConvDirection::forward ? "implicit_gemm" : "algo_0";
+    ConvFamily implicit_family{};
+    conv_family_of(d, implicit, implicit_family);
+    return conv_work_one_call(d, implicit, implicit_family, s, b);
+  }
+  ConvShape one = s;
+  one.C = s.C / s.groups;
+  one.K = s.K / s.groups;
+  one.groups = 1;
+  one.bias = false;
+  std::vector<KernelWork> phases = conv_work_one_call(d, algorithm, family, one, b);
+  const size_t first_group = phases.size();
+  for (size_t i = 0; i < first_group; ++i) {
+    KernelWork rest = phases[i];
+    rest.cudnn = KernelWork::Cudnn::further_kernel;
+    rest.repeats = s.groups - 1;
+    phases.push_back(rest);
+  }
+  for (const KernelWork& w : bias_work(d, s, b)) phases.push_back(w);
+  return phases;
+}
+
+}  // namespace
+
+std::vector<KernelWork> conv_work(ConvDirection d, std::string_view algorithm, const ConvShape& s, int64_t b) {
+  MPLAN_CHECK(conv_supported(d, algorithm, s), fmt::format("work of an unsupported algorithm {}", algorithm));
+  ConvFamily family{};
+  MPLAN_CHECK(conv_family_of(d, algorithm, family), fmt::format("no family for {}", algorithm));
+  if (s.groups == 1) return conv_work_one_call(d, algorithm, family, s, b);
+  return grouped_conv_work(d, algorithm, family, s, b);
 }
 
 }  // namespace mplan

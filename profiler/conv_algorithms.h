@@ -78,7 +78,9 @@ int64_t conv_workspace_bytes(ConvDirection direction, std::string_view algorithm
 // The algorithm's first kernel pays the architecture's cuDNN call overhead,
 // each further one its kernel overhead (KernelWork::cudnn). The bias add
 // (forward) and bias gradient (backward-filter) are included when the layer
-// has a bias.
+// has a bias. A grouped layer runs as cuDNN 9 runs it: a transform algorithm
+// (FFT, FFT tiling, Winograd) one group after another (KernelWork::repeats),
+// a GEMM algorithm as the implicit GEMM's one grouped kernel.
 std::vector<KernelWork> conv_work(ConvDirection direction, std::string_view algorithm, const ConvShape& shape,
                                   int64_t sub_batch);
 

@@ -83,10 +83,11 @@ double kernel_time_ms(const Device& device, const KernelWork& work, MathMode mat
   }
   double overhead_us = 0;
   if (work.cudnn == KernelWork::Cudnn::first_kernel)
-    overhead_us = device.arch.call_overhead_us(work.family, work.direction);
+    overhead_us = device.arch.call_overhead_us(work.family, work.direction, work.pointwise);
   if (work.cudnn == KernelWork::Cudnn::further_kernel) overhead_us = device.arch.kernel_overhead_us();
   const double overhead_ms = overhead_us / 1000.0;
-  return work.kernels * device.launch_latency_ms + overhead_ms + std::max(compute_s, memory_s) * 1000.0;
+  return static_cast<double>(work.repeats) *
+         (work.kernels * device.launch_latency_ms + overhead_ms + std::max(compute_s, memory_s) * 1000.0);
 }
 
 }  // namespace mplan

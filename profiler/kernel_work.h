@@ -33,6 +33,10 @@ struct KernelWork {
   double parallel_items = 1;      // independent output elements (how much work fills the GPU)
   double compute_efficiency = 1;  // KernelClass::fixed: fraction of peak FLOP/s on a full GPU
   int kernels = 1;                // launches
+  // Identical launches of the whole piece of work, one after another (the
+  // groups of a grouped convolution that cuDNN's transform algorithms loop
+  // over): the time is repeats times one launch's.
+  int64_t repeats = 1;
   KernelClass kind = KernelClass::fixed;
   ConvFamily family = ConvFamily::implicit_gemm;      // KernelClass::conv, and every kernel of a cuDNN call
   ConvDirection direction = ConvDirection::forward;   // likewise
@@ -49,8 +53,10 @@ struct KernelWork {
   // the architecture's filter_reduction_chunk they replace parallel_items and
   // reduction_length (effective_work).
   double filter_elements = 0, filter_reduction = 0;
-  // KernelClass::conv of a GEMM family on a pointwise convolution (1x1,
-  // stride 1, no padding): runs at the architecture's pointwise factor.
+  // Every kernel of a GEMM family's call on a pointwise convolution (1x1,
+  // stride 1, no padding): the arithmetic (KernelClass::conv) runs at the
+  // architecture's pointwise factor, the call's first kernel pays its
+  // pointwise call overhead.
   bool pointwise = false;
 };
 

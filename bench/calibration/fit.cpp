@@ -35,11 +35,6 @@ constexpr ConvFamily kGemmFamilies[] = {ConvFamily::implicit_gemm, ConvFamily::i
 constexpr double kStartFilterChunk = 1024;
 constexpr int kTiedFamily = static_cast<int>(ConvFamily::implicit_precomp_gemm);
 
-bool is_transform(ConvFamily f) {
-  return f == ConvFamily::fft || f == ConvFamily::fft_tiling || f == ConvFamily::winograd ||
-         f == ConvFamily::winograd_nonfused;
-}
-
 // A parameter the fit moves: a value, its bounds and its starting value.
 struct Free {
   std::string name;
@@ -153,7 +148,7 @@ ArchEfficiency shared_table(const Params& p, const std::string& name, const Arch
   const double w_winograd = own == "maxwell" ? p.arch.at("pascal").w_winograd : fp32.w_winograd;
   for (int f = 0; f < kConvFamilies; ++f) {
     const ConvFamily family = static_cast<ConvFamily>(f);
-    const bool transform = is_transform(family);
+    const bool transform = conv_family_is_transform(family);
     const bool winograd = family == ConvFamily::winograd || family == ConvFamily::winograd_nonfused;
     const double w = !transform ? 1.0 : winograd ? w_winograd : fp32.w_fft;
     const double dir[3] = {1.0, transform ? p.transform_backward_data : p.gemm_backward_data,
@@ -168,6 +163,7 @@ ArchEfficiency shared_table(const Params& p, const std::string& name, const Arch
   // cannot tell a call's from a kernel's): nothing of its file's own.
   table.conv_kernel_overhead_us = -1;
   table.family_call_overhead_us = ArchEfficiency::unset_overheads();
+  table.pointwise_call_overhead_us = ArchEfficiency::unset_overheads();
   table.memory_efficiency = std::min(1.0, fp32.memory);
   const bool tensor_cores = own == "volta" || own == "ampere";
   table.tensor_fp16 = tensor_cores ? std::min(1.0, tensor.fp16) : 0;
@@ -226,6 +222,7 @@ ArchEfficiency arch_table(const Params& p, const std::string& name, const ArchEf
   table.conv_call_overhead_us = own.table.conv_call_overhead_us;
   table.conv_kernel_overhead_us = own.table.conv_kernel_overhead_us;
   table.family_call_overhead_us = own.table.family_call_overhead_us;
+  table.pointwise_call_overhead_us = own.table.pointwise_call_overhead_us;
   table.memory_efficiency = own.table.memory_efficiency;
   return table;
 }
@@ -414,6 +411,18 @@ void fit_own_table(const std::vector<Case>& cases, Devices devices, Params& p, c
                       conv_direction_name(static_cast<ConvDirection>(d))),
           &us, 0.5, 400);
     }
+  // Each GEMM family's call overhead on pointwise layers in each direction
+  // with pointwise fit data (arch_efficiency.h pointwise_call_overhead_us),
+  // started at the family's.
+  for (ConvFamily f : kGemmFamilies)
+    for (int d = 0; d < 3; ++d) {
+      if (!start.measured_pointwise[static_cast<int>(f)][d]) continue;
+      double& us = t.pointwise_call_overhead_us[static_cast<int>(f)][d];
+      if (us < 0) us = t.call_overhead_us(f, static_cast<ConvDirection>(d));
+      add(fmt::format("{}.{}.{}.pointwise_call_overhead_us", arch, conv_family_name(f),
+                      conv_direction_name(static_cast<ConvDirection>(d))),
+          &us, 0.5, 400);
+    }
   // The streaming kernels timed are the runtime's own (the program's), not
   // STREAM-like copies: the bound is lower than the shared fit's 0.6.
   add(arch + ".memory", &t.memory_efficiency, 0.3, 0.95);
@@ -519,16 +528,22 @@ void write_arch_files(const Params& p, const Devices& devices, const std::map<st
         << "conv_call_overhead_us: " << yaml_number(table.conv_call_overhead_us) << "\n";
     if (table.conv_kernel_overhead_us >= 0)
       out << "conv_kernel_overhead_us: " << yaml_number(table.conv_kernel_overhead_us) << "\n";
-    std::string by_family;
-    for (int f = 0; f < kConvFamilies; ++f) {
-      std::string row;
-      for (int d = 0; d < 3; ++d)
-        if (table.family_call_overhead_us[f][d] >= 0)
-          row += (row.empty() ? "" : ", ") + std::string(conv_direction_name(static_cast<ConvDirection>(d))) + ": " +
-                 yaml_number(table.family_call_overhead_us[f][d]);
-      if (!row.empty()) by_family += fmt::format("  {}: {{{}}}\n", conv_family_name(static_cast<ConvFamily>(f)), row);
-    }
-    if (!by_family.empty()) out << "family_call_overhead_us:\n" << by_family;
+    // A {family: {direction: us}} map of call overheads, written only where
+    // some family has a value.
+    auto write_overheads = [&](const char* key, const std::array<std::array<double, 3>, kConvFamilies>& us) {
+      std::string by_family;
+      for (int f = 0; f < kConvFamilies; ++f) {
+        std::string row;
+        for (int d = 0; d < 3; ++d)
+          if (us[f][d] >= 0)
+            row += (row.empty() ? "" : ", ") + std::string(conv_direction_name(static_cast<ConvDirection>(d))) +
+                   ": " + yaml_number(us[f][d]);
+        if (!row.empty()) by_family += fmt::format("  {}: {{{}}}\n", conv_family_name(static_cast<ConvFamily>(f)), row);
+      }
+      if (!by_family.empty()) out << key << ":\n" << by_family;
+    };
+    write_overheads("family_call_overhead_us", table.family_call_overhead_us);
+    write_overheads("pointwise_call_overhead_us", table.pointwise_call_overhead_us);
     out << "memory_efficiency: " << yaml_number(table.memory_efficiency) << "\n";
     // A per-GEMM-family map, written only where some family has a value.
     auto write_gemm_map = [&](const char* key, auto value_of) {

@@ -251,6 +251,7 @@ TEST(OwnTable, EntriesWithoutDataKeepTheParentsRatioToPrecomputedGemm) {
   own.table.memory_efficiency = 0.5;
   own.table.conv_kernel_overhead_us = 7;
   own.table.family_call_overhead_us[ipg][fwd] = 60;
+  own.table.pointwise_call_overhead_us[ipg][fwd] = 120;
   p.own["hopper"] = own;
   const ArchEfficiency table = arch_table(p, "hopper", ArchEfficiency{});
   EXPECT_DOUBLE_EQ(table.conv[ipg][fwd], 0.3);
@@ -261,6 +262,7 @@ TEST(OwnTable, EntriesWithoutDataKeepTheParentsRatioToPrecomputedGemm) {
   EXPECT_DOUBLE_EQ(table.memory_efficiency, 0.5);
   EXPECT_DOUBLE_EQ(table.kernel_overhead_us(), 7);
   EXPECT_DOUBLE_EQ(table.call_overhead_us(ConvFamily::implicit_precomp_gemm, ConvDirection::forward), 60);
+  EXPECT_DOUBLE_EQ(table.call_overhead_us(ConvFamily::implicit_precomp_gemm, ConvDirection::forward, true), 120);
   // Tensor cores stay the parent's; other architectures are untouched.
   EXPECT_DOUBLE_EQ(table.tensor_tf32, parent.tensor_tf32);
   EXPECT_EQ(arch_table(p, "ampere", ArchEfficiency{}).conv, arch_table(Params{}, "ampere", ArchEfficiency{}).conv);
@@ -305,6 +307,17 @@ TEST(SharedTable, TuringAndAdaBorrowVoltaAndAmpere) {
   // An FP16 factor moves BF16 too (BF16 is priced as FP16).
   p.speed["ada"][MathMode::fp16] = 0.5;
   EXPECT_DOUBLE_EQ(arch_table(p, "ada", ArchEfficiency{}).tensor_bf16, 0.3);
+  // A table fitted on networks has no call overheads of its own (networks
+  // cannot tell a call's from a kernel's, nor a pointwise layer's): a file's
+  // earlier ones are dropped.
+  ArchEfficiency file;
+  file.conv_kernel_overhead_us = 3;
+  file.family_call_overhead_us[0][0] = 50;
+  file.pointwise_call_overhead_us[0][0] = 90;
+  const ArchEfficiency refitted = arch_table(p, "volta", file);
+  EXPECT_LT(refitted.conv_kernel_overhead_us, 0);
+  EXPECT_EQ(refitted.family_call_overhead_us, ArchEfficiency::unset_overheads());
+  EXPECT_EQ(refitted.pointwise_call_overhead_us, ArchEfficiency::unset_overheads());
 }
 
 // The fit: a borrower's fit cases fit its speed factor alone; its relative's

@@ -306,11 +306,14 @@ TEST(AnalyticModel, PointwiseConvolutionsRunAtTheirOwnFactor) {
   EXPECT_DOUBLE_EQ(after[3], before[3]);  // stride 2: not pointwise
   EXPECT_DOUBLE_EQ(after[4], before[4]);  // 3x3
   EXPECT_DOUBLE_EQ(after[5], before[5]);  // another direction of the family
-  // The shipped Hopper table, fitted on the H100: on pointwise layers the
-  // implicit GEMM gains on the precomputed one (the measured fastest there).
+  // The shipped Hopper table, fitted on the H100 and H200: on pointwise
+  // layers the implicit GEMM beats the precomputed one (the measured fastest
+  // there), on a small layer and a large one.
   const Device h100 = device_or_die("h100");
-  EXPECT_GT(h100.arch.pointwise_factor(ConvFamily::implicit_gemm, ConvDirection::forward),
-            h100.arch.pointwise_factor(ConvFamily::implicit_precomp_gemm, ConvDirection::forward));
+  const TaskShape small = conv_task(TaskKind::FP, 64, 8, 64, 1, 1, 0);
+  for (const TaskShape* shape : {&small, &pointwise})
+    EXPECT_LT(option_ms(h100, *shape, 32, MathMode::fp32, "implicit_gemm"),
+              option_ms(h100, *shape, 32, MathMode::fp32, "implicit_precomp_gemm"));
 }
 
 // A cuDNN call pays its fixed cost once, on its first kernel (its family's
@@ -343,14 +346,66 @@ TEST(AnalyticModel, ACudnnCallPaysItsFixedCostOnce) {
   EXPECT_DOUBLE_EQ(option_ms(device, backward, 1, MathMode::fp32, "algo_1"), backward_precomp);
   // The shipped Hopper table, fitted on the H100's and H200's kernel times:
   // a further kernel costs less than a call, and the precomputed GEMM's
-  // forward and backward-data calls more than the implicit GEMM's (its lone
-  // tiny pointwise layers run at 0.12-0.2 ms).
+  // forward and backward-data calls on pointwise layers more than twice its
+  // calls elsewhere (its small calls take 0.12-0.16 ms on 1x1 layers, 0.05-0.07
+  // ms on 3x3 ones).
   const Device h200 = device_or_die("h200");
   for (ConvDirection d : {ConvDirection::forward, ConvDirection::backward_data}) {
     EXPECT_LT(h200.arch.kernel_overhead_us(), 0.5 * h200.arch.call_overhead_us(ConvFamily::implicit_gemm, d));
-    EXPECT_GT(h200.arch.call_overhead_us(ConvFamily::implicit_precomp_gemm, d),
-              1.5 * h200.arch.call_overhead_us(ConvFamily::implicit_gemm, d));
+    EXPECT_GT(h200.arch.call_overhead_us(ConvFamily::implicit_precomp_gemm, d, /*pointwise=*/true),
+              2 * h200.arch.call_overhead_us(ConvFamily::implicit_precomp_gemm, d));
   }
+  // A family's pointwise call overhead is paid by the call's first kernel on
+  // a pointwise layer only.
+  Device hopper = h200;
+  const int ipg = static_cast<int>(ConvFamily::implicit_precomp_gemm);
+  const TaskShape pointwise = conv_task(TaskKind::FP, 16, 8, 16, 1, 1, 0);
+  const double pointwise_precomp = option_ms(hopper, pointwise, 1, MathMode::fp32, "implicit_precomp_gemm");
+  const double tiny_precomp = option_ms(hopper, tiny, 1, MathMode::fp32, "implicit_precomp_gemm");
+  const double pointwise_implicit = option_ms(hopper, pointwise, 1, MathMode::fp32, "implicit_gemm");
+  hopper.arch.pointwise_call_overhead_us[ipg][0] += 100;
+  EXPECT_NEAR(option_ms(hopper, pointwise, 1, MathMode::fp32, "implicit_precomp_gemm") - pointwise_precomp, 0.1, 1e-9);
+  EXPECT_DOUBLE_EQ(option_ms(hopper, tiny, 1, MathMode::fp32, "implicit_precomp_gemm"), tiny_precomp);
+  EXPECT_DOUBLE_EQ(option_ms(hopper, pointwise, 1, MathMode::fp32, "implicit_gemm"), pointwise_implicit);
+  // Unset (negative): the family's call overhead.
+  hopper.arch.pointwise_call_overhead_us[ipg][0] = -1;
+  hopper.arch.family_call_overhead_us[ipg][0] = 40;
+  EXPECT_DOUBLE_EQ(hopper.arch.call_overhead_us(ConvFamily::implicit_precomp_gemm, ConvDirection::forward, true), 40);
+}
+
+// A grouped convolution as cuDNN 9 runs it (conv_algorithms.cpp,
+// grouped_conv_work; the H200 timed FFT on 128 depthwise groups at 6 ms, 45-55
+// us a group, where one call over all groups was priced at 0.08 ms): the
+// transform algorithms loop over the groups, so 128 groups cost close to 128
+// one-group calls; every GEMM algorithm runs the implicit GEMM's grouped
+// kernel, so it costs what the implicit GEMM does.
+TEST(AnalyticModel, GroupedConvTransformsLoopOverGroupsGemmsShareOneKernel) {
+  const Device h200 = device_or_die("h200");
+  auto ms = [&](ConvDirection d, const char* algorithm, const ConvShape& s) {
+    double t = 0;
+    for (const KernelWork& w : conv_work(d, algorithm, s, 32)) t += kernel_time_ms(h200, w);
+    return t;
+  };
+  const ConvShape depthwise = make_conv_shape(128, 8, 8, 128, 3, 3, 1, 1, /*groups=*/128);
+  const ConvShape one_group = make_conv_shape(1, 8, 8, 1, 3, 3, 1, 1);
+  for (ConvDirection d : {ConvDirection::forward, ConvDirection::backward_data, ConvDirection::backward_filter})
+    for (const char* transform : {"fft", "winograd_nonfused"}) {
+      const double call = ms(d, transform, one_group);
+      // One call, then 127 groups' launches, each without the call's fixed cost.
+      EXPECT_GT(ms(d, transform, depthwise), 64 * call) << transform;
+      EXPECT_LE(ms(d, transform, depthwise), 128 * call * (1 + 1e-12)) << transform;
+    }
+  EXPECT_GT(ms(ConvDirection::forward, "fft", depthwise), 20 * ms(ConvDirection::forward, "implicit_gemm", depthwise));
+  for (const char* gemm : {"implicit_precomp_gemm", "gemm"})
+    EXPECT_DOUBLE_EQ(ms(ConvDirection::forward, gemm, depthwise), ms(ConvDirection::forward, "implicit_gemm", depthwise));
+  EXPECT_DOUBLE_EQ(ms(ConvDirection::backward_data, "algo_1", depthwise),
+                   ms(ConvDirection::backward_data, "algo_0", depthwise));
+  for (const char* gemm : {"algo_1", "algo_3"})
+    EXPECT_DOUBLE_EQ(ms(ConvDirection::backward_filter, gemm, depthwise),
+                     ms(ConvDirection::backward_filter, "algo_0", depthwise));
+  // An ungrouped layer keeps each GEMM algorithm's own phases.
+  const ConvShape dense = make_conv_shape(128, 8, 8, 128, 3, 3, 1, 1);
+  EXPECT_GT(ms(ConvDirection::forward, "gemm", dense), ms(ConvDirection::forward, "implicit_gemm", dense));
 }
 
 // An architecture whose cuDNN does not run an algorithm (cuDNN 9 on Hopper:

@@ -228,6 +228,32 @@ TEST(ArchEfficiency, CallAndKernelOverheads) {
   EXPECT_NE(where.find("t.yaml:16:"), std::string::npos) << where;
 }
 
+TEST(ArchEfficiency, PointwiseCallOverheads) {
+  const std::string good = kGood;
+  Result<ArchEfficiency> arch = parse_arch_efficiency(
+      good + "family_call_overhead_us: {implicit_precomp_gemm: 40}\n"
+             "pointwise_call_overhead_us: {implicit_precomp_gemm: {forward: 120}, gemm: 90}\n",
+      "t.yaml");
+  ASSERT_TRUE(arch.ok()) << arch.error().to_string();
+  const ConvFamily ipg = ConvFamily::implicit_precomp_gemm;
+  EXPECT_DOUBLE_EQ(arch->call_overhead_us(ipg, ConvDirection::forward, /*pointwise=*/true), 120);
+  EXPECT_DOUBLE_EQ(arch->call_overhead_us(ipg, ConvDirection::forward), 40);  // another layer
+  EXPECT_DOUBLE_EQ(arch->call_overhead_us(ipg, ConvDirection::backward_data, true), 40);  // left out: the family's
+  EXPECT_DOUBLE_EQ(arch->call_overhead_us(ConvFamily::gemm, ConvDirection::backward_filter, true), 90);
+  EXPECT_DOUBLE_EQ(arch->call_overhead_us(ConvFamily::implicit_gemm, ConvDirection::forward, true), 5);
+
+  auto error_of = [](const std::string& extra) { return error_with(extra); };
+  // The GEMM families only: no other family has a pointwise kernel of its own.
+  EXPECT_NE(error_of("pointwise_call_overhead_us: {fft: 3}\n").find("unknown family 'fft'"), std::string::npos);
+  EXPECT_NE(error_of("pointwise_call_overhead_us: [1]\n").find("expected a map of algorithm families"),
+            std::string::npos);
+  EXPECT_NE(error_of("pointwise_call_overhead_us: {gemm: {up: 3}}\n").find("unknown direction 'up'"),
+            std::string::npos);
+  const std::string where = error_of("pointwise_call_overhead_us: {gemm: -2}\n");
+  EXPECT_NE(where.find("t.yaml:16:"), std::string::npos) << where;
+  EXPECT_NE(where.find("'pointwise_call_overhead_us.gemm'"), std::string::npos) << where;
+}
+
 TEST(ArchEfficiency, FamiliesOfCudnnAlgorithms) {
   ConvFamily f{};
   ASSERT_TRUE(conv_family_of(ConvDirection::backward_data, "algo_0", f));
