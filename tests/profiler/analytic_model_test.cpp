@@ -66,6 +66,9 @@ TEST(AnalyticModel, PerSampleTimeNeverGrowsWithTheSubBatch) {
       expect_per_sample_non_increasing(device, conv_task(kind, 256, 56, 64, 1, 1, 0));   // 1x1
       expect_per_sample_non_increasing(device, conv_task(kind, 3, 224, 64, 7, 2, 3));    // stem
       expect_per_sample_non_increasing(device, conv_task(kind, 64, 27, 192, 5, 1, 2));   // AlexNet 5x5
+      TaskShape depthwise = conv_task(kind, 128, 16, 128, 3, 1, 1);                      // MobileNet
+      depthwise.groups = 128;
+      expect_per_sample_non_increasing(device, depthwise);
     }
   }
 }
