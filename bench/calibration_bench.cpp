@@ -18,8 +18,8 @@
 //   build/bench/calibration_bench --fit --write # ... and rewrite the tables
 //   build/bench/calibration_bench --cases       # also print every case
 //
-// The fit is bench/calibration/fit.h: least squares in log space over a few
-// parameters per architecture; an architecture with kernel times of its own
+// The fit is bench/calibration/fit.h: a robust (soft L1) regression in log
+// space over a few parameters per architecture; an architecture with kernel times of its own
 // (hopper) is fitted on them alone. Old cuDNN releases (R1-R3) get a speed
 // factor of their own, refitted on the fit split in every run (it is no part
 // of the product's tables). Baidu DeepBench and Justin Johnson's
@@ -33,6 +33,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "bench/calibration/cases.h"
@@ -323,22 +324,31 @@ void algorithm_agreement(const std::vector<Outcome>& outcomes, const Devices& de
   for (const auto& [key, list] : groups) {
     if (list.size() < 2) continue;  // one option the model can price: nothing to rank
     const Case& first = *list.front()->c;
+    const ConvTask& task = first.convs.front().first;
+    // Ties broken as analytic_options breaks them (less workspace, then
+    // cuDNN's order), not by the data file's order: grouped layers price
+    // their GEMM algorithms alike, and the file lists the measured fastest first.
+    auto rank_key = [&](const std::string& algorithm, double ms) {
+      return std::make_tuple(ms, conv_workspace_bytes(task.direction, algorithm, task.shape, task.batch),
+                             cudnn_algorithm_id(task.direction, algorithm));
+    };
     std::vector<const Outcome*> ranked = list;
-    std::stable_sort(ranked.begin(), ranked.end(),
-                     [](const Outcome* a, const Outcome* b) { return a->predicted_ms < b->predicted_ms; });
+    std::stable_sort(ranked.begin(), ranked.end(), [&](const Outcome* a, const Outcome* b) {
+      return rank_key(a->c->algorithm, a->predicted_ms) < rank_key(b->c->algorithm, b->predicted_ms);
+    });
     std::string measured = first.measured_fastest;
     if (measured.empty())
       measured = (*std::min_element(list.begin(), list.end(), [](auto* a, auto* b) {
                    return a->c->measured_ms < b->c->measured_ms;
                  }))->c->algorithm;
-    const ConvTask& task = first.convs.front().first;
     const ConvTask every = conv_task(task.shape, task.direction, task.batch, first.library);
     std::string best_every;
-    double best_ms = 1e300;
+    double best_ms = 0;
     for (const ConvOption& o : every.options) {
       if (!devices.at(first.device).arch.runs(task.direction, o.algorithm)) continue;  // as analytic_options
       const double ms = option_ms(o, devices.at(first.device), first.math);
-      if (ms < best_ms) best_ms = ms, best_every = o.algorithm;
+      if (best_every.empty() || rank_key(o.algorithm, ms) < rank_key(best_every, best_ms))
+        best_every = o.algorithm, best_ms = ms;
     }
     Tally& t = tally[first.device + " | " + (first.holdout ? "held-out" : "fit")];
     ++t.tasks;

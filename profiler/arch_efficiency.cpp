@@ -100,9 +100,12 @@ Status parse_call_overheads(const YAML::Node& node, const std::string& file, con
   for (const auto& entry : node) {
     ConvFamily family{};
     const std::string name = entry.first.Scalar();
-    if (!conv_family_of(ConvDirection::forward, name, family) || (gemm_only && !conv_family_uses_tensor_cores(family)))
+    if (!conv_family_of(ConvDirection::forward, name, family))
       return error_at(file, entry.first.Mark(),
                       fmt::format("'{}': unknown family '{}' (expected {})", key, name, families));
+    if (gemm_only && !conv_family_uses_tensor_cores(family))
+      return error_at(file, entry.first.Mark(),
+                      fmt::format("'{}': '{}' is not a GEMM family (expected {})", key, name, families));
     auto& row = into[static_cast<int>(family)];
     if (!entry.second.IsMap()) {
       auto us = positive(entry.second, key + "." + name, file);

@@ -129,7 +129,7 @@ struct ArchEfficiency {
   // pointwise_call_overhead_us[family][direction]: a GEMM family's call
   // overhead on a pointwise layer, where it has one of its own: cuDNN 9 on
   // Hopper runs other kernels there, and the precomputed GEMM's small calls
-  // take 0.12-0.16 ms on 1x1 layers against 0.05-0.07 ms on 3x3 ones.
+  // take 0.12-0.16 ms on 1x1 layers against 0.06-0.07 ms on 3x3 ones.
   // Negative: the family's call overhead (family_call_overhead_us).
   std::array<std::array<double, 3>, kConvFamilies> pointwise_call_overhead_us = unset_overheads();
   double tensor_efficiency(MathMode mode) const;

@@ -416,13 +416,18 @@ std::vector<KernelWork> conv_work_one_call(ConvDirection d, std::string_view alg
 //   FFT tiling whatever the layer's size, so they are one group's work
 //   repeated, every launch after the call's first paying the further-kernel
 //   overhead (the model's single call was 15-100x too fast);
-// - the GEMM algorithms all run one grouped kernel, as fast as the implicit
-//   GEMM's whatever the algorithm (explicit GEMM forward measured 0.02-0.05 ms
-//   where its im2col phase and call overhead priced 0.1): the implicit GEMM's
-//   work of the direction.
+// - on a depthwise layer (one input channel per group) the GEMM algorithms
+//   all run one grouped kernel, as fast as the implicit GEMM's whatever the
+//   algorithm (explicit GEMM forward measured 0.02-0.05 ms where its im2col
+//   phase and call overhead priced 0.1): the implicit GEMM's work of the
+//   direction. On a layer with wider groups they keep their own phases (a
+//   dilated 2-group layer's precomputed GEMM ran 2x the implicit GEMM's).
 std::vector<KernelWork> grouped_conv_work(ConvDirection d, std::string_view algorithm, ConvFamily family,
                                           const ConvShape& s, int64_t b) {
+  MPLAN_CHECK(s.C % s.groups == 0 && s.K % s.groups == 0,
+              fmt::format("conv_work: {} input and {} output channels in {} groups", s.C, s.K, s.groups));
   if (!conv_family_is_transform(family)) {
+    if (s.C != s.groups) return conv_work_one_call(d, algorithm, family, s, b);
     const char* implicit = d == ConvDirection::forward ? "implicit_gemm" : "algo_0";
     ConvFamily implicit_family{};
     conv_family_of(d, implicit, implicit_family);

@@ -42,8 +42,9 @@
 // (fit_own_table): every convolution family and direction with fit data is a
 // parameter of its own (the data time every algorithm, so the families can
 // be told apart), and so are the transform and cuBLAS efficiencies, the
-// half-saturation items per SM, each family's cuDNN call overhead and one
-// overhead for the further kernels of a call (arch_efficiency.h), the memory
+// half-saturation items per SM, each family's cuDNN call overhead, each GEMM
+// family's call overhead on pointwise layers, and one overhead for the
+// further kernels of a call (arch_efficiency.h), the memory
 // efficiency, and the GEMM families' tile cost (reduction_half_length,
 // arch_efficiency.h; one parameter for the three families, whose kernels
 // share their tile and epilogue code; started at 64) and each GEMM family's
@@ -76,7 +77,7 @@
 namespace mplan::calibration {
 
 // half starts at what Hopper's kernel times fit (hopper.yaml,
-// half_saturation_items_per_sm: 2063-2352 across refits): whole networks
+// half_saturation_items_per_sm: 1935-2352 across refits): whole networks
 // cannot tell it from s (a lower peak with a later saturation prices a big
 // net the same), so the prior keeps it near the one architecture whose
 // per-layer times at every size measure it. Started at 8192 it stayed there

@@ -350,7 +350,7 @@ TEST(AnalyticModel, ACudnnCallPaysItsFixedCostOnce) {
   // The shipped Hopper table, fitted on the H100's and H200's kernel times:
   // a further kernel costs less than a call, and the precomputed GEMM's
   // forward and backward-data calls on pointwise layers more than twice its
-  // calls elsewhere (its small calls take 0.12-0.16 ms on 1x1 layers, 0.05-0.07
+  // calls elsewhere (its small calls take 0.12-0.16 ms on 1x1 layers, 0.06-0.07
   // ms on 3x3 ones).
   const Device h200 = device_or_die("h200");
   for (ConvDirection d : {ConvDirection::forward, ConvDirection::backward_data}) {
@@ -406,9 +406,20 @@ TEST(AnalyticModel, GroupedConvTransformsLoopOverGroupsGemmsShareOneKernel) {
   for (const char* gemm : {"algo_1", "algo_3"})
     EXPECT_DOUBLE_EQ(ms(ConvDirection::backward_filter, gemm, depthwise),
                      ms(ConvDirection::backward_filter, "algo_0", depthwise));
-  // An ungrouped layer keeps each GEMM algorithm's own phases.
+  // An ungrouped layer, and one with wider groups, keep each GEMM
+  // algorithm's own phases; the transforms still loop over the groups.
   const ConvShape dense = make_conv_shape(128, 8, 8, 128, 3, 3, 1, 1);
-  EXPECT_GT(ms(ConvDirection::forward, "gemm", dense), ms(ConvDirection::forward, "implicit_gemm", dense));
+  const ConvShape two_groups = make_conv_shape(128, 8, 8, 128, 3, 3, 1, 1, /*groups=*/2);
+  for (const ConvShape* wide : {&dense, &two_groups})
+    EXPECT_GT(ms(ConvDirection::forward, "gemm", *wide), ms(ConvDirection::forward, "implicit_gemm", *wide));
+  const ConvShape half = make_conv_shape(64, 8, 8, 64, 3, 3, 1, 1);
+  EXPECT_GT(ms(ConvDirection::forward, "fft", two_groups), 1.5 * ms(ConvDirection::forward, "fft", half));
+  // The bias is added once, over every group's output.
+  ConvShape with_bias = depthwise;
+  with_bias.bias = true;
+  const double bias_add = kernel_time_ms(h200, conv_work(ConvDirection::forward, "fft", with_bias, 32).back());
+  EXPECT_NEAR(ms(ConvDirection::forward, "fft", with_bias) - ms(ConvDirection::forward, "fft", depthwise), bias_add,
+              1e-12);
 }
 
 // An architecture whose cuDNN does not run an algorithm (cuDNN 9 on Hopper:

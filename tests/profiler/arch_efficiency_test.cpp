@@ -244,7 +244,8 @@ TEST(ArchEfficiency, PointwiseCallOverheads) {
 
   auto error_of = [](const std::string& extra) { return error_with(extra); };
   // The GEMM families only: no other family has a pointwise kernel of its own.
-  EXPECT_NE(error_of("pointwise_call_overhead_us: {fft: 3}\n").find("unknown family 'fft'"), std::string::npos);
+  EXPECT_NE(error_of("pointwise_call_overhead_us: {fft: 3}\n").find("'fft' is not a GEMM family"), std::string::npos);
+  EXPECT_NE(error_of("pointwise_call_overhead_us: {direct: 3}\n").find("unknown family 'direct'"), std::string::npos);
   EXPECT_NE(error_of("pointwise_call_overhead_us: [1]\n").find("expected a map of algorithm families"),
             std::string::npos);
   EXPECT_NE(error_of("pointwise_call_overhead_us: {gemm: {up: 3}}\n").find("unknown direction 'up'"),
