@@ -287,7 +287,9 @@ int64_t conv_workspace_bytes(ConvDirection d, std::string_view algorithm, const 
 
 namespace {
 
-// The bias phase of conv_work (its last), for a shape.
+// The bias phase of conv_work (its last): the bias added to Y after the
+// forward convolution, its gradient (a reduction of dY over b, P, Q) computed
+// with the filter gradient (plain kernels).
 std::vector<KernelWork> bias_work(ConvDirection d, const ConvShape& s, int64_t b) {
   const double y = static_cast<double>(b) * s.K * s.P * s.Q;
   if (s.bias && d == ConvDirection::forward) return {KernelWork{y, 2 * y * kFloatBytes, y, 1, 1}};
