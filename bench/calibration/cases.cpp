@@ -164,6 +164,7 @@ ConvOption conv_option(ConvDirection direction, const std::string& algorithm, co
   option.algorithm = algorithm;
   MPLAN_CHECK(conv_family_of(direction, algorithm, option.family), "calibration: no family for " + algorithm);
   option.phases = conv_work(direction, algorithm, shape, batch);
+  option.workspace_bytes = conv_workspace_bytes(direction, algorithm, shape, batch);
   return option;
 }
 
@@ -290,12 +291,17 @@ std::vector<Case> load_cases(const std::string& data_dir, const std::string& sou
     c.measured_ms = std::stod(field(row, "time_ms", net_file));
     c.holdout = field(row, "split", net_file) == "holdout";
     c.math = math_of(field(row, "counts", net_file));
+    c.workspace_limit_bytes = framework_workspace_limit(field(row, "framework", net_file));
     network_case(c, row, data_dir, source_dir, net_file);
     c.layer = field(row, "model", net_file);
     c.task = c.label;
     cases.push_back(std::move(c));
   }
   return cases;
+}
+
+int64_t framework_workspace_limit(const std::string& framework) {
+  return framework.rfind("TensorFlow", 0) == 0 ? int64_t{1} << 32 : 0;
 }
 
 const char* case_kind_name(CaseKind kind) {
@@ -323,12 +329,14 @@ double predict_ms(const Case& c, const Device& device, const ReleaseFactors& rel
   for (const auto& [task, count] : c.convs) {
     double best = 1e300;
     for (const ConvOption& o : task.options) {
+      if (c.workspace_limit_bytes > 0 && o.workspace_bytes > c.workspace_limit_bytes) continue;
       const double ms = option_ms(o, device, c.math);
       if (ms < best) {
         best = ms;
         if (chosen) *chosen = o.algorithm;
       }
     }
+    MPLAN_CHECK(best < 1e300, "calibration: no option of a task of " + c.label + " fits its workspace cap");
     total += count * best * factor;
   }
   for (const auto& [task, count] : c.others)

@@ -45,6 +45,7 @@ struct ConvOption {
   std::string algorithm;
   ConvFamily family{};
   std::vector<KernelWork> phases;
+  int64_t workspace_bytes = 0;
 };
 
 // A convolution task: every option the case's cuDNN release had.
@@ -103,14 +104,23 @@ struct Case {
   std::vector<std::pair<ConvTask, double>> convs;
   std::vector<std::pair<OtherTask, double>> others;
   double extra_copy_bytes = 0;  // weights to the GPU and gradients back each step (TensorFlow parameter server)
+  // The framework's cap on one convolution call's cuDNN workspace: its
+  // autotuner never runs an algorithm that needs more (0: no cap).
+  int64_t workspace_limit_bytes = 0;
 };
+
+// The workspace cap of a framework as networks.csv names it: TensorFlow's
+// default TF_CUDNN_WORKSPACE_LIMIT_IN_MB, 4 GiB (1LL << 32 bytes in its
+// conv_ops); 0 (none) for the others, whose limit is the free memory.
+int64_t framework_workspace_limit(const std::string& framework);
 
 // Reads conv_layers.csv and networks.csv of `data_dir` (models resolved from
 // `source_dir`); aborts with the file and row on malformed data.
 std::vector<Case> load_cases(const std::string& data_dir, const std::string& source_dir);
 
 // The predicted time of a case on `device` (whose architecture table is the
-// one to use); the release factor of the case's architecture and release
+// one to use): each convolution task takes its fastest option within the
+// case's workspace cap; the release factor of the case's architecture and release
 // multiplies its convolution time. `chosen` receives the algorithm of the
 // fastest option of a single-conv case.
 double predict_ms(const Case& c, const Device& device, const ReleaseFactors& release, std::string* chosen = nullptr);
