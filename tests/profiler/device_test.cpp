@@ -15,7 +15,7 @@ TEST(Device, EveryShippedDeviceLoads) {
   for (const char* wanted : {"k40", "titanx", "p100", "v100", "v100-32gb", "a100-40gb", "a100-80gb", "h100", "k80",
                              "titanblack", "p100-sxm2", "gtx1080ti", "titanv", "m40", "t4", "v100-pcie",
                              "a100-pcie-40gb", "a100-pcie-80gb", "h100-pcie", "rtx4090", "l4", "gtx1080", "titanx-pascal", "quadro-rtx8000",
-                             "rtx6000-ada", "quadro-rtx6000", "rtx2080ti"})
+                             "rtx6000-ada", "quadro-rtx6000", "rtx2080ti", "v100-sxm3"})
     EXPECT_NE(std::find(names.begin(), names.end(), wanted), names.end()) << wanted;
   for (const std::string& name : names) {
     Result<Device> device = load_device(name);
