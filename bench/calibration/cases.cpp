@@ -291,7 +291,7 @@ std::vector<Case> load_cases(const std::string& data_dir, const std::string& sou
     c.measured_ms = std::stod(field(row, "time_ms", net_file));
     c.holdout = field(row, "split", net_file) == "holdout";
     c.math = math_of(field(row, "counts", net_file));
-    c.workspace_limit_bytes = framework_workspace_limit(field(row, "framework", net_file));
+    c.workspace_limit_bytes = framework_workspace_limit_bytes(field(row, "framework", net_file));
     network_case(c, row, data_dir, source_dir, net_file);
     c.layer = field(row, "model", net_file);
     c.task = c.label;
@@ -300,7 +300,7 @@ std::vector<Case> load_cases(const std::string& data_dir, const std::string& sou
   return cases;
 }
 
-int64_t framework_workspace_limit(const std::string& framework) {
+int64_t framework_workspace_limit_bytes(const std::string& framework) {
   return framework.rfind("TensorFlow", 0) == 0 ? int64_t{1} << 32 : 0;
 }
 

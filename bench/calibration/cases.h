@@ -112,7 +112,7 @@ struct Case {
 // The workspace cap of a framework as networks.csv names it: TensorFlow's
 // default TF_CUDNN_WORKSPACE_LIMIT_IN_MB, 4 GiB (1LL << 32 bytes in its
 // conv_ops); 0 (none) for the others, whose limit is the free memory.
-int64_t framework_workspace_limit(const std::string& framework);
+int64_t framework_workspace_limit_bytes(const std::string& framework);
 
 // Reads conv_layers.csv and networks.csv of `data_dir` (models resolved from
 // `source_dir`); aborts with the file and row on malformed data.
