@@ -11,6 +11,7 @@
 #include <set>
 #include <string>
 
+#include "frontend/op_table.h"
 #include "frontend/parse.h"
 #include "profiler/kernel_jobs.h"
 #include "profiler/profile.h"
@@ -69,6 +70,31 @@ TEST(KernelJobs, EveryJobOfTheExampleModelsRunsAKernel) {
       ASSERT_NE(job, nullptr) << task_signature(shape);
       EXPECT_EQ(count_role(*job, "input_gradient"), static_cast<int64_t>(shape.inputs.size())) << job->key;
     }
+  }
+}
+
+// The update's job runs the program's update: one sgd_step per layer with
+// parameters (frontend update_invocation), over all parameters once, so that
+// a measured update pays every launch (until 2026-11-27 it was one merged
+// call, 7 us for 79 layers on the H200).
+TEST(KernelJobs, TheUpdateJobLaunchesOneStepPerWeightedLayerAsTheProgramDoes) {
+  for (const char* name : {"cifar_small", "resnet50", "every_op"}) {
+    SCOPED_TRACE(name);
+    Result<Model> model = load_model(std::string(MPLAN_SOURCE_DIR) + "/examples/models/" + name + ".yaml");
+    ASSERT_TRUE(model.ok()) << model.error().to_string();
+    const Tdfg tdfg = build_tdfg(*model);
+    const Invocation program = update_invocation(*model);
+    const rt::JobFile jobs = make_jobs(tdfg, {2}, 1, 0);
+    const rt::Job* update = find_job(jobs, "update ", "@0");
+    ASSERT_NE(update, nullptr);
+    ASSERT_EQ(update->calls.size(), program.calls.size());
+    int64_t next = 0;
+    for (const rt::KernelCall& call : update->calls) {
+      EXPECT_EQ(call.kernel, rt::Kernel::sgd_step);
+      EXPECT_EQ(call.args[0].offset_elements, next);  // slices in order, no gap, no overlap
+      next += call.args[3].integer;
+    }
+    EXPECT_EQ(next, model->parameter_count());
   }
 }
 
