@@ -41,9 +41,9 @@ TaskInvocation invoke_task_shape(const TaskShape& shape, int64_t n, rt::ConvAlgo
                                  int64_t workspace_bytes) {
   TaskInvocation result;
   if (shape.kind == TaskKind::update) {
-    // One SGD step per weighted layer, as the program runs it (codegen: one
-    // sgd_step per layer), so that a measured update pays every launch; the
-    // shape has the layers' count, not their sizes: equal slices of the total.
+    // One SGD step per weighted layer, as the program runs it
+    // (frontend/ops/update.cpp), so that a measured update pays every launch;
+    // the shape has the layers' count, not their sizes: equal slices.
     // (Until 2026-11-27 one merged call: 7 us measured for 79 layers' update.)
     Invocation& out = result.invocation;
     const bool momentum = shape.state_elements > 0;

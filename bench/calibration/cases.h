@@ -120,8 +120,8 @@ std::vector<Case> load_cases(const std::string& data_dir, const std::string& sou
 
 // The predicted time of a case on `device` (whose architecture table is the
 // one to use): each convolution task takes its fastest option within the
-// case's workspace cap; the release factor of the case's architecture and release
-// multiplies its convolution time. `chosen` receives the algorithm of the
+// case's workspace cap; the release factor of the case's architecture and
+// release multiplies its convolution time. `chosen` receives the algorithm of the
 // fastest option of a single-conv case.
 double predict_ms(const Case& c, const Device& device, const ReleaseFactors& release, std::string* chosen = nullptr);
 
