@@ -48,13 +48,17 @@ TaskInvocation invoke_task_shape(const TaskShape& shape, int64_t n, rt::ConvAlgo
     Invocation& out = result.invocation;
     const bool momentum = shape.state_elements > 0;
     const int64_t kernels = std::clamp<int64_t>(shape.tensors, 1, std::max<int64_t>(shape.parameters, 1));
-    const int64_t slice = std::max<int64_t>((shape.parameters + kernels - 1) / kernels, 1);
-    for (int64_t first = 0; first == 0 || first < shape.parameters; first += slice)
+    for (int64_t i = 0; i < kernels; ++i) {
+      // Balanced bounds: every slice has at least one parameter (kernels <= parameters).
+      const int64_t first = shape.parameters * i / kernels;
+      const int64_t count = shape.parameters * (i + 1) / kernels - first;
+      if (count == 0) continue;  // no parameters, no kernel (the program has none either)
       out.call(rt::Kernel::sgd_step,
                {out.tensor(TensorRole::weight, 0, first), out.tensor(TensorRole::weight_grad, 0, first),
-                momentum ? out.tensor(TensorRole::state, 0, first) : rt::Arg::null(),
-                rt::Arg::of(std::min(slice, shape.parameters - first)), rt::Arg::of(rt::Variable::lr),
-                rt::Arg::of_real(momentum ? 0.9 : 0.0), rt::Arg::of_real(0.0), rt::Arg::of(rt::Variable::first_update)});
+                momentum ? out.tensor(TensorRole::state, 0, first) : rt::Arg::null(), rt::Arg::of(count),
+                rt::Arg::of(rt::Variable::lr), rt::Arg::of_real(momentum ? 0.9 : 0.0), rt::Arg::of_real(0.0),
+                rt::Arg::of(rt::Variable::first_update)});
+    }
   } else {
     InvocationContext ctx;
     ctx.samples = n;

@@ -125,6 +125,11 @@ Result<std::vector<KernelTimesFile>> load_kernel_times_files(const std::string& 
     if (split != "" && split != "layers" && split != "holdout")
       return file_error(manifest, fmt::format("split '{}' of {}: expected layers or holdout", split, row.at("file")));
     f->holdout_whole = split == "holdout";
+    const std::string update_job = row.count("update_job") ? row.at("update_job") : "";
+    if (update_job != "" && update_job != "per_layer" && update_job != "merged")
+      return file_error(manifest, fmt::format("update_job '{}' of {}: expected per_layer or merged", update_job,
+                                              row.at("file")));
+    f->update_merged = update_job == "merged";
     files.push_back(std::move(f).value());
   }
   return files;
@@ -153,6 +158,10 @@ Result<std::vector<Case>> kernel_time_cases(const KernelTimesFile& file, const L
     const std::string what = update ? "update" : fmt::format("{} {}", op_name(shape.op), task_kind_name(shape.kind));
     if (!job.error.empty()) {
       ++s.skipped["failed on the GPU: " + what];
+      continue;
+    }
+    if (update && file.update_merged) {
+      ++s.skipped["update timed as one merged sgd_step (kernel_times.csv update_job)"];
       continue;
     }
     // The fastest of the legacy API's algorithms, which the model prices:

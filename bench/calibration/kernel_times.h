@@ -64,6 +64,11 @@ struct KernelTimesFile {
   // the H200's against Hopper's fitted on the H100); "layers" (the default)
   // splits it by LayerSplit's rule.
   bool holdout_whole = false;
+  // kernel_times.csv's update_job column: "merged" marks a file whose
+  // profiler ran the update as one sgd_step over every parameter (before
+  // 2026-11-27), not one per weighted layer as the program does; its update
+  // time leaves out the launches and is not a case. "per_layer" (the default).
+  bool update_merged = false;
 };
 
 // Reads a result file's text against its model (what load_kernel_times_files

@@ -65,7 +65,8 @@ TEST(KernelTimes, CommittedFilesReadAsOneCasePerMeasuredOption) {
   const std::vector<Case> cases = load_kernel_time_cases(files, &summary);
   // Every option of every job (counted from the JSON files independently):
   // AlexNet 630 conv options + 316 other jobs, cifar_small 258 + 115,
-  // ResNet-50 822 (of 843: 21 FFT-tiling options at stride 2 left out) + 190.
+  // ResNet-50 822 (of 843: 21 FFT-tiling options at stride 2 left out) + 190,
+  // less each file's update (timed as one merged sgd_step: update_job).
   std::map<CaseKind, int> kinds;
   for (const Case& c : cases) {
     ++kinds[c.kind];
@@ -77,7 +78,8 @@ TEST(KernelTimes, CommittedFilesReadAsOneCasePerMeasuredOption) {
     EXPECT_GT(c.measured_ms, 0);
   }
   EXPECT_EQ(kinds[CaseKind::conv_task], 630 + 258 + 822);
-  EXPECT_EQ(kinds[CaseKind::other_task], 316 + 115 + 190);
+  EXPECT_EQ(kinds[CaseKind::other_task], 316 + 115 + 190 - 3);
+  EXPECT_EQ(summary.skipped.at("update timed as one merged sgd_step (kernel_times.csv update_job)"), 3);
   EXPECT_EQ(summary.skipped.at("failed on the GPU: batchnorm BP1"), 36);
   EXPECT_EQ(summary.skipped.at("runs no kernel (0 ms): add BP1"), 12);
   EXPECT_EQ(summary.skipped.at("forward fft_tiling: the model refuses it (fft_tiling needs stride 1)"), 12);
@@ -172,6 +174,33 @@ TEST(KernelTimes, BadFilesAreRefusedWithTheKeyNamed) {
   ASSERT_TRUE(good.ok()) << good.error().to_string();
   ASSERT_EQ(good->size(), 1u);
   EXPECT_EQ((*good)[0].convs[0].first.batch, 4);
+}
+
+// A file whose profiler merged the update into one sgd_step (kernel_times.csv
+// update_job: merged) gives no update case; one that ran it per layer does.
+TEST(KernelTimes, AMergedUpdateIsLeftOutAndCounted) {
+  const std::unique_ptr<Model> model = model_of("cifar_small");
+  const Tdfg tdfg = build_tdfg(*model);
+  std::string update_key;
+  for (TaskId t = 0; t < static_cast<TaskId>(tdfg.tasks.size()); ++t)
+    if (tdfg.tasks[t].kind == TaskKind::update) update_key = task_signature(describe_task(tdfg, t)) + "@0";
+  ASSERT_FALSE(update_key.empty());
+  const std::string option = "{\"algorithm\": \"default\", \"time_ms\": 0.008, \"workspace_bytes\": 0}";
+  for (const bool merged : {false, true}) {
+    Result<KernelTimesFile> f = parse_kernel_times_file(results_text("cuda", kFp32Libraries, update_key, option),
+                                                        "t.json", model_of("cifar_small"), "h100", MathMode::fp32,
+                                                        "test");
+    ASSERT_TRUE(f.ok()) << f.error().to_string();
+    f->update_merged = merged;
+    LayerSplit split;
+    split.add_model(f->tdfg);
+    KernelTimesSummary summary;
+    Result<std::vector<Case>> cases = kernel_time_cases(*f, split, &summary);
+    ASSERT_TRUE(cases.ok()) << cases.error().to_string();
+    EXPECT_EQ(cases->size(), merged ? 0u : 1u);
+    EXPECT_EQ(summary.skipped.count("update timed as one merged sgd_step (kernel_times.csv update_job)"),
+              merged ? 1u : 0u);
+  }
 }
 
 // The graph API's engine configurations (graph_<r>, runtime/cuda/conv_graph.h)

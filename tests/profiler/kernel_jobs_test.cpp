@@ -77,25 +77,57 @@ TEST(KernelJobs, EveryJobOfTheExampleModelsRunsAKernel) {
 // parameters (frontend update_invocation), over all parameters once, so that
 // a measured update pays every launch (until 2026-11-27 it was one merged
 // call, 7 us for 79 layers on the H200).
+void expect_update_job_as_program(const Model& model) {
+  const Tdfg tdfg = build_tdfg(model);
+  const Invocation program = update_invocation(model);
+  const rt::JobFile jobs = make_jobs(tdfg, {2}, 1, 0);
+  const rt::Job* update = find_job(jobs, "update ", "@0");
+  ASSERT_NE(update, nullptr);
+  ASSERT_EQ(update->calls.size(), program.calls.size());
+  const bool momentum = model.optimizer.momentum > 0;
+  int64_t next = 0;
+  for (const rt::KernelCall& call : update->calls) {
+    EXPECT_EQ(call.kernel, rt::Kernel::sgd_step);
+    // Weights, their gradients and the momentum sliced alike: in order, no
+    // gap, no overlap, at least one parameter each.
+    EXPECT_EQ(call.args[0].offset_elements, next);
+    EXPECT_EQ(call.args[1].offset_elements, next);
+    EXPECT_EQ(call.args[2].kind, momentum ? rt::ArgKind::tensor : rt::ArgKind::null_pointer);
+    if (momentum) {
+      EXPECT_EQ(call.args[2].offset_elements, next);
+    }
+    EXPECT_GE(call.args[3].integer, 1);
+    next += call.args[3].integer;
+  }
+  EXPECT_EQ(next, model.parameter_count());
+}
+
 TEST(KernelJobs, TheUpdateJobLaunchesOneStepPerWeightedLayerAsTheProgramDoes) {
   for (const char* name : {"cifar_small", "resnet50", "every_op"}) {
     SCOPED_TRACE(name);
     Result<Model> model = load_model(std::string(MPLAN_SOURCE_DIR) + "/examples/models/" + name + ".yaml");
     ASSERT_TRUE(model.ok()) << model.error().to_string();
-    const Tdfg tdfg = build_tdfg(*model);
-    const Invocation program = update_invocation(*model);
-    const rt::JobFile jobs = make_jobs(tdfg, {2}, 1, 0);
-    const rt::Job* update = find_job(jobs, "update ", "@0");
-    ASSERT_NE(update, nullptr);
-    ASSERT_EQ(update->calls.size(), program.calls.size());
-    int64_t next = 0;
-    for (const rt::KernelCall& call : update->calls) {
-      EXPECT_EQ(call.kernel, rt::Kernel::sgd_step);
-      EXPECT_EQ(call.args[0].offset_elements, next);  // slices in order, no gap, no overlap
-      next += call.args[3].integer;
-    }
-    EXPECT_EQ(next, model->parameter_count());
+    expect_update_job_as_program(*model);
   }
+  // Six weighted layers with 13 parameters in all, no momentum: slices of
+  // ceil(13 / 6) would make five calls.
+  SCOPED_TRACE("tiny");
+  expect_update_job_as_program(test::parse_or_die(R"(
+name: tiny
+input: [1, 2, 2]
+batch: 2
+classes: 2
+optimizer: {kind: sgd, lr: 0.1}
+layers:
+  - {name: c1, op: conv, out: 1, kernel: 1, bias: false}
+  - {name: c2, op: conv, out: 1, kernel: 1, bias: false}
+  - {name: c3, op: conv, out: 1, kernel: 1, bias: false}
+  - {name: c4, op: conv, out: 1, kernel: 1, bias: false}
+  - {name: c5, op: conv, out: 1, kernel: 1, bias: false}
+  - {name: flat, op: flatten}
+  - {name: fc, op: linear, out: 2, bias: false}
+  - {name: loss, op: softmax_xent}
+)"));
 }
 
 // add(x, x) reads one layer twice: one gradient, copied then added to. Its
