@@ -108,11 +108,11 @@ std::string task_of(const Outcome& o) {
   return shape.kind == TaskKind::update ? "update" : fmt::format("{} {}", op_name(shape.op), task_kind_name(shape.kind));
 }
 
-std::vector<Outcome> evaluate(const std::vector<Case>& cases, const Devices& devices, const ReleaseFactors& release) {
+std::vector<Outcome> evaluate(const std::vector<Case>& cases, const Devices& devices, const SourceTerms& terms) {
   std::vector<Outcome> outcomes;
   for (const Case& c : cases) {
     Outcome o{&c, 0, ""};
-    o.predicted_ms = predict_ms(c, devices.at(c.device), release, &o.chosen);
+    o.predicted_ms = predict_ms(c, devices.at(c.device), terms, &o.chosen);
     outcomes.push_back(o);
   }
   return outcomes;
@@ -420,7 +420,9 @@ void network_ideals(const std::vector<KernelTimesFile>& files, const LayerSplit&
              "`ideal`). Whole networks mix fit and held-out layers; the middle columns sum the convolution tasks\n"
              "alone against the fastest legacy algorithm measured (the model prices no graph-API configuration;\n"
              "the measured ideal and the held-out sums take the fastest option, `graph_<r>` included), the\n"
-             "last ones the held-out layers' tasks.\n\n"
+             "last ones the held-out layers' tasks. The predictions are the planner's (a busy stream), the\n"
+             "measurements sums of tasks each timed alone; Hopper's table splits no fixed cost between host and\n"
+             "device, so on it the two forms agree.\n\n"
              "| GPU | model | batch | predicted ms | measured ms | ratio | convolutions: predicted ms | measured (legacy) ms | "
              "ratio | held-out tasks: predicted ms | measured ms | ratio |\n"
              "|---|---|---|---|---|---|---|---|---|---|---|---|\n");
@@ -527,30 +529,34 @@ int main(int argc, char** argv) {
   for (const auto& [reason, n] : summary.skipped) fmt::print(" {} x {};", n, reason);
   fmt::print("\n");
 
-  ReleaseFactors release;
+  SourceTerms terms;
   if (do_fit) {
     Params p = fit(shared_cases, devices);
     for (const std::string& arch : own) fit_own_table(own_cases[arch], devices, p, arch);
     calibration::apply(p, devices);
-    release = p.release;
+    terms = p.source;
     if (write) {
       // The files hold 4 significant digits: their held_out_error is the
       // error of the tables as written and read back, not of the unrounded fit.
       const auto fitted_on = fitted_on_text(cases, devices, own);
       write_arch_files(p, devices, fitted_on, {});
       devices = load_case_devices(cases);
-      const std::vector<Outcome> outcomes = evaluate(cases, devices, release);
+      const std::vector<Outcome> outcomes = evaluate(cases, devices, terms);
       std::set<std::string> scaled;
       for (const auto& [arch, factors] : p.speed) scaled.insert(arch);
       write_arch_files(p, devices, fitted_on, held_out_text(outcomes, devices, own, scaled));
     }
   } else {
-    release = fit_release_factors(shared_cases, devices);
+    terms = fit_source_terms(shared_cases, devices);
   }
   fmt::print("\nOld cuDNN releases' kernel speed factors (time multipliers, fitted on the fit split):");
-  for (const auto& [key, factor] : release) fmt::print(" {} {:.2f};", key, factor);
+  for (const auto& [key, factor] : terms)
+    if (key.rfind("host.", 0) != 0) fmt::print(" {} {:.2f};", key, factor);
+  fmt::print("\nFrameworks' host work per task beyond the model's launches and calls (µs, fitted on the fit split):");
+  for (const auto& [key, us] : terms)
+    if (key.rfind("host.", 0) == 0) fmt::print(" {}: {:.1f};", key.substr(5), us);
   fmt::print("\n");
-  const std::vector<Outcome> outcomes = evaluate(cases, devices, release);
+  const std::vector<Outcome> outcomes = evaluate(cases, devices, terms);
   report(outcomes, true);
   report(outcomes, false);
   algorithm_agreement(outcomes, devices, list_cases);

@@ -28,9 +28,9 @@ KernelWork gemm(double flops, double bytes, double parallel_items) {
   return w;
 }
 
-// The work of a non-conv task: the op table's estimate (memory-bound ops by
-// bytes moved, linear layers as cuBLAS GEMMs; DESIGN.md), and the update's.
-std::vector<KernelWork> layer_work(const TaskShape& s, int64_t b) {
+}  // namespace
+
+std::vector<KernelWork> task_work(const TaskShape& s, int64_t b) {
   if (s.kind == TaskKind::update) {
     // SGD with momentum and weight decay, one kernel per weighted layer: read
     // W, dW and the momentum, write W and the momentum, zero dW for the next
@@ -40,7 +40,7 @@ std::vector<KernelWork> layer_work(const TaskShape& s, int64_t b) {
                       4.0 * s.parameters)};
   }
   const OpSpec& spec = op_spec(s.op);
-  MPLAN_CHECK(spec.work != nullptr, fmt::format("layer_work: no model for {} {}", spec.name, task_kind_name(s.kind)));
+  MPLAN_CHECK(spec.work != nullptr, fmt::format("task_work: no model for {} {}", spec.name, task_kind_name(s.kind)));
   std::vector<KernelWork> phases;
   const Layer layer = task_layer(s);
   for (const WorkEstimate& w : spec.work(OpTask{layer, s.inputs, s.output, s.kind}, b)) {
@@ -53,10 +53,10 @@ std::vector<KernelWork> layer_work(const TaskShape& s, int64_t b) {
   return phases;
 }
 
-double time_ms(const Device& device, const std::vector<KernelWork>& phases, MathMode math) {
-  double total = 0;
-  for (const KernelWork& phase : phases) total += kernel_time_ms(device, phase, math);
-  return total;
+namespace {
+
+double time_ms(const Device& device, const std::vector<KernelWork>& phases, MathMode math, StreamState stream) {
+  return stream_time_ms(phases_cost(device, phases, math), stream);
 }
 
 }  // namespace
@@ -66,10 +66,10 @@ std::vector<TaskOption> analytic_options(const Device& device, const TaskShape& 
 }
 
 std::vector<TaskOption> analytic_options(const Device& device, const TaskShape& shape, int64_t sub_batch,
-                                         MathMode math) {
+                                         MathMode math, StreamState stream) {
   MPLAN_CHECK(sub_batch >= 1, "analytic_options: the sub-batch must be at least 1");
   if (shape.kind == TaskKind::update || !op_spec(shape.op).has_algorithms)
-    return {TaskOption{"default", time_ms(device, layer_work(shape, sub_batch), math),
+    return {TaskOption{"default", time_ms(device, task_work(shape, sub_batch), math, stream),
                        task_scratch_bytes(shape, sub_batch)}};
   const ConvDirection direction = conv_direction(shape.kind);
   const ConvShape conv = conv_shape(shape);
@@ -77,7 +77,7 @@ std::vector<TaskOption> analytic_options(const Device& device, const TaskShape& 
   for (const std::string& algorithm : conv_algorithm_names(direction)) {
     if (!conv_supported(direction, algorithm, conv)) continue;
     if (!device.arch.runs(direction, algorithm)) continue;  // this architecture's cuDNN does not run it
-    options.push_back(TaskOption{algorithm, time_ms(device, conv_work(direction, algorithm, conv, sub_batch), math),
+    options.push_back(TaskOption{algorithm, time_ms(device, conv_work(direction, algorithm, conv, sub_batch), math, stream),
                                  conv_workspace_bytes(direction, algorithm, conv, sub_batch)});
   }
   MPLAN_CHECK(!options.empty(), "analytic_options: no conv algorithm supports the shape");

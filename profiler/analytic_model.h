@@ -12,6 +12,7 @@
 
 #include "profiler/cost_model.h"
 #include "profiler/device.h"
+#include "profiler/kernel_work.h"
 #include "profiler/math_mode.h"
 #include "profiler/signature.h"
 
@@ -21,10 +22,17 @@ namespace mplan {
 // less workspace first). Conv tasks: one per algorithm cuDNN supports for the
 // shape; other tasks: one, "default". The update ignores b (once per iteration).
 // Convolutions and GEMMs run in `math` (the device's default math mode when
-// not given; profiler/math_mode.h).
+// not given; profiler/math_mode.h). The times are on a busy stream, as the
+// generated program runs them (kernel_work.h, StreamState), unless `stream`
+// says idle (as the kernel profiler times them).
 std::vector<TaskOption> analytic_options(const Device& device, const TaskShape& shape, int64_t sub_batch);
 std::vector<TaskOption> analytic_options(const Device& device, const TaskShape& shape, int64_t sub_batch,
-                                         MathMode math);
+                                         MathMode math, StreamState stream = StreamState::busy);
+
+// The kernels of a task that is not a convolution: the op table's estimate
+// (memory-bound ops by bytes moved, linear layers as cuBLAS GEMMs;
+// DESIGN.md), and the update's (one SGD kernel per weighted layer).
+std::vector<KernelWork> task_work(const TaskShape& shape, int64_t sub_batch);
 
 // Whether the device has the math mode; the error lists the modes it has.
 Status check_math_mode(const Device& device, MathMode math);

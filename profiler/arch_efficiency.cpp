@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <utility>
 #include <sstream>
 
 #include "profiler/install_paths.h"
@@ -235,7 +236,7 @@ Result<ArchEfficiency> parse_arch_efficiency(const std::string& yaml_text, const
                                        "half_saturation_items_per_sm", "conv_call_overhead_us",
                                        "conv_kernel_overhead_us", "family_call_overhead_us",
                                        "pointwise_call_overhead_us", "memory_efficiency",
-                                       "tensor_core_efficiency", "gemm_reduction_half_length",
+                                       "kernel_gap_us", "host_overhead_us", "tensor_core_efficiency", "gemm_reduction_half_length",
                                        "filter_reduction_chunk", "pointwise_conv_factor",
                                        "unavailable_algorithms"};
   for (const auto& entry : root)
@@ -245,7 +246,7 @@ Result<ArchEfficiency> parse_arch_efficiency(const std::string& yaml_text, const
                                   "conv_efficiency, fft_transform_efficiency, linear_gemm_efficiency, "
                                   "half_saturation_items_per_sm, conv_call_overhead_us, conv_kernel_overhead_us, "
                                   "family_call_overhead_us, pointwise_call_overhead_us, memory_efficiency, "
-                                  "tensor_core_efficiency, gemm_reduction_half_length, filter_reduction_chunk, "
+                                  "kernel_gap_us, host_overhead_us, tensor_core_efficiency, gemm_reduction_half_length, filter_reduction_chunk, "
                                   "pointwise_conv_factor, unavailable_algorithms)",
                                   entry.first.Scalar()));
   for (const char* required : {"name", "conv_efficiency", "fft_transform_efficiency", "linear_gemm_efficiency",
@@ -311,10 +312,14 @@ Result<ArchEfficiency> parse_arch_efficiency(const std::string& yaml_text, const
   auto overhead = positive(root["conv_call_overhead_us"], "conv_call_overhead_us", file);
   if (!overhead) return overhead.error();
   arch.conv_call_overhead_us = *overhead;
-  if (root["conv_kernel_overhead_us"]) {
-    auto kernel = positive(root["conv_kernel_overhead_us"], "conv_kernel_overhead_us", file);
-    if (!kernel) return kernel.error();
-    arch.conv_kernel_overhead_us = *kernel;
+  // Optional figures >= 0: absent keys keep their defaults.
+  for (auto [key, value] : {std::pair{"conv_kernel_overhead_us", &arch.conv_kernel_overhead_us},
+                            std::pair{"kernel_gap_us", &arch.kernel_gap_us},
+                            std::pair{"host_overhead_us", &arch.host_overhead_us}}) {
+    if (!root[key]) continue;
+    auto figure = positive(root[key], key, file);
+    if (!figure) return figure.error();
+    *value = *figure;
   }
   if (const YAML::Node by_family = root["family_call_overhead_us"]) {
     if (Status ok = parse_call_overheads(by_family, file, "family_call_overhead_us", false,

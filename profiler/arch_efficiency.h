@@ -105,6 +105,17 @@ struct ArchEfficiency {
   // overhead (every kernel pays it; every table fitted on networks alone).
   double conv_kernel_overhead_us = -1;
   double memory_efficiency = 0.8;      // fraction of bandwidth streaming kernels reach
+  // The device's share of a kernel's launch (the device file's
+  // launch_latency_us): the gap between two kernels on a busy stream, whose
+  // host issued the second while the first ran; the rest of the launch is
+  // the host's (kernel_work.h, KernelCost). Negative: the whole launch is the
+  // device's.
+  double kernel_gap_us = -1;
+  // The host's share of each cuDNN overhead (a call's, a further kernel's):
+  // min(overhead, this) is host work, the rest device work. 0: all of it is
+  // the device's (a table fitted on kernel times from an idle stream, which
+  // cannot tell the two apart).
+  double host_overhead_us = 0;
   // Fraction of the tensor-core peak of a math mode that GEMM-like kernels
   // reach on a full GPU (forward; backward directions scale as in FP32).
   // 0: the architecture has no tensor cores for the mode.

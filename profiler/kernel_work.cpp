@@ -68,7 +68,7 @@ double work_efficiency(const Device& device, const KernelWork& work, MathMode ma
   return base_efficiency(device, work, math, peak_flops) * tile_amortisation(device.arch, effective_work(device.arch, work));
 }
 
-double kernel_time_ms(const Device& device, const KernelWork& work, MathMode math) {
+KernelCost kernel_cost(const Device& device, const KernelWork& work, MathMode math) {
   double compute_s = 0;
   if (work.flops > 0) {
     double peak = 0;
@@ -85,9 +85,38 @@ double kernel_time_ms(const Device& device, const KernelWork& work, MathMode mat
   if (work.cudnn == KernelWork::Cudnn::first_kernel)
     overhead_us = device.arch.call_overhead_us(work.family, work.direction, work.pointwise);
   if (work.cudnn == KernelWork::Cudnn::further_kernel) overhead_us = device.arch.kernel_overhead_us();
-  const double overhead_ms = overhead_us / 1000.0;
-  return static_cast<double>(work.repeats) *
-         (work.kernels * device.launch_latency_ms + overhead_ms + std::max(compute_s, memory_s) * 1000.0);
+  const double gap_ms = device.arch.kernel_gap_us < 0
+                            ? device.launch_latency_ms
+                            : std::min(device.arch.kernel_gap_us / 1000.0, device.launch_latency_ms);
+  // The host's share of the overhead is at most the table's
+  // host_overhead_us; beyond it, the overhead is device work (a family's own
+  // kernels: cuDNN 9's precomputed GEMM on a pointwise layer).
+  const double host_us = std::min(overhead_us, device.arch.host_overhead_us);
+  const double repeats = static_cast<double>(work.repeats);
+  KernelCost cost;
+  cost.device_ms =
+      repeats * (work.kernels * gap_ms + (overhead_us - host_us) / 1000.0 + std::max(compute_s, memory_s) * 1000.0);
+  cost.host_ms = repeats * (work.kernels * (device.launch_latency_ms - gap_ms) + host_us / 1000.0);
+  return cost;
+}
+
+double kernel_time_ms(const Device& device, const KernelWork& work, MathMode math) {
+  const KernelCost cost = kernel_cost(device, work, math);
+  return cost.device_ms + cost.host_ms;
+}
+
+KernelCost phases_cost(const Device& device, const std::vector<KernelWork>& phases, MathMode math) {
+  KernelCost total;
+  for (const KernelWork& phase : phases) {
+    const KernelCost cost = kernel_cost(device, phase, math);
+    total.device_ms += cost.device_ms;
+    total.host_ms += cost.host_ms;
+  }
+  return total;
+}
+
+double stream_time_ms(const KernelCost& cost, StreamState stream) {
+  return stream == StreamState::busy ? std::max(cost.device_ms, cost.host_ms) : cost.device_ms + cost.host_ms;
 }
 
 }  // namespace mplan

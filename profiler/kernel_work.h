@@ -13,6 +13,8 @@
 // (profiler/arch_efficiency.h) by the kind of kernel, so that the work of an
 // algorithm is the same on every GPU and only the table differs.
 
+#include <vector>
+
 #include "profiler/arch_efficiency.h"
 #include "profiler/device.h"
 #include "profiler/math_mode.h"
@@ -70,6 +72,30 @@ KernelWork effective_work(const ArchEfficiency& arch, const KernelWork& work);
 // layers) of a device that has the mode; everything else runs on FP32 cores.
 // 16-bit modes halve the bytes moved.
 double kernel_time_ms(const Device& device, const KernelWork& work, MathMode math = MathMode::fp32);
+
+// The two sides of a piece of work's time. The device's: the arithmetic or
+// the memory traffic, whichever is slower, the architecture's kernel_gap_us
+// per kernel, and any cuDNN overhead beyond the table's host_overhead_us. The
+// host's: the rest of each launch and the cuDNN overhead up to
+// host_overhead_us (descriptor checks, the call's own setup). kernel_time_ms
+// is their sum.
+struct KernelCost {
+  double device_ms = 0;
+  double host_ms = 0;
+};
+KernelCost kernel_cost(const Device& device, const KernelWork& work, MathMode math = MathMode::fp32);
+KernelCost phases_cost(const Device& device, const std::vector<KernelWork>& phases, MathMode math = MathMode::fp32);
+
+// How a task's calls meet the device.
+//   idle: each task is timed alone from an idle stream (the kernel
+//     profiler's events): the host's work, then the device's, in series.
+//   busy: a program issues the next task while the device runs the previous
+//     one (mplan's generated program, a framework's training loop): the task
+//     takes whichever side is longer. A pipeline one task deep: no credit is
+//     taken for a host further ahead, so a run of tiny tasks is never priced
+//     below its host's work.
+enum class StreamState { idle, busy };
+double stream_time_ms(const KernelCost& cost, StreamState stream);
 
 // The fraction of peak the work's arithmetic reaches on a full GPU, and the
 // peak it is a fraction of (FLOP/s), in a math mode. A GEMM-family conv

@@ -8,7 +8,9 @@
 #   bash scripts/plans_changed.sh HEAD~1 k40 12GiB 8GiB 4GiB
 #
 # Needs build/cli/mplan. Only the device files differ between the two runs:
-# the planner is the working tree's in both. "plan changed" compares the
+# the planner is the working tree's in both, unless MPLAN_BEFORE names an
+# mplan built from BEFORE (a change of the model's code, not only of its
+# tables), which then plans "before" with its own tree's device files. "plan changed" compares the
 # plan's shape (sub-batch, rounds, offloads), not its algorithms; a compile
 # that makes no plan (a budget too small, a device BEFORE lacks) says "fails".
 set -euo pipefail
@@ -60,8 +62,13 @@ echo "| model | budget | before: simulated ms | sub-batch x rounds | offloads (t
 echo "|---|---|---|---|---|---|---|---|---|"
 for model in alexnet vgg16 vgg19 resnet18 resnet34 resnet50 resnet101 resnet152 googlenet densenet121 resnet1001 resnet2500; do
   for budget in "${budgets[@]}"; do
-    MPLAN_HOME="$work/home" "$mplan" compile "$root/examples/models/$model.yaml" --device "$device" \
-      --budget "$budget" -o "$work/before" > "$work/before.txt" 2>&1 || true
+    if [[ -n ${MPLAN_BEFORE:-} ]]; then
+      env -u MPLAN_HOME "$MPLAN_BEFORE" compile "$root/examples/models/$model.yaml" --device "$device" \
+        --budget "$budget" -o "$work/before" > "$work/before.txt" 2>&1 || true
+    else
+      MPLAN_HOME="$work/home" "$mplan" compile "$root/examples/models/$model.yaml" --device "$device" \
+        --budget "$budget" -o "$work/before" > "$work/before.txt" 2>&1 || true
+    fi
     env -u MPLAN_HOME "$mplan" compile "$root/examples/models/$model.yaml" --device "$device" --budget "$budget" \
       -o "$work/after" > "$work/after.txt" 2>&1 || true
     b=$(summary "$work/before.txt")

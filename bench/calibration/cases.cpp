@@ -291,7 +291,8 @@ std::vector<Case> load_cases(const std::string& data_dir, const std::string& sou
     c.measured_ms = std::stod(field(row, "time_ms", net_file));
     c.holdout = field(row, "split", net_file) == "holdout";
     c.math = math_of(field(row, "counts", net_file));
-    c.workspace_limit_bytes = framework_workspace_limit_bytes(field(row, "framework", net_file));
+    c.framework = field(row, "framework", net_file);
+    c.workspace_limit_bytes = framework_workspace_limit_bytes(c.framework);
     network_case(c, row, data_dir, source_dir, net_file);
     c.layer = field(row, "model", net_file);
     c.task = c.label;
@@ -319,28 +320,40 @@ std::string release_key(const std::string& architecture, const std::string& libr
   return architecture + "." + rest.substr(0, rest.find(' '));
 }
 
-double predict_ms(const Case& c, const Device& device, const ReleaseFactors& release, std::string* chosen) {
+std::string host_key(const std::string& framework) { return "host." + framework; }
+
+double predict_ms(const Case& c, const Device& device, const SourceTerms& terms, std::string* chosen) {
   double factor = 1;
   if (c.release > 0) {
-    auto it = release.find(release_key(device.architecture, c.library));
-    if (it != release.end()) factor = it->second;
+    auto it = terms.find(release_key(device.architecture, c.library));
+    if (it != terms.end()) factor = it->second;
   }
+  double framework_host_ms = 0;
+  if (!c.framework.empty()) {
+    auto it = terms.find(host_key(c.framework));
+    if (it != terms.end()) framework_host_ms = it->second / 1000.0;
+  }
+  auto task_ms = [&](KernelCost cost, double device_factor) {
+    cost.device_ms *= device_factor;
+    cost.host_ms += framework_host_ms;
+    return stream_time_ms(cost, c.stream);
+  };
   double total = 0;
   for (const auto& [task, count] : c.convs) {
     double best = 1e300;
     for (const ConvOption& o : task.options) {
       if (c.workspace_limit_bytes > 0 && o.workspace_bytes > c.workspace_limit_bytes) continue;
-      const double ms = option_ms(o, device, c.math);
+      const double ms = task_ms(phases_cost(device, o.phases, c.math), factor);
       if (ms < best) {
         best = ms;
         if (chosen) *chosen = o.algorithm;
       }
     }
     MPLAN_CHECK(best < 1e300, "calibration: no option of a task of " + c.label + " fits its workspace cap");
-    total += count * best * factor;
+    total += count * best;
   }
   for (const auto& [task, count] : c.others)
-    total += count * analytic_options(device, task.shape, task.batch, c.math).front().time_ms;
+    total += count * task_ms(phases_cost(device, task_work(task.shape, task.batch), c.math), 1.0);
   if (c.extra_copy_bytes > 0)
     total += analytic_copy_ms(device, static_cast<int64_t>(c.extra_copy_bytes), true) +
              analytic_copy_ms(device, static_cast<int64_t>(c.extra_copy_bytes), false);

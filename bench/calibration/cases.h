@@ -33,12 +33,19 @@ bool library_has(const std::string& library, ConvDirection direction, const std:
 // their own, per architecture), 0 for R4 and later.
 int old_release(const std::string& library);
 
-// Speed factors of old releases: "<architecture>.R<n>" -> time multiplier of
-// that release's convolutions on that architecture (absent: 1). A release
-// candidate is a release of its own ("maxwell.R3-rc1": convnet-benchmarks
-// timed its single layers with R3-rc1, its networks with R3).
-using ReleaseFactors = std::map<std::string, double>;
+// What the sources of the data add that the product's model has no term for,
+// fitted on the fit split (fit.h) and never written to a table:
+//   "<architecture>.R<n>" (release_key): the time multiplier of an old
+//     release's convolutions on that architecture (absent: 1). A release
+//     candidate is a release of its own ("maxwell.R3-rc1": convnet-benchmarks
+//     timed its single layers with R3-rc1, its networks with R3);
+//   "host.<framework>" (host_key): the framework's own host work per task, in
+//     µs, on top of the launches and cuDNN calls the model prices (absent: 0).
+//     PyTorch 0.3 runs each op from Python, and at batch 16 in FP16 its GPU
+//     waits for it; mplan's generated program has no such term.
+using SourceTerms = std::map<std::string, double>;
 std::string release_key(const std::string& architecture, const std::string& library);
+std::string host_key(const std::string& framework);
 
 // One way to run a convolution task: its algorithm and its kernels.
 struct ConvOption {
@@ -61,7 +68,8 @@ ConvOption conv_option(ConvDirection direction, const std::string& algorithm, co
 // Every option of a convolution task the release had (library_has) and the
 // model supports.
 ConvTask conv_task(const ConvShape& shape, ConvDirection direction, int64_t batch, const std::string& library);
-// The predicted time of one option (its kernels) in a math mode.
+// The predicted time of one option (its kernels) in a math mode, timed alone
+// from an idle stream (kernel_work.h, StreamState).
 double option_ms(const ConvOption& option, const Device& device, MathMode math);
 
 // Another task of a network (pool, relu, batch norm, linear, update...).
@@ -107,6 +115,12 @@ struct Case {
   // The framework's cap on one convolution call's cuDNN workspace: its
   // autotuner never runs an algorithm that needs more (0: no cap).
   int64_t workspace_limit_bytes = 0;
+  // networks.csv's framework ("" for a single layer or kernel times).
+  std::string framework;
+  // How the source timed the tasks (kernel_work.h): a training loop or a
+  // layer run in a loop keeps the stream busy; the kernel profiler times
+  // each task from an idle stream.
+  StreamState stream = StreamState::busy;
 };
 
 // The workspace cap of a framework as networks.csv names it: TensorFlow's
@@ -119,10 +133,12 @@ int64_t framework_workspace_limit_bytes(const std::string& framework);
 std::vector<Case> load_cases(const std::string& data_dir, const std::string& source_dir);
 
 // The predicted time of a case on `device` (whose architecture table is the
-// one to use): each convolution task takes its fastest option within the
-// case's workspace cap; the release factor of the case's architecture and
-// release multiplies its convolution time. `chosen` receives the algorithm of the
+// one to use): each task's device and host work (kernel_work.h) met as the
+// case's stream state says, each convolution task at its fastest option
+// within the case's workspace cap; the release factor of the case's
+// architecture and release multiplies its convolutions' device work, and the
+// framework's host term adds to every task's host work. `chosen` receives the algorithm of the
 // fastest option of a single-conv case.
-double predict_ms(const Case& c, const Device& device, const ReleaseFactors& release, std::string* chosen = nullptr);
+double predict_ms(const Case& c, const Device& device, const SourceTerms& terms, std::string* chosen = nullptr);
 
 }  // namespace mplan::calibration

@@ -34,12 +34,16 @@ constexpr ConvFamily kGemmFamilies[] = {ConvFamily::implicit_gemm, ConvFamily::i
 // Start of a backward-filter split-K chunk: the model's default (conv_algorithms.cpp).
 constexpr double kStartFilterChunk = 1024;
 constexpr int kTiedFamily = static_cast<int>(ConvFamily::implicit_precomp_gemm);
+// Start of a framework's host term: 1 µs, next to nothing beyond the launches
+// and calls the model prices; the data move it (no prior).
+constexpr double kStartHostUs = 1;
 
 // A parameter the fit moves: a value, its bounds and its starting value.
 struct Free {
   std::string name;
   double* value;
   double lo, hi, start;
+  bool prior = true;  // false: the data alone (a framework's host term, whose start is a guess)
 };
 
 // Weighted soft-L1 sum of log errors over the fit split, plus the prior.
@@ -68,12 +72,13 @@ struct Objective {
     double sum = 0;
     for (size_t i = 0; i < cases.size(); ++i) {
       if (weights[i] == 0) continue;
-      const double predicted = predict_ms(cases[i], devices.at(cases[i].device), p.release);
+      const double predicted = predict_ms(cases[i], devices.at(cases[i].device), p.source);
       const double e = std::log(predicted / cases[i].measured_ms);
       const double k = kRobustScale;
       sum += weights[i] * 2 * k * k * (std::sqrt(1 + (e / k) * (e / k)) - 1);
     }
     for (const Free& f : free) {
+      if (!f.prior) continue;
       const double e = std::log(*f.value / f.start);
       sum += prior * e * e;
     }
@@ -124,6 +129,19 @@ double descend(const std::vector<Case>& cases, Params& p, Devices& devices, std:
 
 std::string yaml_number(double v) { return fmt::format("{:.4g}", v); }
 
+// A host term (cases.h, SourceTerms) for every framework with fit network
+// cases, started at kStartHostUs and moved by the data alone.
+void add_host_terms(const std::vector<Case>& cases, SourceTerms& terms, std::vector<Free>& free) {
+  std::set<std::string> frameworks;
+  for (const Case& c : cases)
+    if (!c.holdout && c.kind == CaseKind::network && !c.framework.empty()) frameworks.insert(c.framework);
+  for (const std::string& framework : frameworks) terms.emplace(host_key(framework), kStartHostUs);
+  for (const std::string& framework : frameworks) {
+    double& us = terms.at(host_key(framework));
+    free.push_back({host_key(framework), &us, 0.01, 1000, us, false});
+  }
+}
+
 }  // namespace
 
 // Generations without measurements of their own take a relative's values:
@@ -165,6 +183,10 @@ ArchEfficiency shared_table(const Params& p, const std::string& name, const Arch
   table.family_call_overhead_us = ArchEfficiency::unset_overheads();
   table.pointwise_call_overhead_us = ArchEfficiency::unset_overheads();
   table.memory_efficiency = std::min(1.0, fp32.memory);
+  // Fitted on networks, which a framework runs on a busy stream: the launch
+  // splits at the shared gap, the call overhead is the host's.
+  table.kernel_gap_us = p.kernel_gap_us;
+  table.host_overhead_us = fp32.overhead_us;
   const bool tensor_cores = own == "volta" || own == "ampere";
   table.tensor_fp16 = tensor_cores ? std::min(1.0, tensor.fp16) : 0;
   table.tensor_bf16 = own == "ampere" ? std::min(1.0, tensor.fp16) : 0;  // no BF16 data: FP16's
@@ -224,6 +246,11 @@ ArchEfficiency arch_table(const Params& p, const std::string& name, const ArchEf
   table.family_call_overhead_us = own.table.family_call_overhead_us;
   table.pointwise_call_overhead_us = own.table.pointwise_call_overhead_us;
   table.memory_efficiency = own.table.memory_efficiency;
+  // Kernel times from an idle stream count host and device work together and
+  // cannot split them: every fixed cost stays the device's (docs/cost-model.md,
+  // "Host and device").
+  table.kernel_gap_us = -1;
+  table.host_overhead_us = 0;
   return table;
 }
 
@@ -275,8 +302,10 @@ Params fit(const std::vector<Case>& cases, Devices devices) {
   add("transform_backward_data", &p.transform_backward_data, 0.3, 2.0);
   add("transform_backward_filter", &p.transform_backward_filter, 0.3, 2.0);
   for (const Case& c : cases)
-    if (!c.holdout && c.release > 0) p.release.emplace(release_key(devices.at(c.device).architecture, c.library), 1.0);
-  for (auto& [key, factor] : p.release) add("release." + key, &factor, 0.3, 5.0);
+    if (!c.holdout && c.release > 0) p.source.emplace(release_key(devices.at(c.device).architecture, c.library), 1.0);
+  for (auto& [key, factor] : p.source) add("release." + key, &factor, 0.3, 5.0);
+  add("kernel_gap_us", &p.kernel_gap_us, 0.2, 5.0);
+  add_host_terms(cases, p.source, free);
   for (auto& [name, a] : p.arch) {
     const std::set<MathMode>& modes = data[name];
     if (modes.count(MathMode::fp32)) {
@@ -430,13 +459,14 @@ void fit_own_table(const std::vector<Case>& cases, Devices devices, Params& p, c
   for (const Free& f : free) fmt::print("fit:   {:<40} {:10.4g}  (start {:.4g})\n", f.name, *f.value, f.start);
 }
 
-ReleaseFactors fit_release_factors(const std::vector<Case>& cases, const Devices& devices) {
+SourceTerms fit_source_terms(const std::vector<Case>& cases, const Devices& devices) {
   Devices tabled = devices;
   Params p;
   for (const Case& c : cases)
-    if (!c.holdout && c.release > 0) p.release.emplace(release_key(devices.at(c.device).architecture, c.library), 1.0);
+    if (!c.holdout && c.release > 0) p.source.emplace(release_key(devices.at(c.device).architecture, c.library), 1.0);
   std::vector<Free> free;
-  for (auto& [key, factor] : p.release) free.push_back({"release." + key, &factor, 0.3, 5.0, 1.0});
+  for (auto& [key, factor] : p.source) free.push_back({"release." + key, &factor, 0.3, 5.0, 1.0});
+  add_host_terms(cases, p.source, free);
   // The objective re-tables the devices from `p`; keep their own tables instead.
   const Objective objective(cases);
   std::vector<double> step(free.size(), 0.5);
@@ -461,7 +491,7 @@ ReleaseFactors fit_release_factors(const std::vector<Case>& cases, const Devices
     }
     if (largest < 1e-3) break;
   }
-  return p.release;
+  return p.source;
 }
 
 void write_arch_files(const Params& p, const Devices& devices, const std::map<std::string, std::string>& fitted_on,
@@ -545,6 +575,8 @@ void write_arch_files(const Params& p, const Devices& devices, const std::map<st
     write_overheads("family_call_overhead_us", table.family_call_overhead_us);
     write_overheads("pointwise_call_overhead_us", table.pointwise_call_overhead_us);
     out << "memory_efficiency: " << yaml_number(table.memory_efficiency) << "\n";
+    if (table.kernel_gap_us >= 0) out << "kernel_gap_us: " << yaml_number(table.kernel_gap_us) << "\n";
+    if (table.host_overhead_us > 0) out << "host_overhead_us: " << yaml_number(table.host_overhead_us) << "\n";
     // A per-GEMM-family map, written only where some family has a value.
     auto write_gemm_map = [&](const char* key, auto value_of) {
       std::string entries;

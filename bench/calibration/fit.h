@@ -18,9 +18,13 @@
 //   GEMM family, which cannot tell them apart), of the FFT/Winograd transform kernels
 //   and of cuBLAS relative to it, a backward-data and a backward-filter factor
 //   for the GEMM families and one for the transform families;
+//   shared by every architecture: the device's share of a launch
+//   (kernel_gap_us: only whole networks on a busy stream see it);
 //   per architecture and old release (cuDNN R1-R3) in the data, a speed
 //   factor of that release's kernels (not in the product: NVIDIA tuned each
 //   architecture's kernels by a different amount from release to release);
+//   per framework with fit networks, its own host work per task (not in the
+//   product, no prior: cases.h SourceTerms);
 //   per architecture: the scale s (implicit_precomp_gemm forward efficiency),
 //   a factor on the FFT families and one on the Winograd families (only
 //   where the data has cuDNN 5 or later: Maxwell's data predate Winograd, so
@@ -102,8 +106,11 @@ struct Params {
   double transform = 0.4;  // fft_transform / s
   double linear = 1.15;    // linear_gemm / s
   double gemm_backward_data = 1.0, gemm_backward_filter = 0.9;
+  // The device's share of a launch (arch_efficiency.h kernel_gap_us), one for
+  // every architecture: only whole networks on a busy stream see it.
+  double kernel_gap_us = 1.0;
   double transform_backward_data = 1.0, transform_backward_filter = 1.0;
-  ReleaseFactors release;  // "kepler.R2" -> time factor of cuDNN R2 on Kepler (fitted where data has it)
+  SourceTerms source;  // old releases' factors, frameworks' host work (cases.h; fitted where data has them)
   std::map<std::string, ArchParams> arch = {{"kepler", {}}, {"maxwell", {}}, {"pascal", {}}, {"volta", {}},
                                             {"ampere", {}}};
   std::map<std::string, OwnTable> own;  // architectures fitted on kernel times of their own
@@ -145,9 +152,10 @@ std::array<std::vector<std::string>, 3> unavailable_algorithms(const std::vector
 // starting from the table `p` gives it now; prints progress lines.
 void fit_own_table(const std::vector<Case>& cases, Devices devices, Params& p, const std::string& arch);
 
-// Fits only the old releases' speed factors, the devices' tables as they are
-// (the same objective; evaluating the committed tables uses this).
-ReleaseFactors fit_release_factors(const std::vector<Case>& cases, const Devices& devices);
+// Fits only the source terms (old releases' speed factors, frameworks' host
+// work), the devices' tables as they are (the same objective; evaluating the
+// committed tables uses this).
+SourceTerms fit_source_terms(const std::vector<Case>& cases, const Devices& devices);
 
 // Writes examples/devices/architectures/<name>.yaml for every architecture.
 void write_arch_files(const Params& p, const Devices& devices, const std::map<std::string, std::string>& fitted_on,

@@ -182,6 +182,7 @@ Result<std::vector<Case>> kernel_time_cases(const KernelTimesFile& file, const L
     base.source = file.source + "; " + file.file;
     base.math = file.math;
     base.kernel_times = true;
+    base.stream = StreamState::idle;  // each job timed alone, its events around it
     base.layer = layer_signature(shape);
     base.holdout = file.holdout_whole || split.holdout(base.layer);
     base.task = fmt::format("{}@{}", signature, sub_batch);

@@ -377,7 +377,7 @@ TEST(SharedTable, BorrowersCasesFitTheirSpeedFactorOnly) {
 // A release candidate has a factor of its own (convnet-benchmarks timed the
 // Titan X's single layers with cuDNN R3-rc1 and its networks with R3), and
 // the committed data say which is which.
-TEST(ReleaseFactors, ReleaseCandidateIsAReleaseOfItsOwn) {
+TEST(SourceTerms, ReleaseCandidateIsAReleaseOfItsOwn) {
   EXPECT_EQ(release_key("maxwell", "cuDNN R3-rc1 (auto-tuner on)"), "maxwell.R3-rc1");
   EXPECT_EQ(release_key("maxwell", "cuDNN R3"), "maxwell.R3");
   EXPECT_EQ(release_key("kepler", "cuDNN R2"), "kepler.R2");
@@ -410,7 +410,7 @@ TEST(ReleaseFactors, ReleaseCandidateIsAReleaseOfItsOwn) {
   std::vector<Case> published;
   for (const Case& loaded : cases)
     if (!loaded.kernel_times) published.push_back(loaded);
-  const ReleaseFactors factors = fit_release_factors(published, load_case_devices(published));
+  const SourceTerms factors = fit_source_terms(published, load_case_devices(published));
   EXPECT_EQ(factors.count("maxwell.R3"), 1u);
   EXPECT_EQ(factors.count("maxwell.R3-rc1"), 1u);
 }

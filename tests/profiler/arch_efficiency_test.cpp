@@ -228,6 +228,44 @@ TEST(ArchEfficiency, CallAndKernelOverheads) {
   EXPECT_NE(where.find("t.yaml:16:"), std::string::npos) << where;
 }
 
+// kernel_gap_us: the device's share of a launch, host_overhead_us the host's
+// share of a cuDNN overhead (docs/cost-model.md, "Host and device"); absent,
+// the whole launch and every overhead are the device's.
+TEST(ArchEfficiency, HostAndDeviceShares) {
+  const std::string good = kGood;
+  Result<ArchEfficiency> plain = parse_arch_efficiency(good, "t.yaml");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_LT(plain->kernel_gap_us, 0);
+  Result<ArchEfficiency> arch = parse_arch_efficiency(good + "kernel_gap_us: 0.75\n", "t.yaml");
+  ASSERT_TRUE(arch.ok()) << arch.error().to_string();
+  EXPECT_DOUBLE_EQ(arch->kernel_gap_us, 0.75);
+  EXPECT_NE(error_with("kernel_gap_us: -1\n").find("'kernel_gap_us': expected a finite number >= 0"),
+            std::string::npos);
+  EXPECT_NE(error_with("kernel_gap_us: [1]\n").find("'kernel_gap_us': expected a number"), std::string::npos);
+  // host_overhead_us: absent, no overhead is the host's.
+  EXPECT_DOUBLE_EQ(plain->host_overhead_us, 0);
+  Result<ArchEfficiency> host = parse_arch_efficiency(good + "host_overhead_us: 12\n", "t.yaml");
+  ASSERT_TRUE(host.ok()) << host.error().to_string();
+  EXPECT_DOUBLE_EQ(host->host_overhead_us, 12);
+  EXPECT_NE(error_with("host_overhead_us: -2\n").find("'host_overhead_us': expected a finite number >= 0"),
+            std::string::npos);
+  // Every shipped table fitted on networks has the same gap (one value fitted
+  // for every architecture) and puts its call overhead on the host; Hopper's,
+  // fitted on kernel times from an idle stream, splits nothing.
+  const double volta = load_arch_efficiency("volta")->kernel_gap_us;
+  EXPECT_GT(volta, 0);
+  for (const std::string& name : available_architectures()) {
+    const ArchEfficiency arch = *load_arch_efficiency(name);
+    if (name == "hopper") {
+      EXPECT_LT(arch.kernel_gap_us, 0);
+      EXPECT_EQ(arch.host_overhead_us, 0);
+      continue;
+    }
+    EXPECT_EQ(arch.kernel_gap_us, volta) << name;
+    EXPECT_EQ(arch.host_overhead_us, arch.conv_call_overhead_us) << name;
+  }
+}
+
 TEST(ArchEfficiency, PointwiseCallOverheads) {
   const std::string good = kGood;
   Result<ArchEfficiency> arch = parse_arch_efficiency(

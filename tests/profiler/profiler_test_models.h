@@ -3,11 +3,21 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <string>
 
 #include "frontend/parse.h"
+#include "profiler/device.h"
 
 namespace mplan::test {
+
+// A shipped device file by name; the test stops where it does not load.
+inline Device device_or_die(const std::string& name) {
+  Result<Device> device = load_device(name);
+  EXPECT_TRUE(device.ok()) << (device.ok() ? "" : device.error().to_string());
+  if (!device.ok()) std::abort();
+  return *device;
+}
 
 // A CIFAR-size CNN: every op kind the analytic model costs, two identical
 // 3x3 convs (one signature), a max-pool, batchnorm, dropout, a residual add,
