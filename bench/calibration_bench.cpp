@@ -346,7 +346,7 @@ void algorithm_agreement(const std::vector<Outcome>& outcomes, const Devices& de
     double best_ms = 0;
     for (const ConvOption& o : every.options) {
       if (!devices.at(first.device).arch.runs(task.direction, o.algorithm)) continue;  // as analytic_options
-      const double ms = option_ms(o, devices.at(first.device), first.math);
+      const double ms = stream_time_ms(phases_cost(devices.at(first.device), o.phases, first.math), first.stream);
       if (best_every.empty() || rank_key(o.algorithm, ms) < rank_key(best_every, best_ms))
         best_every = o.algorithm, best_ms = ms;
     }

@@ -1,6 +1,6 @@
 // The analytic cost model: per-op work (bytes moved for memory-bound ops,
 // GEMMs for linear layers, cuDNN's algorithms for convolutions) turned into
-// time by kernel_time_ms.
+// time by phases_cost and stream_time_ms (kernel_work.h).
 
 #include "profiler/analytic_model.h"
 

@@ -108,8 +108,8 @@ struct ArchEfficiency {
   // The device's share of a kernel's launch (the device file's
   // launch_latency_us): the gap between two kernels on a busy stream, whose
   // host issued the second while the first ran; the rest of the launch is
-  // the host's (kernel_work.h, KernelCost). Negative: the whole launch is the
-  // device's.
+  // the host's (kernel_work.h, KernelCost), clamped to the launch. Negative
+  // (the key absent): the whole launch is the device's.
   double kernel_gap_us = -1;
   // The host's share of each cuDNN overhead (a call's, a further kernel's):
   // min(overhead, this) is host work, the rest device work. 0: all of it is

@@ -1,7 +1,7 @@
 // cuDNN's convolution algorithms: support rules, workspace and work
 // (conv_algorithms.h). The workspace formulas follow what each algorithm
-// keeps in memory; the time is kernel_time_ms over the phases returned by
-// conv_work. How fast each phase's arithmetic runs is the device's
+// keeps in memory; the time is phases_cost over the phases returned by
+// conv_work (kernel_work.h). How fast each phase's arithmetic runs is the device's
 // architecture table's business (profiler/arch_efficiency.h): the work here is
 // the same on every GPU.
 

@@ -27,7 +27,9 @@ struct Device {
   // How much slower a copy runs while the other direction copies too (two
   // engines; 1: full duplex). Optional in the file (copy_duplex_slowdown).
   double copy_duplex_slowdown = 1.0;
-  double launch_latency_ms = 0;  // fixed cost of one kernel on a busy stream
+  // Fixed cost of one kernel launch, host and device together; the
+  // architecture table's kernel_gap_us of it is the device's (kernel_work.h).
+  double launch_latency_ms = 0;
   double copy_latency_ms = 0;    // fixed cost of one cudaMemcpyAsync
   // The architecture's efficiency table (examples/devices/architectures/<name>.yaml).
   // A Device built in code gets the built-in (Maxwell) table.

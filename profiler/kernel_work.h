@@ -67,8 +67,9 @@ struct KernelWork {
 // where the table has one; otherwise the work as given.
 KernelWork effective_work(const ArchEfficiency& arch, const KernelWork& work);
 
-// Time of one piece of work on a device in a math mode, in milliseconds.
-// Tensor-core modes apply to GEMM-like kernels (conv GEMM families, linear
+// Time of one piece of work on a device in a math mode, in milliseconds,
+// timed alone from an idle stream: its device and host work (KernelCost,
+// below) in series. Tensor-core modes apply to GEMM-like kernels (conv GEMM families, linear
 // layers) of a device that has the mode; everything else runs on FP32 cores.
 // 16-bit modes halve the bytes moved.
 double kernel_time_ms(const Device& device, const KernelWork& work, MathMode math = MathMode::fp32);

@@ -130,11 +130,13 @@ double descend(const std::vector<Case>& cases, Params& p, Devices& devices, std:
 std::string yaml_number(double v) { return fmt::format("{:.4g}", v); }
 
 // A host term (cases.h, SourceTerms) for every framework with fit network
-// cases, started at kStartHostUs and moved by the data alone.
+// cases that has none yet, started at kStartHostUs and moved by the data
+// alone.
 void add_host_terms(const std::vector<Case>& cases, SourceTerms& terms, std::vector<Free>& free) {
   std::set<std::string> frameworks;
   for (const Case& c : cases)
-    if (!c.holdout && c.kind == CaseKind::network && !c.framework.empty()) frameworks.insert(c.framework);
+    if (!c.holdout && c.kind == CaseKind::network && !c.framework.empty() && !terms.count(host_key(c.framework)))
+      frameworks.insert(c.framework);
   for (const std::string& framework : frameworks) terms.emplace(host_key(framework), kStartHostUs);
   for (const std::string& framework : frameworks) {
     double& us = terms.at(host_key(framework));
@@ -305,7 +307,6 @@ Params fit(const std::vector<Case>& cases, Devices devices) {
     if (!c.holdout && c.release > 0) p.source.emplace(release_key(devices.at(c.device).architecture, c.library), 1.0);
   for (auto& [key, factor] : p.source) add("release." + key, &factor, 0.3, 5.0);
   add("kernel_gap_us", &p.kernel_gap_us, 0.2, 5.0);
-  add_host_terms(cases, p.source, free);
   for (auto& [name, a] : p.arch) {
     const std::set<MathMode>& modes = data[name];
     if (modes.count(MathMode::fp32)) {
@@ -322,6 +323,10 @@ Params fit(const std::vector<Case>& cases, Devices devices) {
   std::vector<Case> shared;
   for (const Case& c : cases)
     if (params_arch(devices.at(c.device).architecture) == devices.at(c.device).architecture) shared.push_back(c);
+  // The host terms of the frameworks with fit networks here; a framework
+  // whose fit networks all run on a borrowing architecture gets its term in
+  // the borrowers' step below.
+  add_host_terms(shared, p.source, free);
   descend(shared, p, devices, free, true);
   for (const Free& f : free) fmt::print("fit:   {:<28} {:10.4g}  (start {:.4g})\n", f.name, *f.value, f.start);
   // Then the borrowing architectures' speed factors, on their own cases
@@ -331,6 +336,7 @@ Params fit(const std::vector<Case>& cases, Devices devices) {
   for (auto& [arch, modes] : p.speed)
     for (auto& [mode, factor] : modes)
       speed.push_back({arch + ".speed." + math_mode_name(mode), &factor, 0.25, 4.0, factor});
+  add_host_terms(borrowed, p.source, speed);
   descend(borrowed, p, devices, speed, true);
   for (const Free& f : speed) fmt::print("fit:   {:<28} {:10.4g}  (start {:.4g})\n", f.name, *f.value, f.start);
   return p;

@@ -68,11 +68,12 @@ TEST(HostTerms, AFrameworksHostTermAddsToItsOwnCasesOnly) {
   const double other = predict_ms(resnet, v100, {{host_key("TensorFlow 1.15 (tf_cnn_benchmarks, replicated)"), 50.0}});
   EXPECT_GT(with, without * 1.1);
   EXPECT_DOUBLE_EQ(other, without);
-  // Never more than the term on every task in series.
-  double tasks = 0;
-  for (const auto& [task, count] : resnet.convs) tasks += count;
-  for (const auto& [task, count] : resnet.others) tasks += count;
-  EXPECT_LT(with, without + tasks * 0.050);
+  // VGG-16's tasks at batch 16 in FP32 are longer than 50 us: the same term
+  // hides behind them.
+  const Case& vgg = network("v100", "vgg16 b=16 forward_backward");
+  ASSERT_EQ(vgg.framework, resnet.framework);
+  const double vgg_without = predict_ms(vgg, v100, {});
+  EXPECT_LT(predict_ms(vgg, v100, {{host_key(vgg.framework), 50.0}}), vgg_without * 1.02);
 }
 
 // Fitted for every framework with fit networks, none for a framework whose
@@ -97,9 +98,9 @@ TEST(HostTerms, TheFitGivesATermToEveryFrameworkWithFitNetworks) {
 }
 
 // What the split is for: the committed tables price every held-out
-// TensorFlow ResNet-152 within 20% on a busy stream; with each task's host
-// work in series with its device work (the model before the split), the RTX
-// 2080 Ti's at batch 32 is 25% slow.
+// TensorFlow ResNet-152 within 20% on a busy stream; the same tables with
+// each task's host work in series with its device work price the RTX 2080
+// Ti's at batch 32 more than 20% slow.
 TEST(HostTerms, TensorflowsResnet152IsWithinTwentyPercentOnABusyStream) {
   int checked = 0;
   for (const Case& c : published()) {

@@ -75,13 +75,20 @@ TEST(HostAndDevice, ATableWithoutTheSharesPutsEveryFixedCostOnTheDevice) {
   // kernel times from an idle stream).
   EXPECT_DOUBLE_EQ(stream_time_ms(cost, StreamState::busy), stream_time_ms(cost, StreamState::idle));
   const Device h100 = device_or_die("h100");
-  TaskShape relu;
-  relu.op = Op::relu;
-  relu.kind = TaskKind::FP;
-  relu.inputs = {Shape{{8, 4, 4}}};
-  relu.output = Shape{{8, 4, 4}};
-  EXPECT_DOUBLE_EQ(analytic_options(h100, relu, 1, MathMode::fp32).front().time_ms,
-                   analytic_options(h100, relu, 1, MathMode::fp32, StreamState::idle).front().time_ms);
+  TaskShape conv;
+  conv.op = Op::conv;
+  conv.kind = TaskKind::FP;
+  conv.inputs = {Shape{{8, 4, 4}}};
+  conv.output = Shape{{8, 4, 4}};
+  conv.out = 8;
+  conv.window = Window{3, 3, 1, 1, 1, 1};
+  const auto busy = analytic_options(h100, conv, 1, MathMode::fp32);
+  const auto idle = analytic_options(h100, conv, 1, MathMode::fp32, StreamState::idle);
+  ASSERT_EQ(busy.size(), idle.size());
+  for (size_t i = 0; i < busy.size(); ++i) {
+    EXPECT_EQ(busy[i].algorithm, idle[i].algorithm);
+    EXPECT_DOUBLE_EQ(busy[i].time_ms, idle[i].time_ms) << busy[i].algorithm;
+  }
 }
 
 // An overhead beyond the table's host share is device work (a family's own
