@@ -37,6 +37,19 @@ KernelWork streaming(double bytes, bool cudnn = false) {
   return w;
 }
 
+// The forward of a 3x3 convolution, stride 1, padded: `channels` in and out
+// over hw x hw.
+TaskShape same_conv(int64_t channels, int64_t hw) {
+  TaskShape s;
+  s.op = Op::conv;
+  s.kind = TaskKind::FP;
+  s.inputs = {Shape{{channels, hw, hw}}};
+  s.output = Shape{{channels, hw, hw}};
+  s.out = channels;
+  s.window = Window{3, 3, 1, 1, 1, 1};
+  return s;
+}
+
 TEST(HostAndDevice, TheLaunchSplitsAtTheKernelGapAndTheSidesAddUpToTheIdleTime) {
   Device device = split_k40();
   const KernelWork w = streaming(1e6, /*cudnn=*/true);
@@ -75,13 +88,7 @@ TEST(HostAndDevice, ATableWithoutTheSharesPutsEveryFixedCostOnTheDevice) {
   // kernel times from an idle stream).
   EXPECT_DOUBLE_EQ(stream_time_ms(cost, StreamState::busy), stream_time_ms(cost, StreamState::idle));
   const Device h100 = device_or_die("h100");
-  TaskShape conv;
-  conv.op = Op::conv;
-  conv.kind = TaskKind::FP;
-  conv.inputs = {Shape{{8, 4, 4}}};
-  conv.output = Shape{{8, 4, 4}};
-  conv.out = 8;
-  conv.window = Window{3, 3, 1, 1, 1, 1};
+  const TaskShape conv = same_conv(8, 4);
   const auto busy = analytic_options(h100, conv, 1, MathMode::fp32);
   const auto idle = analytic_options(h100, conv, 1, MathMode::fp32, StreamState::idle);
   ASSERT_EQ(busy.size(), idle.size());
@@ -115,17 +122,8 @@ TEST(HostAndDevice, AnOverheadBeyondTheHostShareIsDeviceWork) {
 TEST(HostAndDevice, ThePlannersTimesAreABusyStreamsAndTheProfilersAnIdleOnes) {
   const Device device = device_or_die("v100");
   ASSERT_GE(device.arch.kernel_gap_us, 0);
-  TaskShape tiny;
-  tiny.op = Op::conv;
-  tiny.kind = TaskKind::FP;
-  tiny.inputs = {Shape{{8, 4, 4}}};
-  tiny.output = Shape{{8, 4, 4}};
-  tiny.out = 8;
-  tiny.window = Window{3, 3, 1, 1, 1, 1};
-  TaskShape large = tiny;
-  large.inputs = {Shape{{256, 56, 56}}};
-  large.output = Shape{{256, 56, 56}};
-  large.out = 256;
+  const TaskShape tiny = same_conv(8, 4);
+  const TaskShape large = same_conv(256, 56);
   for (const TaskShape* shape : {&tiny, &large}) {
     const auto busy = analytic_options(device, *shape, 32, MathMode::fp32);
     const auto idle = analytic_options(device, *shape, 32, MathMode::fp32, StreamState::idle);
