@@ -182,9 +182,7 @@ ConvTask conv_task(const ConvShape& shape, ConvDirection direction, int64_t batc
 }
 
 double option_ms(const ConvOption& option, const Device& device, MathMode math) {
-  double ms = 0;
-  for (const KernelWork& w : option.phases) ms += kernel_time_ms(device, w, math);
-  return ms;
+  return stream_time_ms(phases_cost(device, option.phases, math), StreamState::idle);
 }
 
 std::vector<Row> read_csv(const std::string& path) {
