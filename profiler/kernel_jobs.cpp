@@ -15,13 +15,14 @@ namespace {
 class ResultsCostModel final : public CostModel {
  public:
   ResultsCostModel(std::map<std::string, std::vector<TaskOption>> options, TransferLine h2d, TransferLine d2h,
-                   double duplex_slowdown, int64_t memory_bytes, std::string describe)
+                   double duplex_slowdown, int64_t memory_bytes, std::string describe, std::string math)
       : options_(std::move(options)),
         h2d_(h2d),
         d2h_(d2h),
         duplex_slowdown_(duplex_slowdown),
         memory_bytes_(memory_bytes),
-        describe_(std::move(describe)) {}
+        describe_(std::move(describe)),
+        math_(std::move(math)) {}
 
   std::vector<TaskOption> options(const Tdfg& tdfg, TaskId t, int64_t sub_batch) const override {
     auto it = options_.find(job_key(describe_task(tdfg, t), sub_batch));
@@ -34,9 +35,9 @@ class ResultsCostModel final : public CostModel {
   double duplex_slowdown() const override { return duplex_slowdown_; }
   int64_t device_memory_bytes() const override { return memory_bytes_; }
   std::string describe() const override { return describe_; }
-  // The kernel profiler runs cuDNN and cuBLAS in FP32 with TF32 off
-  // (runtime/cuda/device.cpp backend_info), the CPU backend in fp32.
-  CostModelInfo info() const override { return CostModelInfo{"measured", "fp32", ""}; }
+  // The math the kernel profiler ran cuDNN and cuBLAS in: the job file's
+  // (runtime/cuda/device.cpp set_math_mode), fp32 on the CPU backend.
+  CostModelInfo info() const override { return CostModelInfo{"measured", math_, ""}; }
 
  private:
   std::map<std::string, std::vector<TaskOption>> options_;
@@ -44,6 +45,7 @@ class ResultsCostModel final : public CostModel {
   double duplex_slowdown_;
   int64_t memory_bytes_;
   std::string describe_;
+  std::string math_;
 };
 
 // Least squares of time = latency + bytes / bandwidth over the timed copies.
@@ -78,6 +80,9 @@ std::string job_key(const TaskShape& shape, int64_t sub_batch) {
 rt::JobFile make_jobs(const Tdfg& tdfg, const std::vector<int64_t>& sub_batches, int32_t repeats, int32_t warmup) {
   rt::JobFile jobs;
   jobs.model = tdfg.model->name;
+  // The kernels run in the model's math: tf32 where it asks for it, else fp32
+  // (a model's "default" is measured in fp32, the kernel profiler's own).
+  jobs.math = tdfg.model->math == "tf32" ? "tf32" : "fp32";
   jobs.repeats = repeats;
   jobs.warmup = warmup;
   for (int64_t bytes = int64_t{64} << 10; bytes <= int64_t{256} << 20; bytes *= 4) jobs.copy_sizes.push_back(bytes);
@@ -126,6 +131,10 @@ Result<Profile> merge_results(const Tdfg& tdfg, const rt::ResultFile& results, c
   if (!h2d) return h2d.error();
   Result<TransferLine> d2h = fit_copies(results.copies, false, file);
   if (!d2h) return d2h.error();
+  if (tdfg.model->math != "default" && tdfg.model->math != results.math)
+    return Error{{file, 0, 0}, fmt::format("the kernels were timed in {} math, but the model asks for {}: "
+                                           "profile it again from a job file of this model",
+                                           results.math, tdfg.model->math)};
   const rt::BackendInfo& b = results.backend;
   std::string describe = fmt::format("measured ({}, {}", b.backend, b.device);
   for (const std::string& part : {b.driver.empty() ? "" : "driver " + b.driver,
@@ -152,7 +161,7 @@ Result<Profile> merge_results(const Tdfg& tdfg, const rt::ResultFile& results, c
                             bytes / (both->both_directions_ms * 1e6), duplex_slowdown);
   }
   describe += fmt::format(", median of {} runs)", results.repeats);
-  const ResultsCostModel cost(std::move(options), *h2d, *d2h, duplex_slowdown, b.memory_bytes, describe);
+  const ResultsCostModel cost(std::move(options), *h2d, *d2h, duplex_slowdown, b.memory_bytes, describe, results.math);
   return make_profile(tdfg, cost, sub_batches, b.device);
 }
 

@@ -151,7 +151,8 @@ bool read_int_field(const json::Value& v, const char* key, int64_t low, int64_t 
 
 std::string jobs_to_json(const JobFile& jobs) {
   std::string text = "{\n \"format\": \"mplan-jobs\",\n \"version\": " + std::to_string(kJobFormatVersion) +
-                     ",\n \"model\": " + json::quote(jobs.model) + ",\n \"warmup\": " + std::to_string(jobs.warmup) +
+                     ",\n \"model\": " + json::quote(jobs.model) + ",\n \"math\": " + json::quote(jobs.math) +
+                     ",\n \"warmup\": " + std::to_string(jobs.warmup) +
                      ",\n \"repeats\": " + std::to_string(jobs.repeats) + ",\n \"copy_sizes\": " + ints(jobs.copy_sizes) +
                      ",\n \"jobs\": [";
   for (size_t j = 0; j < jobs.jobs.size(); ++j) {
@@ -186,6 +187,11 @@ bool parse_jobs(const std::string& text, JobFile* jobs, std::string* error) {
   jobs->repeats = static_cast<int32_t>(repeats);
   if (const json::Value* model = root.find("model"); model != nullptr && model->type == json::Value::Type::string)
     jobs->model = model->text;
+  if (const json::Value* math = root.find("math")) {  // optional: files from before the field are fp32
+    if (math->type != json::Value::Type::string || (math->text != "fp32" && math->text != "tf32"))
+      return fail(error, "\"math\" must be \"fp32\" or \"tf32\"");
+    jobs->math = math->text;
+  }
   if (const json::Value* sizes = root.find("copy_sizes")) {
     if (sizes->type != json::Value::Type::array) return fail(error, "\"copy_sizes\" must be a list of byte counts");
     for (const json::Value& s : sizes->array) {
@@ -239,7 +245,7 @@ std::string results_to_json(const ResultFile& r) {
                      ",\n \"backend\": {\"name\": " + json::quote(b.backend) + ", \"device\": " + json::quote(b.device) +
                      ", \"driver\": " + json::quote(b.driver) + ", \"runtime\": " + json::quote(b.runtime) +
                      ", \"libraries\": " + json::quote(b.libraries) + ", \"memory_bytes\": " +
-                     std::to_string(b.memory_bytes) + "},\n \"repeats\": " + std::to_string(r.repeats) +
+                     std::to_string(b.memory_bytes) + "},\n \"math\": " + json::quote(r.math) + ",\n \"repeats\": " + std::to_string(r.repeats) +
                      ",\n \"copies\": [";
   for (size_t i = 0; i < r.copies.size(); ++i)
     text += std::string(i ? "," : "") + "\n  {\"bytes\": " + std::to_string(r.copies[i].bytes) +
@@ -287,6 +293,11 @@ bool parse_results(const std::string& text, ResultFile* results, std::string* er
     return false;
   if (results->backend.backend != "cpu" && results->backend.backend != "cuda")
     return fail(error, "backend.name must be \"cpu\" or \"cuda\"");
+  if (const json::Value* math = root.find("math")) {  // optional: files from before the field are fp32
+    if (math->type != json::Value::Type::string || (math->text != "fp32" && math->text != "tf32"))
+      return fail(error, "\"math\" must be \"fp32\" or \"tf32\"");
+    results->math = math->text;
+  }
   int64_t repeats = 0;
   if (!read_int_field(root, "repeats", 1, 10000, &repeats, "the file", error)) return false;
   results->repeats = static_cast<int32_t>(repeats);

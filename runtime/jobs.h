@@ -27,6 +27,9 @@ struct Job {
 
 struct JobFile {
   std::string model;                // for people
+  // The math the kernels run in: "fp32" or "tf32" (rt::set_math_mode), the
+  // model's own; the profiler refuses one its backend does not have.
+  std::string math = "fp32";
   int32_t warmup = 2;               // untimed runs of each measurement
   int32_t repeats = 10;             // timed runs (the median is kept)
   std::vector<int64_t> copy_sizes;  // pinned copies to time in each direction
@@ -59,6 +62,7 @@ struct CopyTiming {
 };
 struct ResultFile {
   BackendInfo backend;
+  std::string math = "fp32";  // the math the kernels ran in; files without the field are fp32
   int32_t repeats = 0;
   std::vector<CopyTiming> copies;
   std::vector<JobResult> results;

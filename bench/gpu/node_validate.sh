@@ -15,10 +15,16 @@
 #            weights, against the CPU's weights; and 2 steps under --debug-poison
 #   torch    PyTorch eager's step (bench/gpu/torch_step.py), VGG-16 and ResNet-50
 #            (TORCH="resnet50 128" picks the model and batch pairs)
-#   profiles profile only, no plans: each model of $PROFILES (default: the
-#            example models without a GPU profile) at sub-batches B/4, B/2, B
-#            with 2 repeats, in the time LIMIT leaves; the merged profiles go to
-#            results.tgz as res/<model>-profile.json
+#   profiles profile only, no plans: each model of $PROFILES (default: every
+#            example model of ImageNet or CIFAR size) at sub-batches B/4, B/2, B
+#            with 2 repeats, starting none after PROFILE_UNTIL seconds (default
+#            LIMIT); the merged profiles go to results.tgz as
+#            res/<model>-profile.json
+#   tf32     ResNet-50 with `math: tf32` (TF32 tensor cores, as PyTorch's
+#            allow_tf32): profiled in tf32, planned at 70 GiB and 6 GiB, run;
+#            PyTorch's step with TF32 on beside it
+#   vit      ViT-B/16 (examples/models/vit_b_16.yaml): profiled, planned at
+#            70 GiB and 4 GiB, run; PyTorch's step beside it
 #   probe    bench/gpu/copy_probe.cu: copy bandwidth as the profiler and as a
 #            program see it, and whether the compute stream's small copies
 #            queue behind the d2h stream's
@@ -98,13 +104,16 @@ stage_torch() {
   set -- $pairs
   while [ $# -ge 2 ]; do
     local model=$1 batch=$2; shift 2
-    timeout "$(left 300)" python3 bench/gpu/torch_step.py --model "$model" --batch "$batch" --steps 10 --warmup 3
+    timeout "$(left 300)" python3 bench/gpu/torch_step.py --model "$model" --batch "$batch" --steps 10 --warmup 3 \
+      --math "${TORCH_MATH:-fp32}"
   done
 }
 stage_profiles() {
   local m b
-  for m in ${PROFILES:-resnet18 resnet34 resnet101 resnet152 vgg19 googlenet densenet121 cifar_resnet cifar_vgg cifar_mobilenet cifar_inception cifar_densenet every_vision_op}; do
-    [ "$(left 100000)" -gt 20 ] || { echo "-- $m: no time left"; continue; }
+  for m in ${PROFILES:-resnet50 vgg16 resnet152 densenet121 resnet18 resnet34 resnet101 vgg19 googlenet alexnet \
+      cifar_small cifar_resnet cifar_vgg cifar_mobilenet cifar_inception cifar_densenet every_vision_op}; do
+    [ "$(left 100000)" -gt 20 ] && [ $((SECONDS - T0)) -lt "${PROFILE_UNTIL:-$LIMIT}" ] ||
+      { echo "-- $m: no time left"; continue; }
     b=$(sed -n 's/^batch: *\([0-9]*\).*/\1/p' "$PACK/models/$m.yaml")
     local sbs=$b; [ "$b" -ge 4 ] && sbs="$((b / 4)),$((b / 2)),$b"
     echo "-- profile $m at sub-batches $sbs $(date +%T)"
@@ -215,6 +224,10 @@ for stage in "${stages[@]}"; do
     programs) stage_programs ;;
     coldcache) stage_coldcache ;;
     probe) timeout "$(left 120)" "$PACK/bin/copy_probe" ;;
+    # TF32 on: NVIDIA_TF32_OVERRIDE=0 (node_env.sh) would turn it off under the libraries.
+    tf32) (unset NVIDIA_TF32_OVERRIDE; profile_and_plan resnet50_tf32 128 3 70GiB 6GiB;
+           TORCH="resnet50 128" TORCH_MATH=tf32 stage_torch) ;;
+    vit) profile_and_plan vit_b_16 16,32,64 2 70GiB 4GiB; TORCH="vit_b_16 64" stage_torch ;;
     # Budgets: unlimited, one that needs offloading at the full batch, two that need sub-batches.
     resnet50) profile_and_plan resnet50 32,64,128 3 70GiB 7GiB:128 6GiB 2GiB ;;
     vgg16) profile_and_plan vgg16 64,128,256 2 70GiB 12GiB:256 10GiB 5GiB ;;

@@ -30,7 +30,7 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 cmake --build "$build" > "$tmp/build.txt" 2>&1 || { tail -30 "$tmp/build.txt" >&2; echo "pack.sh: building $build failed" >&2; exit 2; }
 mkdir -p "$out/deps/include" "$out/deps/lib" "$out/models" "$tmp/mp/lib"
 
-cp "$mplan" "$tmp/mp/"
+strip --strip-debug -o "$tmp/mp/mplan" "$mplan"  # RelWithDebInfo: the debug information is most of it
 ldd "$mplan" | awk '/=> \// {print $3}' | grep -vE '/(libc|libm|libstdc\+\+|libgcc_s|libpthread|libdl|librt)\.so' |
   while read -r lib; do cp -L "$lib" "$tmp/mp/lib/"; done
 tar cJf "$out/mplan.tar.xz" -C "$tmp/mp" .
@@ -58,9 +58,11 @@ if [ -f "$build/runtime/cuda/libmplan_runtime_cuda.a" ]; then
 fi
 
 for m in cifar_small every_op alexnet vgg16 resnet50 resnet18 resnet34 resnet101 resnet152 vgg19 googlenet \
-    densenet121 cifar_resnet cifar_vgg cifar_mobilenet cifar_inception cifar_densenet every_vision_op; do
+    densenet121 cifar_resnet cifar_vgg cifar_mobilenet cifar_inception cifar_densenet every_vision_op vit_b_16; do
   sed 's/^classes:/math: fp32\nclasses:/' "$root/examples/models/$m.yaml" > "$out/models/$m.yaml"
 done
+# ResNet-50 on TF32 tensor cores (node_validate.sh's tf32 stage).
+sed 's/^classes:/math: tf32\nclasses:/' "$root/examples/models/resnet50.yaml" > "$out/models/resnet50_tf32.yaml"
 
 # The CUDA-vs-CPU comparison (docs/gpu-validation.md, figure 1): one plan per
 # case, generated for both targets; the CPU program runs here from the same

@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """PyTorch eager's training step on the GPU: the reference of docs/gpu-validation.md, figure 4.
 
-  torch_step.py --model vgg16|resnet50 --batch B [--steps N] [--warmup W] [--math fp32|tf32]
+  torch_step.py --model vgg16|resnet50|vit_b_16 --batch B [--steps N] [--warmup W] [--math fp32|tf32]
 
-The same networks as examples/models/{vgg16,resnet50}.yaml (torchvision's, 1000
-classes, 224x224 inputs), the same step (softmax cross-entropy, SGD with momentum
-0.9 and weight decay 5e-4), FP32 with TF32 off unless --math tf32, and
+The same networks as examples/models/{vgg16,resnet50,vit_b_16}.yaml (torchvision's,
+1000 classes, 224x224 inputs), the same step (softmax cross-entropy, SGD with
+momentum 0.9 and weight decay 5e-4), FP32 with TF32 off unless --math tf32, and
 cudnn.benchmark on (PyTorch's fastest convolution algorithms). Prints the mean
 step time over N steps after W warm-up steps (CUDA events, synchronised), and
 the peak memory PyTorch's allocator held (allocated and reserved).
@@ -17,7 +17,7 @@ import torchvision
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--model", choices=["vgg16", "resnet50"], required=True)
+    ap.add_argument("--model", choices=["vgg16", "resnet50", "vit_b_16"], required=True)
     ap.add_argument("--batch", type=int, required=True)
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--warmup", type=int, default=3)

@@ -120,6 +120,8 @@ int main(int argc, char** argv) {
   const mplan::rt::BackendInfo backend = mplan::rt::backend_info();
   if (backend.memory_bytes <= 0)
     return fail(1, "the " + backend.backend + " backend has no device to profile on: " + backend.device);
+  // The kernels run in the job file's math, the model's (tf32: tensor cores).
+  if (!mplan::rt::set_math_mode(jobs.math, &error)) return fail(2, jobs_path + ": math " + jobs.math + ": " + error);
 
   mplan::kernel_profiler::ProfileOptions options;
   options.flush_bytes = static_cast<int64_t>(flush_mib) << 20;

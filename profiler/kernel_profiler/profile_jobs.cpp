@@ -308,6 +308,7 @@ double time_both_directions(rt::Stream* to_device, rt::Stream* to_host, std::byt
 rt::ResultFile profile_jobs(const rt::JobFile& jobs, const ProfileOptions& options) {
   rt::ResultFile results;
   results.backend = rt::backend_info();
+  results.math = rt::math_mode();
   results.repeats = jobs.repeats;
   auto say = [&](const std::string& line) {
     if (options.progress) options.progress(line);

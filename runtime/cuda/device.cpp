@@ -283,9 +283,10 @@ BackendInfo backend_info() {
   cublasGetProperty(MAJOR_VERSION, &blas[0]);
   cublasGetProperty(MINOR_VERSION, &blas[1]);
   cublasGetProperty(PATCH_LEVEL, &blas[2]);
+  const std::string math = cuda::tf32_enabled() ? "FP32, TF32 on" : "FP32, TF32 off";
   info.libraries = "cuDNN " + std::to_string(cudnn / 10000) + "." + std::to_string(cudnn % 10000 / 100) + "." +
-                   std::to_string(cudnn % 100) + " (FP32, TF32 off), cuBLAS " + std::to_string(blas[0]) + "." +
-                   std::to_string(blas[1]) + "." + std::to_string(blas[2]) + " (FP32, TF32 off, no workspace)";
+                   std::to_string(cudnn % 100) + " (" + math + "), cuBLAS " + std::to_string(blas[0]) + "." +
+                   std::to_string(blas[1]) + "." + std::to_string(blas[2]) + " (" + math + ", no workspace)";
   int runtime = 0, driver = 0;
   if (cudaRuntimeGetVersion(&runtime) == cudaSuccess) info.runtime = version_text(runtime);
   if (cudaDriverGetVersion(&driver) == cudaSuccess && driver > 0) info.driver = version_text(driver);

@@ -115,6 +115,52 @@ TEST(KernelProfilerPipeline, JobsTimedAndMergedPlanAVerifiedProgram) {
 #endif
 }
 
+// The kernels run in the model's math: a tf32 model's job file says tf32,
+// the CPU backend (fp32 only) refuses it rather than timing fp32 under its
+// name, and results timed in fp32 do not merge into a tf32 model's profile.
+// Results in tf32 give a profile and plans in tf32.
+TEST(KernelProfilerPipeline, TheJobsAndTheProfileAreInTheModelsMath) {
+#ifndef MPLAN_KERNEL_PROFILER_PATH
+  GTEST_SKIP() << "the kernel profiler is not part of this build";
+#else
+  Result<Model> model = load_model(source_dir() + "/examples/models/cifar_small.yaml");
+  ASSERT_TRUE(model.ok());
+  const Tdfg fp32_tdfg = build_tdfg(*model);
+  const std::string dir = work_dir("kernel-profiler-math");
+  rt::JobFile jobs;
+  rt::ResultFile results;
+  profile_jobs(fp32_tdfg, {4}, dir, &jobs, &results);
+  if (HasFatalFailure()) return;
+  EXPECT_EQ(jobs.math, "fp32");
+  EXPECT_EQ(results.math, "fp32");
+
+  Model tf32_model = *model;
+  tf32_model.math = "tf32";
+  const Tdfg tf32_tdfg = build_tdfg(tf32_model);
+  rt::JobFile tf32_jobs = make_jobs(tf32_tdfg, {4}, 1, 0);
+  EXPECT_EQ(tf32_jobs.math, "tf32");
+  { std::ofstream(dir + "/tf32-jobs.json") << rt::jobs_to_json(tf32_jobs); }
+  RunResult refused = run_command(std::string(MPLAN_KERNEL_PROFILER_PATH) + " " + dir + "/tf32-jobs.json -o " + dir +
+                                  "/tf32-times.json --quiet");
+  EXPECT_EQ(refused.exit_code, 2) << refused.output;
+  EXPECT_NE(refused.output.find("math tf32"), std::string::npos) << refused.output;
+
+  Result<Profile> mismatch = merge_results(tf32_tdfg, results, {4}, "times.json");
+  ASSERT_FALSE(mismatch.ok());
+  EXPECT_NE(mismatch.error().message.find("timed in fp32 math, but the model asks for tf32"), std::string::npos)
+      << mismatch.error().message;
+  rt::ResultFile tf32_results = results;
+  tf32_results.math = "tf32";
+  Result<Profile> tf32_profile = merge_results(tf32_tdfg, tf32_results, {4}, "times.json");
+  ASSERT_TRUE(tf32_profile.ok()) << tf32_profile.error().to_string();
+  EXPECT_EQ(tf32_profile->math_mode, "tf32");
+  // A model that leaves the math to the GPU takes the results' math.
+  Result<Profile> default_math = merge_results(fp32_tdfg, tf32_results, {4}, "times.json");
+  ASSERT_TRUE(default_math.ok()) << default_math.error().to_string();
+  EXPECT_EQ(default_math->math_mode, "tf32");
+#endif
+}
+
 // Every op's jobs run: tasks without a kernel (an add's and a concat's BP1
 // pass the gradient through) and kernels with their own scratch (batch norm's
 // BP1 per-channel sums, which a job once gave a slot of 0 bytes: found on the

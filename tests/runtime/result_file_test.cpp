@@ -52,5 +52,35 @@ TEST(ResultFile, BothDirectionsMustBeAPositiveNumber) {
   }
 }
 
+// The math the kernels ran in round-trips in both files; a file without it
+// (before the field) is fp32; anything but fp32 or tf32 is refused, naming it.
+TEST(ResultFile, MathRoundTripsDefaultsToFp32AndIsChecked) {
+  ResultFile tf32 = one_copy(0.625);
+  tf32.math = "tf32";
+  ResultFile read;
+  std::string error;
+  ASSERT_TRUE(parse_results(results_to_json(tf32), &read, &error)) << error;
+  EXPECT_EQ(read.math, "tf32");
+  std::string older = results_to_json(one_copy(0.625));
+  older.erase(older.find(" \"math\": \"fp32\",\n"), std::string(" \"math\": \"fp32\",\n").size());
+  ASSERT_EQ(older.find("math"), std::string::npos);
+  ASSERT_TRUE(parse_results(older, &read, &error)) << error;
+  EXPECT_EQ(read.math, "fp32");
+  std::string hostile = results_to_json(tf32);
+  hostile.replace(hostile.find("\"tf32\""), 6, "\"fp64\"");
+  EXPECT_FALSE(parse_results(hostile, &read, &error));
+  EXPECT_NE(error.find("\"math\""), std::string::npos) << error;
+
+  JobFile jobs;
+  jobs.math = "tf32";
+  JobFile jobs_read;
+  ASSERT_TRUE(parse_jobs(jobs_to_json(jobs), &jobs_read, &error)) << error;
+  EXPECT_EQ(jobs_read.math, "tf32");
+  std::string bad_jobs = jobs_to_json(jobs);
+  bad_jobs.replace(bad_jobs.find("\"tf32\""), 6, "\"bf16\"");
+  EXPECT_FALSE(parse_jobs(bad_jobs, &jobs_read, &error));
+  EXPECT_NE(error.find("\"math\""), std::string::npos) << error;
+}
+
 }  // namespace
 }  // namespace mplan::rt
