@@ -1,6 +1,7 @@
 // The "direct" convolution: the seven nested loops of mu-cuDNN Algorithm 1, with
 // no workspace (cuDNN's IMPLICIT_GEMM / ALGO_0 family). The reference the other
-// algorithms are tested against.
+// algorithms are tested against. Layers other than depthwise ones run
+// conv_general.cpp's loops, which sum in double.
 //
 // Depthwise layers (one input channel per group, MobileNet's 3x3 convs) take their
 // own path: per image plane, each filter tap is one loop along an output row, which
@@ -15,6 +16,7 @@
 #include "runtime/cpu/conv_depthwise.h"
 #include "runtime/cpu/conv_window.h"
 #include "runtime/cpu/vectorize.h"
+#include "runtime/cpu/vision_kernels.h"
 
 namespace mplan::rt::cpu {
 namespace {
@@ -105,7 +107,7 @@ MPLAN_VECTOR_CLONES void depthwise_plane_filter(const ConvShape& sh, const TapRa
 void conv_forward_direct(const ConvShape& sh, const float* x, const float* w, float* y,
                          bool accumulate) {
   const int64_t P = sh.p(), Q = sh.q();
-  const int64_t cg = sh.c / sh.groups, kg = sh.k / sh.groups;
+  const int64_t kg = sh.k / sh.groups;
   if (depthwise_path(sh)) {
     const TapRanges ranges(sh);
     const auto plane = depthwise_avx512(ConvDirection::forward, sh) ? depthwise_forward_avx512 : depthwise_plane_forward;
@@ -115,37 +117,15 @@ void conv_forward_direct(const ConvShape& sh, const float* x, const float* w, fl
                                 y + (n * sh.k + k) * P * Q, accumulate);
     return;
   }
-  if (!accumulate) std::memset(y, 0, sizeof(float) * sh.y_elements());
-  for (int64_t n = 0; n < sh.n; ++n) {
-    for (int64_t k = 0; k < sh.k; ++k) {
-      const int64_t g = k / kg;
-      float* yp = y + (n * sh.k + k) * P * Q;
-      for (int64_t cl = 0; cl < cg; ++cl) {
-        const float* xp = x + (n * sh.c + g * cg + cl) * sh.h * sh.w;
-        const float* wp = w + (k * cg + cl) * sh.r * sh.s;
-        for (int64_t r = 0; r < sh.r; ++r) {
-          OutputRange pr = valid_outputs(r, sh.h, sh.stride_h, sh.pad_h, P);
-          for (int64_t s = 0; s < sh.s; ++s) {
-            OutputRange qr = valid_outputs(s, sh.w, sh.stride_w, sh.pad_w, Q);
-            const float wv = wp[r * sh.s + s];
-            for (int64_t p = pr.lo; p < pr.hi; ++p) {
-              const float* xrow = xp + (p * sh.stride_h - sh.pad_h + r) * sh.w - sh.pad_w + s;
-              float* yrow = yp + p * Q;
-              for (int64_t q = qr.lo; q < qr.hi; ++q) yrow[q] += wv * xrow[q * sh.stride_w];
-            }
-          }
-        }
-      }
-    }
-  }
+  conv_forward_general(sh, x, w, y, accumulate);
 }
 
 void conv_backward_data_direct(const ConvShape& sh, const float* w, const float* dy, float* dx,
                                bool accumulate) {
   const int64_t P = sh.p(), Q = sh.q();
-  const int64_t cg = sh.c / sh.groups, kg = sh.k / sh.groups;
-  if (!accumulate) std::memset(dx, 0, sizeof(float) * sh.x_elements());
+  const int64_t kg = sh.k / sh.groups;
   if (depthwise_path(sh)) {
+    if (!accumulate) std::memset(dx, 0, sizeof(float) * sh.x_elements());
     const TapRanges ranges(sh);
     const auto plane = depthwise_avx512(ConvDirection::backward_data, sh) ? depthwise_backward_data_avx512
                                                                           : depthwise_plane_backward_data;
@@ -155,34 +135,13 @@ void conv_backward_data_direct(const ConvShape& sh, const float* w, const float*
                                       dx + (n * sh.c + k / kg) * sh.h * sh.w);
     return;
   }
-  for (int64_t n = 0; n < sh.n; ++n) {
-    for (int64_t k = 0; k < sh.k; ++k) {
-      const int64_t g = k / kg;
-      const float* dyp = dy + (n * sh.k + k) * P * Q;
-      for (int64_t cl = 0; cl < cg; ++cl) {
-        float* dxp = dx + (n * sh.c + g * cg + cl) * sh.h * sh.w;
-        const float* wp = w + (k * cg + cl) * sh.r * sh.s;
-        for (int64_t r = 0; r < sh.r; ++r) {
-          OutputRange pr = valid_outputs(r, sh.h, sh.stride_h, sh.pad_h, P);
-          for (int64_t s = 0; s < sh.s; ++s) {
-            OutputRange qr = valid_outputs(s, sh.w, sh.stride_w, sh.pad_w, Q);
-            const float wv = wp[r * sh.s + s];
-            for (int64_t p = pr.lo; p < pr.hi; ++p) {
-              float* dxrow = dxp + (p * sh.stride_h - sh.pad_h + r) * sh.w - sh.pad_w + s;
-              const float* dyrow = dyp + p * Q;
-              for (int64_t q = qr.lo; q < qr.hi; ++q) dxrow[q * sh.stride_w] += wv * dyrow[q];
-            }
-          }
-        }
-      }
-    }
-  }
+  conv_backward_data_general(sh, w, dy, dx, accumulate);
 }
 
 void conv_backward_filter_direct(const ConvShape& sh, const float* x, const float* dy, float* dw,
                                  bool accumulate) {
   const int64_t P = sh.p(), Q = sh.q(), RS = sh.r * sh.s;
-  const int64_t cg = sh.c / sh.groups, kg = sh.k / sh.groups;
+  const int64_t kg = sh.k / sh.groups;
   if (depthwise_path(sh) && RS <= kMaxTaps) {
     const TapRanges ranges(sh);
     const auto plane_sums =
@@ -202,31 +161,7 @@ void conv_backward_filter_direct(const ConvShape& sh, const float* x, const floa
       }
     return;
   }
-  // Sums in double: this is the reference the other algorithms are checked against.
-  for (int64_t k = 0; k < sh.k; ++k) {
-    const int64_t g = k / kg;
-    for (int64_t cl = 0; cl < cg; ++cl) {
-      float* dwp = dw + (k * cg + cl) * RS;
-      for (int64_t r = 0; r < sh.r; ++r) {
-        OutputRange pr = valid_outputs(r, sh.h, sh.stride_h, sh.pad_h, P);
-        for (int64_t s = 0; s < sh.s; ++s) {
-          OutputRange qr = valid_outputs(s, sh.w, sh.stride_w, sh.pad_w, Q);
-          double sum = 0.0;
-          for (int64_t n = 0; n < sh.n; ++n) {
-            const float* xp = x + (n * sh.c + g * cg + cl) * sh.h * sh.w;
-            const float* dyp = dy + (n * sh.k + k) * P * Q;
-            for (int64_t p = pr.lo; p < pr.hi; ++p) {
-              const float* xrow = xp + (p * sh.stride_h - sh.pad_h + r) * sh.w - sh.pad_w + s;
-              const float* dyrow = dyp + p * Q;
-              for (int64_t q = qr.lo; q < qr.hi; ++q)
-                sum += static_cast<double>(xrow[q * sh.stride_w]) * dyrow[q];
-            }
-          }
-          dwp[r * sh.s + s] = static_cast<float>(accumulate ? dwp[r * sh.s + s] + sum : sum);
-        }
-      }
-    }
-  }
+  conv_backward_filter_general(sh, x, dy, dw, accumulate);
 }
 
 }  // namespace mplan::rt::cpu
