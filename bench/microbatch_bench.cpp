@@ -37,7 +37,7 @@
 #include <glpk.h>
 #include <unistd.h>
 
-#include "frontend/bytes.h"
+#include "core/bytes.h"
 #include "frontend/parse.h"
 #include "planner/microbatch/batch_size_policy.h"
 #include "planner/microbatch/benchmark_table.h"

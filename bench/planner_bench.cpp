@@ -26,7 +26,7 @@
 #include <string>
 #include <vector>
 
-#include "frontend/bytes.h"
+#include "core/bytes.h"
 #include "frontend/parse.h"
 #include "planner/planner.h"
 #include "planner/workspace_mode.h"

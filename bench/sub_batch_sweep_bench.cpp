@@ -27,7 +27,7 @@
 #include <thread>
 #include <vector>
 
-#include "frontend/bytes.h"
+#include "core/bytes.h"
 #include "frontend/parse.h"
 #include "planner/planner.h"
 #include "planner/policy.h"

@@ -13,7 +13,7 @@
 #include <string>
 
 #include "cli/command.h"
-#include "frontend/bytes.h"
+#include "core/bytes.h"
 #include "frontend/parse.h"
 #include "frontend/validate.h"
 #include "profiler/analytic_model.h"

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "cli/command.h"
-#include "frontend/bytes.h"
+#include "core/bytes.h"
 #include "frontend/parse.h"
 #include "frontend/validate.h"
 #include "planner/policy.h"

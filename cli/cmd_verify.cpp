@@ -11,7 +11,7 @@
 #include <string>
 
 #include "cli/command.h"
-#include "frontend/bytes.h"
+#include "core/bytes.h"
 #include "frontend/parse.h"
 #include "planner/plan_json.h"
 #include "planner/verify.h"

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "frontend/error.h"
+#include "core/error.h"
 
 namespace mplan {
 struct Profile;

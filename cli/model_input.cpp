@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include "cli/command.h"
-#include "frontend/input_file.h"
+#include "core/input_file.h"
 #include "frontend/onnx/onnx_import.h"
 #include "frontend/parse.h"
 

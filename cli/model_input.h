@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "frontend/model.h"
+#include "ops/model.h"
 
 namespace mplan::cli {
 

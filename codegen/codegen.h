@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "frontend/error.h"
-#include "frontend/model.h"
+#include "core/error.h"
+#include "ops/model.h"
 #include "codegen/target.h"
 #include "planner/plan.h"
 #include "tdfg/tdfg.h"

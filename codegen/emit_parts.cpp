@@ -7,8 +7,8 @@
 
 #include "codegen/names.h"
 #include "codegen/program_text.h"
-#include "frontend/bytes.h"
-#include "frontend/op_table.h"
+#include "core/bytes.h"
+#include "ops/op_table.h"
 
 namespace mplan::codegen {
 namespace {

@@ -21,7 +21,7 @@
 #include "codegen/round_classes.h"
 #include "codegen/segments.h"
 #include "codegen/step_calls.h"
-#include "frontend/bytes.h"
+#include "core/bytes.h"
 
 namespace mplan::codegen {
 namespace {

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "frontend/error.h"
+#include "core/error.h"
 
 namespace mplan::codegen {
 

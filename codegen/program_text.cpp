@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include "codegen/names.h"
-#include "frontend/error.h"
+#include "core/error.h"
 
 namespace mplan::codegen {
 

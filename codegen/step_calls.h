@@ -1,14 +1,14 @@
 #pragma once
 // The kernels of one compute step of a plan: the op table's invocation of the
-// step's task (frontend/op_table.h) with its tensors bound to the step's
+// step's task (ops/op_table.h) with its tensors bound to the step's
 // buffers, and the target's algorithm for each planned convolution.
 
 #include <string>
 #include <vector>
 
 #include "codegen/target.h"
-#include "frontend/error.h"
-#include "frontend/op_table.h"
+#include "core/error.h"
+#include "ops/op_table.h"
 #include "planner/plan.h"
 #include "tdfg/tdfg.h"
 

@@ -9,10 +9,10 @@
 #include <set>
 #include <unordered_map>
 
-#include "frontend/expression.h"
+#include "core/expression.h"
 #include "frontend/layer_fields.h"
 #include "frontend/shape_inference.h"
-#include "frontend/yaml_reader.h"
+#include "core/yaml_reader.h"
 
 namespace mplan {
 namespace {

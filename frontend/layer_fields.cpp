@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "frontend/op_table.h"
+#include "ops/op_table.h"
 
 namespace mplan {
 

@@ -1,12 +1,12 @@
 #pragma once
-// Reading a layer's op and fields with the op table (frontend/op_table.h;
+// Reading a layer's op and fields with the op table (ops/op_table.h;
 // docs/model-format.md, "Ops") (frontend-internal).
 
 #include <optional>
 #include <string_view>
 
-#include "frontend/model.h"
-#include "frontend/yaml_reader.h"
+#include "ops/model.h"
+#include "core/yaml_reader.h"
 
 namespace mplan {
 

@@ -6,10 +6,10 @@
 #include <filesystem>
 
 #include "frontend/block_expansion.h"
-#include "frontend/input_file.h"
+#include "core/input_file.h"
 #include "frontend/shape_inference.h"
 #include "frontend/validate.h"
-#include "frontend/yaml_reader.h"
+#include "core/yaml_reader.h"
 
 namespace mplan {
 namespace {

@@ -3,8 +3,8 @@
 
 #include <string>
 
-#include "frontend/error.h"
-#include "frontend/model.h"
+#include "core/error.h"
+#include "ops/model.h"
 
 namespace mplan {
 

@@ -18,13 +18,6 @@ std::string expected_input_count(const OpSpec& spec, size_t count) {
 
 }  // namespace
 
-bool is_valid_size(const Shape& shape) {
-  int64_t elements = 1;
-  for (int64_t d : shape.dims)
-    if (d < 1 || __builtin_mul_overflow(elements, d, &elements) || elements > kMaxElements) return false;
-  return true;
-}
-
 ShapeOrMessage infer_output_shape(const Layer& layer, const std::vector<Shape>& input_shapes,
                                   const std::vector<std::string>& input_names, int64_t classes) {
   const OpSpec& spec = op_spec(layer.op);

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "frontend/error.h"
-#include "frontend/model.h"
+#include "core/error.h"
+#include "ops/model.h"
 
 namespace mplan {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <string>
 
-#include "frontend/error.h"
+#include "core/error.h"
 
 namespace mplan {
 

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "frontend/bytes.h"
+#include "core/bytes.h"
 #include "planner/trace.h"
 
 namespace mplan {

@@ -10,7 +10,7 @@
 #include <optional>
 #include <set>
 
-#include "frontend/bytes.h"
+#include "core/bytes.h"
 #include "tdfg/bounds.h"
 #include "planner/deciders/deciders.h"
 #include "planner/plan_limits.h"

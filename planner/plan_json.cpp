@@ -10,8 +10,8 @@
 #include <limits>
 #include <sstream>
 
-#include "frontend/input_file.h"
-#include "frontend/shape_inference.h"
+#include "core/input_file.h"
+#include "core/limits.h"
 #include "planner/plan_limits.h"
 #include "profiler/input_json.h"
 

@@ -8,7 +8,7 @@
 
 #include <string>
 
-#include "frontend/error.h"
+#include "core/error.h"
 #include "planner/plan.h"
 
 namespace mplan {

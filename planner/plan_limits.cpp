@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "frontend/bytes.h"
+#include "core/bytes.h"
 #include "planner/sub_batch.h"
 
 namespace mplan {

@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "frontend/error.h"
+#include "core/error.h"
 #include "profiler/cost_model.h"
 #include "tdfg/tdfg.h"
 

@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <optional>
 
-#include "frontend/bytes.h"
+#include "core/bytes.h"
 #include "planner/deciders/deciders.h"
 #include "planner/plan_limits.h"
 #include "planner/search_internal.h"

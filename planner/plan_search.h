@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "frontend/error.h"
+#include "core/error.h"
 #include "planner/plan.h"
 #include "planner/planner.h"
 #include "planner/policy.h"

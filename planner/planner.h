@@ -10,7 +10,7 @@
 
 #include <cstdint>
 
-#include "frontend/error.h"
+#include "core/error.h"
 #include "planner/plan.h"
 #include "planner/workspace_mode.h"
 #include "profiler/cost_model.h"

@@ -4,7 +4,7 @@
 #include <chrono>
 #include <string>
 
-#include "frontend/bytes.h"
+#include "core/bytes.h"
 #include "planner/plan_search.h"
 #include "planner/sub_batch.h"
 

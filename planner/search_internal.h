@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "frontend/error.h"
+#include "core/error.h"
 #include "planner/plan_search.h"
 #include "planner/sim/decider.h"
 #include "planner/sim/iteration_sim.h"

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "frontend/error.h"
+#include "core/error.h"
 #include "profiler/cost_model.h"
 
 namespace mplan {

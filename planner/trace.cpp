@@ -6,7 +6,7 @@
 
 #include <algorithm>
 
-#include "frontend/bytes.h"
+#include "core/bytes.h"
 
 namespace mplan {
 

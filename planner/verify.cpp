@@ -25,7 +25,7 @@
 #include <set>
 #include <unordered_map>
 
-#include "frontend/bytes.h"
+#include "core/bytes.h"
 #include "planner/plan_limits.h"
 
 namespace mplan {

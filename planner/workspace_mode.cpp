@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "frontend/bytes.h"
+#include "core/bytes.h"
 #include "planner/microbatch/batch_size_policy.h"
 #include "planner/microbatch/benchmark_table.h"
 #include "planner/microbatch/desirable_set.h"

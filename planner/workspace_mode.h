@@ -30,7 +30,7 @@
 #include <utility>
 #include <vector>
 
-#include "frontend/error.h"
+#include "core/error.h"
 #include "planner/microbatch/configuration.h"
 #include "planner/microbatch/wd_optimizer.h"
 #include "profiler/cost_model.h"

@@ -19,7 +19,7 @@
 #include <string_view>
 #include <vector>
 
-#include "frontend/error.h"
+#include "core/error.h"
 #include "profiler/math_mode.h"
 
 namespace mplan {

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "frontend/error.h"
+#include "core/error.h"
 #include "tdfg/tdfg.h"
 
 namespace mplan {

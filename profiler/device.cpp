@@ -13,9 +13,9 @@
 #include <set>
 #include <sstream>
 
-#include "frontend/bytes.h"
-#include "frontend/input_file.h"
-#include "frontend/yaml_reader.h"
+#include "core/bytes.h"
+#include "core/input_file.h"
+#include "core/yaml_reader.h"
 #include "profiler/cost_model.h"
 #include "profiler/install_paths.h"
 

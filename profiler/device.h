@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "frontend/error.h"
+#include "core/error.h"
 #include "profiler/arch_efficiency.h"
 #include "profiler/math_mode.h"
 

@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "frontend/error.h"
-#include "frontend/input_file.h"
+#include "core/error.h"
+#include "core/input_file.h"
 
 namespace mplan {
 

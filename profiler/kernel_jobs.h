@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "frontend/error.h"
+#include "core/error.h"
 #include "profiler/profile.h"
 #include "runtime/jobs.h"
 #include "tdfg/tdfg.h"

@@ -13,8 +13,8 @@
 #include <set>
 #include <sstream>
 
-#include "frontend/input_file.h"
-#include "frontend/shape_inference.h"
+#include "core/input_file.h"
+#include "core/limits.h"
 #include "profiler/input_json.h"
 #include "profiler/math_mode.h"
 #include "profiler/task_invocation.h"

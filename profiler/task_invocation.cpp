@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "frontend/error.h"
+#include "core/error.h"
 
 namespace mplan {
 namespace {
@@ -42,7 +42,7 @@ TaskInvocation invoke_task_shape(const TaskShape& shape, int64_t n, rt::ConvAlgo
   TaskInvocation result;
   if (shape.kind == TaskKind::update) {
     // One SGD step per weighted layer, as the program runs it
-    // (frontend/ops/update.cpp), so that a measured update pays every launch;
+    // (ops/update.cpp), so that a measured update pays every launch;
     // the shape has the layers' count, not their sizes: balanced slices.
     // (Until 2026-11-27 one merged call: 7 us measured for 79 layers' update.)
     Invocation& out = result.invocation;

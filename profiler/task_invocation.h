@@ -2,13 +2,13 @@
 // A task shape's kernels with buffers to bind them to: what the CPU profiler
 // times and what `mplan profile --jobs` writes for the standalone kernel
 // profiler (DESIGN.md, Profiler). The kernels come from the op table
-// (frontend/op_table.h), exactly as codegen prints them.
+// (ops/op_table.h), exactly as codegen prints them.
 
 #include <cstdint>
 #include <optional>
 #include <vector>
 
-#include "frontend/op_table.h"
+#include "ops/op_table.h"
 #include "profiler/signature.h"
 #include "runtime/kernel_call.h"
 

@@ -2,7 +2,7 @@
 // A call of one runtime kernel (runtime/ops.h) as plain data: which kernel,
 // and its arguments after the context, in the kernel's parameter order.
 //
-// The op table (frontend/op_table.h) says once, per op, which kernels a task
+// The op table (ops/op_table.h) says once, per op, which kernels a task
 // calls and with what; from that one description
 //   - codegen prints the call into the generated program (kernel_name and the
 //     arguments, tensor slots turned into the plan's buffers),

@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "frontend/error.h"
+#include "core/error.h"
 #include "tdfg/tdfg.h"
 
 namespace mplan {

@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "frontend/model.h"
-#include "frontend/op_table.h"
+#include "ops/model.h"
+#include "ops/op_table.h"
 
 namespace mplan {
 
@@ -27,7 +27,7 @@ using BlockId = int32_t;
 inline constexpr TaskId kNoTask = -1;
 inline constexpr BlockId kNoBlock = -1;
 
-// TaskKind (FP, BP1, BP2, update) is in frontend/op_table.h.
+// TaskKind (FP, BP1, BP2, update) is in ops/op_table.h.
 const char* task_kind_name(TaskKind kind);  // "FP", "BP1", "BP2", "update"
 
 enum class BlockKind {

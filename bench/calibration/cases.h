@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "frontend/model.h"
+#include "ops/model.h"
 #include "profiler/conv_algorithms.h"
 #include "profiler/device.h"
 #include "profiler/math_mode.h"

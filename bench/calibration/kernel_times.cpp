@@ -8,7 +8,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "frontend/op_table.h"
+#include "ops/op_table.h"
 #include "frontend/parse.h"
 #include "profiler/signature.h"
 #include "runtime/ops.h"

@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "bench/calibration/cases.h"
-#include "frontend/error.h"
-#include "frontend/model.h"
+#include "core/error.h"
+#include "ops/model.h"
 #include "runtime/jobs.h"
 #include "tdfg/tdfg.h"
 

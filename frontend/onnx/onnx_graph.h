@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "frontend/error.h"
+#include "core/error.h"
 
 namespace mplan::onnx_import {
 

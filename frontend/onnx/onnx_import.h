@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "frontend/error.h"
-#include "frontend/model.h"
+#include "core/error.h"
+#include "ops/model.h"
 
 namespace mplan::onnx_import {
 

@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "frontend/error.h"
+#include "core/error.h"
 
 namespace mplan::microbatch {
 

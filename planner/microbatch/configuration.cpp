@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "frontend/bytes.h"
+#include "core/bytes.h"
 
 namespace mplan::microbatch {
 

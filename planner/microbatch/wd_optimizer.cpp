@@ -14,7 +14,7 @@
 #include <glpk.h>
 #include <unistd.h>
 
-#include "frontend/bytes.h"
+#include "core/bytes.h"
 
 namespace mplan::microbatch {
 namespace {

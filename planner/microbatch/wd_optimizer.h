@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "frontend/error.h"
+#include "core/error.h"
 #include "planner/microbatch/configuration.h"
 
 namespace mplan::microbatch {

@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "frontend/bytes.h"
+#include "core/bytes.h"
 
 namespace mplan::microbatch {
 namespace {

@@ -10,7 +10,7 @@
 
 #include <cstdint>
 
-#include "frontend/error.h"
+#include "core/error.h"
 #include "planner/microbatch/batch_size_policy.h"
 #include "planner/microbatch/benchmark_table.h"
 #include "planner/microbatch/configuration.h"

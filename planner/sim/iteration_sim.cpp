@@ -6,7 +6,7 @@
 #include <limits>
 #include <tuple>
 
-#include "frontend/bytes.h"
+#include "core/bytes.h"
 #include "planner/microbatch/benchmark_table.h"
 #include "planner/microbatch/desirable_set.h"
 #include "planner/sim/decider.h"

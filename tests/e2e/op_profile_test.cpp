@@ -37,7 +37,7 @@ TEST(OpProfile, GeneratedProgramReportsEachOpKindOnlyWhenAsked) {
     }
     // every_op.yaml has every op; each of these kinds runs in a training step.
     // add's FP runs as add_two (counted as add), its BP1 as copy_or_add calls
-    // (frontend/ops/add.cpp), counted as fill_copy.
+    // (ops/add.cpp), counted as fill_copy.
     for (const char* kind : {"conv_forward", "conv_backward_data", "conv_backward_filter", "linear", "relu", "pool",
                              "batchnorm", "lrn", "dropout", "add", "fill_copy", "concat", "softmax_xent", "sgd"})
       EXPECT_TRUE(kinds.count(kind)) << kind << " missing from:\n" << profiled.output;

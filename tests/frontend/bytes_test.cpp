@@ -1,5 +1,5 @@
-// Byte counts as users write them (frontend/bytes.h).
-#include "frontend/bytes.h"
+// Byte counts as users write them (core/bytes.h).
+#include "core/bytes.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
-// Integer expressions of the model format (frontend/expression.h).
-#include "frontend/expression.h"
+// Integer expressions of the model format (core/expression.h).
+#include "core/expression.h"
 
 #include <gtest/gtest.h>
 

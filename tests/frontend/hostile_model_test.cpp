@@ -8,8 +8,8 @@
 
 #include <string>
 
-#include "frontend/bytes.h"
-#include "frontend/input_file.h"
+#include "core/bytes.h"
+#include "core/input_file.h"
 #include "frontend/parse.h"
 #include "frontend/validate.h"
 

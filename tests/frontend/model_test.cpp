@@ -1,8 +1,8 @@
-// Model's methods and validate_model on models built in code (frontend/model.h,
+// Model's methods and validate_model on models built in code (ops/model.h,
 // frontend/parse.h).
 #include <gtest/gtest.h>
 
-#include "frontend/model.h"
+#include "ops/model.h"
 #include "frontend/parse.h"
 
 namespace mplan {

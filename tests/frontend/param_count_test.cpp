@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "frontend/model.h"
+#include "ops/model.h"
 #include "frontend/parse.h"
 
 namespace mplan {

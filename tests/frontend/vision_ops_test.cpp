@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-#include "frontend/op_table.h"
+#include "ops/op_table.h"
 #include "frontend/parse.h"
 
 namespace mplan {

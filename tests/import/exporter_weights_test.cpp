@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "frontend/op_table.h"
+#include "ops/op_table.h"
 #include "frontend/parse.h"
 #include "runtime/npy.h"
 

@@ -17,7 +17,7 @@
 #include <set>
 #include <string>
 
-#include "frontend/bytes.h"
+#include "core/bytes.h"
 #include "frontend/parse.h"
 #include "planner/microbatch/batch_size_policy.h"
 #include "planner/microbatch/benchmark_table.h"

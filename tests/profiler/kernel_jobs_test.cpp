@@ -11,7 +11,7 @@
 #include <set>
 #include <string>
 
-#include "frontend/op_table.h"
+#include "ops/op_table.h"
 #include "frontend/parse.h"
 #include "profiler/kernel_jobs.h"
 #include "profiler/profile.h"

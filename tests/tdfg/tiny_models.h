@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "frontend/model.h"
+#include "ops/model.h"
 #include "frontend/parse.h"
 #include "tdfg/tdfg.h"
 

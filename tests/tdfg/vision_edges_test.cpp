@@ -1,4 +1,4 @@
-// The backward edges of the vision-model ops (frontend/ops/*.cpp): what each
+// The backward edges of the vision-model ops (ops/*.cpp): what each
 // BP reads from the forward pass decides liveness, offloading and
 // recomputation, so these must be exact; and the attention matrix must be a
 // block the planner sees (the point of attention as one op).

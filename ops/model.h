@@ -1,0 +1,129 @@
+#pragma once
+// The validated model: what the frontend produces from a model YAML file
+// (docs/model-format.md) and every later stage reads. Plain data; layers are
+// indexed by LayerId in topological order (every input precedes its user).
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "core/limits.h"
+
+namespace mplan {
+
+using LayerId = int32_t;
+// The model's input batch, as an entry of Layer::inputs.
+inline constexpr LayerId kModelInput = -1;
+
+// Every op of the model format (ops/ops.def; the op table,
+// ops/op_table.h, says everything about each).
+enum class Op {
+#define MPLAN_OP(name) name,
+#include "ops/ops.def"
+#undef MPLAN_OP
+};
+const char* op_name(Op op);  // "conv", "softmax_xent", ...
+
+enum class PoolMode { max, avg };
+
+// A per-sample shape: [C, H, W] for feature maps, [N] for vectors.
+struct Shape {
+  std::vector<int64_t> dims;
+  int64_t elements() const;       // product of dims
+  std::string to_string() const;  // "[64, 56, 56]"
+  bool operator==(const Shape&) const = default;
+};
+
+// Whether every dimension is >= 1 and the product is at most kMaxElements
+// (computed without overflow, unlike Shape::elements).
+bool is_valid_size(const Shape& shape);
+
+// Kernel window of conv and pool layers (and patch_embed's patch).
+struct Window {
+  int64_t kernel_h = 1, kernel_w = 1;
+  int64_t stride_h = 1, stride_w = 1;
+  int64_t pad_h = 0, pad_w = 0;
+  int64_t dilation_h = 1, dilation_w = 1;  // conv only
+  bool operator==(const Window&) const = default;
+};
+
+struct Layer {
+  std::string name;              // unique; generated ("conv_3") when the file has none
+  Op op = Op::relu;
+  std::vector<LayerId> inputs;   // kModelInput for the model's input
+  Shape output;                  // per-sample output shape, inferred
+  SourceLocation where;          // where the layer is written in the file
+
+  // conv and patch_embed: out channels; linear: out features.
+  int64_t out = 0;
+  // conv: groups (channel_shuffle: groups); conv, linear and patch_embed: whether there is a bias.
+  int64_t groups = 1;
+  bool bias = true;
+  // conv and pool.
+  Window window;
+  // pool.
+  PoolMode pool_mode = PoolMode::max;
+  bool ceil_mode = false;
+  // batchnorm (and layernorm's eps).
+  double eps = 1e-5;
+  double momentum = 0.1;
+  // lrn (cuDNN/PyTorch semantics: size, alpha, beta, k).
+  int64_t lrn_size = 5;
+  double alpha = 1e-4, beta = 0.75, k = 2.0;
+  // dropout.
+  double p = 0.5;
+  // gelu: the tanh approximation instead of the erf form.
+  bool tanh_approximation = false;
+  // clip: the range (relu6 is [0, 6]).
+  double clip_min = 0.0, clip_max = 6.0;
+  // adaptive_avgpool: the output size.
+  int64_t out_h = 1, out_w = 1;
+  // slice: [begin, end) of axis `axis` of the per-sample shape.
+  int64_t axis = 0, begin = 0, end = 0;
+  // reshape: the per-sample output shape.
+  std::vector<int64_t> shape;
+  // matmul: the second input is used transposed (a @ b^T).
+  bool transpose_b = false;
+  // attention: heads; scale of the scores, 0 for 1/sqrt(head dimension).
+  int64_t heads = 1;
+  double scale = 0.0;
+};
+
+struct Optimizer {
+  std::string kind = "sgd";
+  double lr = 0.01;
+  double momentum = 0.9;
+  double weight_decay = 0.0;
+};
+
+struct Model {
+  std::string name;
+  std::string source_file;      // the YAML it was read from ("" if built in code)
+  Shape input;                  // per-sample input shape [C, H, W]
+  int64_t batch = 1;            // the user's mini-batch B
+  int64_t classes = 0;
+  std::string dtype = "float32";
+  // The arithmetic of convolutions and GEMMs (docs/model-format.md): "default"
+  // (the GPU's default: tf32 on Ampere and later, fp32 before), "fp32" or "tf32".
+  std::string math = "default";
+  Optimizer optimizer;
+  std::vector<Layer> layers;    // topological order; the loss is last
+
+  int64_t dtype_bytes() const { return 4; }  // float32 only, for now
+
+  // The per-sample shape of input k of layer l (the model input or a layer output).
+  const Shape& input_shape(LayerId l, int k = 0) const;
+  // All of layer l's input shapes, in order.
+  std::vector<Shape> input_shapes(LayerId l) const;
+  // Learnable parameters of a layer (weights and bias; batchnorm gamma and beta).
+  int64_t parameter_count(LayerId l) const;
+  int64_t parameter_count() const;  // whole model
+  // Non-learnable state kept with the weights (batchnorm running mean and var).
+  int64_t buffer_count(LayerId l) const;
+  // Finds a layer by name; -1 if there is none. A block instance name ("layer1",
+  // "layer1.0") finds the instance's output, its last layer, as `in:` does.
+  LayerId find(const std::string& name) const;
+};
+
+}  // namespace mplan
