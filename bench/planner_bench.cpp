@@ -91,7 +91,7 @@ Row plan_row(const Loaded& l, const CostModel& cost, int64_t budget, PlanOptions
   row.budget = budget;
   options.budget_bytes = budget;
   double t0 = now_ms();
-  Result<Plan> p = make_plan(l.tdfg, cost, options);
+  Result<Plan> p = plan_iteration(l.tdfg, cost, options).take_plan();
   row.planner_ms = now_ms() - t0;
   if (!p) {
     row.error = p.error().message;
@@ -256,7 +256,7 @@ int main(int argc, char** argv) {
       PlanOptions o;
       o.budget_bytes = least;
       o.batchnorm_rounds = PlanOptions::BatchnormRounds::any;
-      const bool plans = make_plan(l->tdfg, cost, o).ok();
+      const bool plans = plan_iteration(l->tdfg, cost, o).take_plan().ok();
       double ratio = static_cast<double>(bounds.naive_bytes) / static_cast<double>(least);
       std::printf("%-10s %5lld %12s %12s %12s %6s %8.1f\n", l->model.name.c_str(), (long long)l->model.batch,
                   gib(bounds.naive_bytes).c_str(), gib(bounds.liveness_peak_bytes).c_str(), gib(least).c_str(),
@@ -286,7 +286,7 @@ int main(int argc, char** argv) {
       o.budget_bytes = 8 * kGiB;
       o.workspace = mode;
       double t0 = now_ms();
-      Result<Plan> p = make_plan(l->tdfg, cost, o);
+      Result<Plan> p = plan_iteration(l->tdfg, cost, o).take_plan();
       double ms = now_ms() - t0;
       const char* mode_name = mode == PlanOptions::Workspace::dynamic ? "dynamic" : "undivided";
       if (!p) {
@@ -341,7 +341,7 @@ int main(int argc, char** argv) {
         o.workspace = m->use;
         o.workspace_bytes = m->bytes;
         const double t0 = now_ms();
-        Result<Plan> p = make_plan(l->tdfg, cost, o);
+        Result<Plan> p = plan_iteration(l->tdfg, cost, o).take_plan();
         const double ms = now_ms() - t0;
         if (!p) {
           md << fmt::format("| {} | {} | {} GiB | {} | infeasible | | | | | {:.0f} |\n", name, l->model.batch,

@@ -76,7 +76,7 @@ Row sweep(const std::string& name, const Model& model, const Tdfg& tdfg, const C
   base.budget_bytes = budget;
   base.copy_engines = engines;
   base.batchnorm_rounds = PlanOptions::BatchnormRounds::any;
-  Result<Plan> own = make_plan(tdfg, cost, base);
+  Result<Plan> own = plan_iteration(tdfg, cost, base).take_plan();
   if (own.ok()) {
     row.mplan_feasible = true;
     row.mplan_b = own->sub_batch;
@@ -89,7 +89,7 @@ Row sweep(const std::string& name, const Model& model, const Tdfg& tdfg, const C
     for (int64_t b = next++; b <= model.batch; b = next++) {
       PlanOptions o = base;
       o.sub_batch = b;
-      Result<Plan> p = make_plan(tdfg, cost, o);
+      Result<Plan> p = plan_iteration(tdfg, cost, o).take_plan();
       if (p.ok()) ms[b] = p->summary.simulated_ms;
     }
   };

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "cli/command.h"
+#include "driver/cost_source.h"
 #include "core/bytes.h"
 #include "frontend/parse.h"
 #include "frontend/validate.h"
@@ -131,20 +132,15 @@ void run_bounds(const BoundsOptions& options) {
     fail_usage(fmt::format("--batch must be a positive number of samples, got {}", options.batch));
   const Model model = unwrap(load_model(options.model_path));
   const int64_t batch = options.batch_given ? options.batch : model.batch;
-  // Every byte count below is of tensors at this batch: bounded first (issue 12).
+  // Every byte count below is of tensors at this batch: bounded first.
   if (Status s = check_batch(model, batch, "--batch"); !s) fail_usage(s.error().message);
   const Tdfg tdfg = build_tdfg(model);
   const MemoryBounds bounds = compute_bounds(tdfg, batch);
   std::optional<IdealFigures> ideal;
   if (!options.device.empty()) {
-    Result<Device> device = load_device(options.device);
-    if (!device.ok()) {
-      fail(fmt::format("--device '{}': {}", options.device, device.error().to_string()), device.error().kind);
-    }
-    const Result<MathMode> math = resolve_math_mode(device.value(), model.math);
-    if (!math.ok()) fail(options.model_path + ": " + math.error().message);
-    const AnalyticCostModel cost(device.value(), *math);
-    ideal = IdealFigures{cost.describe(), ideal_run(tdfg, cost, batch)};
+    const driver::LoadedCostModel cost =
+        unwrap(driver::make_cost_model(driver::CostSource{options.device, "", false}, model, options.model_path, tdfg, 0));
+    ideal = IdealFigures{cost.model->describe(), ideal_run(tdfg, *cost.model, batch)};
   }
   if (options.json)
     fmt::print("{}\n", bounds_json(model, tdfg, bounds, ideal, options.layers)

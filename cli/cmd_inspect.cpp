@@ -196,7 +196,7 @@ void run_inspect(const InspectOptions& o) {
   Plan plan = unwrap(load_plan(path));
   if (!o.model_path.empty()) {
     const Model model = unwrap(load_model(o.model_path));
-    const std::string digest = plan_model_digest(model);
+    const std::string digest = model_digest(model);
     if (digest != plan.model_digest)
       fail(fmt::format("{} was made for model '{}' (digest {}), but {} has digest {}", path, plan.model_name,
                        plan.model_digest, o.model_path, digest));

@@ -13,6 +13,8 @@
 #include <string>
 
 #include "cli/command.h"
+#include "driver/cost_source.h"
+#include "driver/paths.h"
 #include "core/input_file.h"
 #include "frontend/parse.h"
 #include "frontend/validate.h"
@@ -93,7 +95,8 @@ void run_merge(const ProfileOptions& options) {
   if (!rt::parse_results(read_text(options.merge, "--merge"), &results, &error))
     fail(fmt::format("--merge '{}': {}", options.merge, error));
   const Profile profile = unwrap(merge_results(tdfg, results, sub_batches, options.merge));
-  warn_untimed_kernel_tasks(profile, tdfg, options.merge);
+  if (std::string untimed = driver::untimed_kernel_warning(profile, tdfg, options.merge); !untimed.empty())
+    fmt::print(stderr, "mplan: warning: {}\n", untimed);
   write_file_atomically(options.output, profile_to_json(profile));
   fmt::print("wrote {}: {} measured on {} ({}), {} distinct layers, sub-batches {}\n", options.output, model.name,
              results.backend.device, results.backend.backend, profile.entries.size(), options.sub_batches);
@@ -141,21 +144,18 @@ void run_profile(const ProfileOptions& options) {
   if (options.device.empty()) fail_usage("--device: required with --backend analytic");
   check_output(options);
   const Model model = unwrap(load_model(options.model_path));
-  Result<Device> device = load_device(options.device);
-  if (!device) {
-    fail("--device: " + device.error().to_string(), device.error().kind);
-  }
   const std::vector<int64_t> sub_batches = checked_sub_batches(options, model);
   const Tdfg tdfg = build_tdfg(model);
-  const Result<MathMode> math = resolve_math_mode(*device, model.math);
-  if (!math) fail(options.model_path + ": " + math.error().message);
-  const AnalyticCostModel cost_model(*device, *math);
-  const Profile profile = make_profile(tdfg, cost_model, sub_batches, device->name);
+  const driver::LoadedCostModel cost =
+      unwrap(driver::make_cost_model(driver::CostSource{options.device, "", false}, model, options.model_path, tdfg, 0));
+  const std::string& device_name = cost.device_name;
+  const CostModel& cost_model = *cost.model;
+  const Profile profile = make_profile(tdfg, cost_model, sub_batches, device_name);
   write_file_atomically(options.output, profile_to_json(profile));
   size_t tasks = 0;
   for (const ProfileEntry& entry : profile.entries) tasks += entry.tasks.size();
   fmt::print("wrote {}: {} on {}, {} distinct layers ({} tasks of {}), sub-batches {}\n", options.output,
-             model.name, device->name, profile.entries.size(), tasks, tdfg.tasks.size(), options.sub_batches);
+             model.name, device_name, profile.entries.size(), tasks, tdfg.tasks.size(), options.sub_batches);
 }
 
 void setup_profile(CLI::App& command) {

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "cli/command.h"
+#include "driver/compile.h"
 #include "core/bytes.h"
 #include "frontend/parse.h"
 #include "planner/plan_json.h"
@@ -32,16 +33,16 @@ void run_verify(const VerifyOptions& o) {
   // Without --model, the copy `mplan compile` keeps beside the plan.
   std::string model_path = o.model_path;
   if (model_path.empty()) {
-    model_path = (std::filesystem::path(path).parent_path() / kModelCopyFile).string();
-    if (std::filesystem::path(path).parent_path().empty()) model_path = kModelCopyFile;
+    model_path = (std::filesystem::path(path).parent_path() / driver::kModelCopyFile).string();
+    if (std::filesystem::path(path).parent_path().empty()) model_path = driver::kModelCopyFile;
     std::error_code ec;
     if (!std::filesystem::exists(model_path, ec))
       fail_usage(fmt::format("{} has no {} beside it (the copy of the model `mplan compile` keeps): pass the model "
                              "the plan was made from with --model",
-                             path, kModelCopyFile));
+                             path, driver::kModelCopyFile));
   }
   const Model model = unwrap(load_model(model_path));
-  const std::string digest = plan_model_digest(model);
+  const std::string digest = model_digest(model);
   if (digest != plan.model_digest)
     fail(fmt::format("{} was made for model '{}' (digest {}), but {} is model '{}' with digest {}: compile the "
                      "plan again or pass the model it was made from",

@@ -15,11 +15,6 @@
 
 #include "core/error.h"
 
-namespace mplan {
-struct Profile;
-struct Tdfg;
-}  // namespace mplan
-
 namespace mplan::cli {
 
 // Exit codes of mplan (README, "Exit codes").
@@ -53,10 +48,6 @@ T unwrap(Result<T> result) {
 
 using Setup = std::function<void(CLI::App& command)>;
 
-// The copy of the model that `mplan compile` keeps beside plan.json, so that
-// `mplan verify DIR` needs no --model.
-inline constexpr const char* kModelCopyFile = "model.yaml";
-
 struct Registration {
   Registration(std::string name, std::string description, Setup setup, int order = 100);
 };
@@ -79,10 +70,5 @@ void write_file_atomically(const std::string& path, const std::string& text);
 // them: mplan never writes over what it reads.
 void refuse_overwriting_inputs(const std::string& flag, const std::string& output,
                                const std::vector<std::string>& inputs, bool output_is_folder = false);
-
-// Prints a warning (stderr) when the profile at `file` records 0 ms for tasks
-// of the TDFG that run a kernel (untimed_kernel_tasks, profiler/profile.h):
-// the plan would price them as free.
-void warn_untimed_kernel_tasks(const Profile& profile, const Tdfg& tdfg, const std::string& file);
 
 }  // namespace mplan::cli

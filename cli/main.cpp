@@ -15,6 +15,7 @@
 #include <new>
 
 #include "cli/command.h"
+#include "driver/paths.h"
 #include "codegen/output_dir.h"
 #include "profiler/profile.h"
 #include "tdfg/tdfg.h"
@@ -45,16 +46,6 @@ void fail(const Error& error) { throw CommandFailed{error.to_string(), exit_code
 void fail(const std::string& message, ErrorKind kind) { throw CommandFailed{message, exit_code_of(kind)}; }
 void fail_usage(const std::string& message) { throw CommandFailed{message, kExitUsage}; }
 
-void warn_untimed_kernel_tasks(const Profile& profile, const Tdfg& tdfg, const std::string& file) {
-  const std::vector<std::string> untimed = untimed_kernel_tasks(profile, tdfg);
-  if (untimed.empty()) return;
-  fmt::print(stderr,
-             "mplan: warning: {} records 0 ms for tasks that run kernels ({}), which the plan prices as free; "
-             "most likely a kernel profiler from before 2026-11-27 ran no kernel for them: profile the model again "
-             "(mplan profile --jobs, the kernel profiler, --merge) to time them\n",
-             file, fmt::join(untimed, ", "));
-}
-
 void write_file_atomically(const std::string& path, const std::string& text) {
   namespace fs = std::filesystem;
   std::error_code ec;
@@ -76,26 +67,7 @@ void write_file_atomically(const std::string& path, const std::string& text) {
 
 void refuse_overwriting_inputs(const std::string& flag, const std::string& output,
                                const std::vector<std::string>& inputs, bool output_is_folder) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  const fs::path out = fs::weakly_canonical(fs::absolute(output, ec), ec);
-  for (const std::string& input : inputs) {
-    if (input.empty()) continue;
-    std::error_code e1, e2;
-    const bool same = fs::exists(output, e1) && fs::exists(input, e2) && fs::equivalent(output, input, e1);
-    if (same)
-      fail_usage(fmt::format("{} '{}' is the input file '{}': mplan does not write over what it reads; choose "
-                             "another output",
-                             flag, output, input));
-    if (!output_is_folder) continue;
-    // The input inside the output folder (at any depth): replacing the folder would lose it.
-    const fs::path in = fs::weakly_canonical(fs::absolute(input, e1), e1);
-    const auto mismatch = std::mismatch(out.begin(), out.end(), in.begin(), in.end());
-    if (mismatch.first == out.end() && in != out)
-      fail_usage(fmt::format("{} '{}' holds the input file '{}', and mplan replaces the whole folder; keep "
-                             "inputs outside the output folder or choose another one",
-                             flag, output, input));
-  }
+  if (Status s = driver::refuse_overwriting_inputs(flag, output, inputs, output_is_folder); !s) fail(s.error());
 }
 
 }  // namespace mplan::cli

@@ -49,9 +49,9 @@ const char* init_name(TensorInit init) {
 }  // namespace
 
 Status check_plan(const Model& model, const Tdfg& tdfg, const Plan& plan) {
-  if (!plan.model_digest.empty() && plan.model_digest != plan_model_digest(model))
+  if (!plan.model_digest.empty() && plan.model_digest != model_digest(model))
     return codegen_error("the plan was made for another model (digest " + plan.model_digest + ", model '" +
-                         model.name + "' has " + plan_model_digest(model) + ")");
+                         model.name + "' has " + model_digest(model) + ")");
   if (plan.sub_batches.empty()) return codegen_error("the plan has no sub-batches");
   for (const Step& step : plan.steps) {
     if (step.kind != StepKind::compute) continue;
@@ -141,7 +141,7 @@ std::string emit_header(const ProgramHeader& h) {
       "// plan:   {} steps, {} events; simulated {:.3f} ms (ideal {:.3f} ms); {} offload(s) ({}), {} prefetch(es) ({})\n",
       comment_text(h.options.mplan_version), comment_text(h.model.name),
       comment_text(model_file.empty() ? "(built in code)" : model_file),
-      comment_text(plan.model_digest.empty() ? plan_model_digest(h.model) : plan.model_digest),
+      comment_text(plan.model_digest.empty() ? model_digest(h.model) : plan.model_digest),
       target_name(h.options.target), target_name(h.options.target), comment_text(plan.device),
       comment_text(plan.math_mode.empty() ? "fp32" : plan.math_mode),
       format_bytes(plan.budget_bytes), plan.budget_bytes, format_bytes(plan.resident_region_bytes),
@@ -287,7 +287,7 @@ std::string emit_program_spec(const ProgramHeader& h, int32_t debug_event_count)
       "    .run_iteration = run_iteration,\n"
       "}};\n",
       cpp_string_literal(h.model.name),
-      cpp_string_literal(plan.model_digest.empty() ? plan_model_digest(h.model) : plan.model_digest),
+      cpp_string_literal(plan.model_digest.empty() ? model_digest(h.model) : plan.model_digest),
       target_name(h.options.target), cpp_string_literal(plan.math_mode.empty() ? "fp32" : plan.math_mode), plan.batch, plan.sub_batches.size(), h.model.input.dims.at(0),
       h.model.input.dims.size() > 1 ? h.model.input.dims[1] : 1, h.model.input.dims.size() > 2 ? h.model.input.dims[2] : 1,
       h.model.classes, float_literal(h.model.optimizer.lr), plan.budget_bytes, plan.summary.peak_arena_bytes,

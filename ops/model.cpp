@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <cstdio>
+
 #include "ops/op_table.h"
 
 namespace mplan {
@@ -66,6 +68,80 @@ LayerId Model::find(const std::string& name) const {
   for (LayerId l = static_cast<LayerId>(layers.size()) - 1; l >= 0; --l)
     if (layers[l].name.compare(0, prefix.size(), prefix) == 0) return l;
   return -1;
+}
+
+namespace {
+
+// FNV-1a, 64 bits: simple, stable across platforms and runs.
+struct Fnv1a {
+  uint64_t hash = 1469598103934665603ull;
+  void bytes(const void* data, size_t size) {
+    const auto* p = static_cast<const unsigned char*>(data);
+    for (size_t i = 0; i < size; ++i) {
+      hash ^= p[i];
+      hash *= 1099511628211ull;
+    }
+  }
+  void text(const std::string& s) {
+    int64_t n = static_cast<int64_t>(s.size());
+    bytes(&n, sizeof n);
+    bytes(s.data(), s.size());
+  }
+  void integer(int64_t v) { bytes(&v, sizeof v); }
+  void real(double v) { bytes(&v, sizeof v); }
+  void shape(const Shape& s) {
+    integer(static_cast<int64_t>(s.dims.size()));
+    for (int64_t d : s.dims) integer(d);
+  }
+};
+
+}  // namespace
+
+std::string model_digest(const Model& model) {
+  Fnv1a h;
+  h.text(model.name);
+  h.shape(model.input);
+  h.integer(model.batch);
+  h.integer(model.classes);
+  h.text(model.dtype);
+  h.text(model.optimizer.kind);
+  h.real(model.optimizer.lr);
+  h.real(model.optimizer.momentum);
+  h.real(model.optimizer.weight_decay);
+  h.integer(static_cast<int64_t>(model.layers.size()));
+  for (const Layer& l : model.layers) {
+    h.text(l.name);
+    h.integer(static_cast<int64_t>(l.op));
+    h.integer(static_cast<int64_t>(l.inputs.size()));
+    for (LayerId in : l.inputs) h.integer(in);
+    h.shape(l.output);
+    h.integer(l.out);
+    h.integer(l.groups);
+    h.integer(l.bias);
+    const Window& w = l.window;
+    for (int64_t v : {w.kernel_h, w.kernel_w, w.stride_h, w.stride_w, w.pad_h, w.pad_w}) h.integer(v);
+    h.integer(static_cast<int64_t>(l.pool_mode));
+    h.integer(l.ceil_mode);
+    h.real(l.eps);
+    h.real(l.momentum);
+    h.integer(l.lrn_size);
+    h.real(l.alpha);
+    h.real(l.beta);
+    h.real(l.k);
+    h.real(l.p);
+    // The fields of the ops imported from PyTorch models (docs/import.md).
+    for (int64_t v : {w.dilation_h, w.dilation_w, static_cast<int64_t>(l.tanh_approximation), l.out_h, l.out_w, l.axis,
+                      l.begin, l.end, static_cast<int64_t>(l.transpose_b), l.heads})
+      h.integer(v);
+    h.integer(static_cast<int64_t>(l.shape.size()));
+    for (int64_t v : l.shape) h.integer(v);
+    h.real(l.clip_min);
+    h.real(l.clip_max);
+    h.real(l.scale);
+  }
+  char text[17];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(h.hash));
+  return text;
 }
 
 }  // namespace mplan

@@ -126,4 +126,9 @@ struct Model {
   LayerId find(const std::string& name) const;
 };
 
+// A stable hash of the model's content (name, input, batch, layers and their
+// fields, optimizer), as 16 hex digits; equal models give equal digests. A
+// plan records it (planner/plan.h), so that a plan is never run with another model.
+std::string model_digest(const Model& model);
+
 }  // namespace mplan

@@ -40,24 +40,31 @@ std::string rules_text(const ModnnRules& r, bool stacked) {
 
 // Whether other levers or placements could make the plan faster: it evicted
 // something, or a task ran slower than its fastest option.
-bool could_improve(const SimResult& r) {
+bool could_improve(const PlanResult& r) {
   const PlanSummary& s = r.plan.summary;
   return s.offload_count > 0 || s.defragmentation_count > 0 || r.recomputed_tasks > 0 || s.prefetch_count > 0 ||
          r.slower_options_ms > 1e-9;
 }
 
 // Whether the plan kept everything on the device (no copies but input data, no recomputation).
-bool needed_no_levers(const SimResult& r) {
+bool needed_no_levers(const PlanResult& r) {
   const PlanSummary& s = r.plan.summary;
   return s.offload_count == 0 && s.defragmentation_count == 0 && r.recomputed_tasks == 0 && s.prefetch_count == 0;
 }
 
 class SchedulerSearch {
  public:
-  SchedulerSearch(PolicyKind policy, const Tdfg& tdfg, const CostModel& cost, int64_t batch, const PlanOptions& o)
-      : published_(policy == PolicyKind::modnn), tdfg_(tdfg), cost_(cost), batch_(batch), opt_(o) {}
+  explicit SchedulerSearch(const SearchInput& in)
+      : published_(in.options.policy == PolicyKind::modnn),
+        in_(in),
+        tdfg_(in.tdfg),
+        cost_(in.cost),
+        batch_(in.batch),
+        opt_(in.options),
+        resident_region_(in.resident_region_bytes),
+        arena_(in.arena_bytes) {}
 
-  Result<SearchResult> run();
+  PlanResult run();
 
  private:
   std::optional<Error> check();
@@ -76,14 +83,15 @@ class SchedulerSearch {
   Error batchnorm_refusal(const std::string& why) const;
 
   const bool published_;
+  const SearchInput& in_;
   const Tdfg& tdfg_;
   const CostModel& cost_;
   const int64_t batch_;
   const PlanOptions& opt_;
+  const int64_t resident_region_;
+  const int64_t arena_;
   int copy_engines_ = 2;
   MinimumBudget min_;
-  int64_t resident_region_ = 0;
-  int64_t arena_ = 0;
   int64_t least_round_ = 1;
   bool wd_ = false;
   ModnnRules base_;
@@ -93,37 +101,28 @@ class SchedulerSearch {
 
 Error SchedulerSearch::batchnorm_refusal(const std::string& why) const {
   const int64_t need = resident_region_ + max_task_arena_bytes(tdfg_, cost_, least_round_, /*fastest=*/false);
-  return budget_error(fmt::format(
+  return Error{{}, fmt::format(
       "{}: a batchnorm layer of model '{}' would see fewer than two values per channel (every round needs at "
       "least {} samples, as training with batch statistics does; PyTorch refuses the same); the least budget "
       "that runs rounds of {} samples is {}",
-      why, tdfg_.model->name, least_round_, least_round_, bytes_text(need)));
+      why, tdfg_.model_name, least_round_, least_round_, bytes_text(need))};
 }
 
+// The checks of the budget and the batch that need the search's figures
+// (plan_iteration checked the options' ranges).
 std::optional<Error> SchedulerSearch::check() {
-  if (opt_.budget_bytes <= 0) return budget_error("the memory budget must be positive");
-  if (batch_ < 1) return budget_error("the batch must be at least 1");
-  if (opt_.sub_batch < 0 || opt_.sub_batch > batch_) {
-    return Error{SourceLocation{"--sub-batch", 0, 0}, "sub-batch " + std::to_string(opt_.sub_batch) +
-                                                          " is not between 1 and the batch " + std::to_string(batch_)};
-  }
   copy_engines_ = opt_.copy_engines != 0 ? opt_.copy_engines : (published_ ? 1 : cost_.copy_engines());
-  if (copy_engines_ != 1 && copy_engines_ != 2) {
-    return Error{SourceLocation{"--copy-engines", 0, 0},
-                 "copy engines must be 1 or 2, not " + std::to_string(copy_engines_)};
-  }
+  MPLAN_CHECK(copy_engines_ == 1 || copy_engines_ == 2, "a cost model with neither one nor two copy engines");
   // moDNN Eq. 2: below the minimum no schedule exists.
   min_ = minimum_budget(tdfg_, cost_);
-  resident_region_ = resident_region_bytes(tdfg_);
-  arena_ = align_down(opt_.budget_bytes - resident_region_);
   if (opt_.budget_bytes < min_.bytes || arena_ < min_.task_bytes) {
     const std::string who = min_.task == kNoTask ? std::string("the resident weights") : "task " + tdfg_.tasks[min_.task].name;
-    return budget_error("budget " + bytes_text(opt_.budget_bytes) + " is below the minimum " + bytes_text(min_.bytes) +
-                        " for model '" + tdfg_.model->name + "': " + who + " needs " + bytes_text(min_.task_bytes) +
-                        " at sub-batch 1 besides the " + bytes_text(resident_region_) +
-                        " of weights, gradients and optimizer state");
+    return Error{{}, "budget " + bytes_text(opt_.budget_bytes) + " is below the minimum " + bytes_text(min_.bytes) +
+                         " for model '" + tdfg_.model_name + "': " + who + " needs " + bytes_text(min_.task_bytes) +
+                         " at sub-batch 1 besides the " + bytes_text(resident_region_) +
+                         " of weights, gradients and optimizer state"};
   }
-  // Issue 12: a plan's rounds are bounded before anything is simulated.
+  // A plan's rounds are bounded before anything is simulated (planner/plan_limits.h).
   if (Status limit = check_plan_size(tdfg_, cost_, arena_, batch_, opt_.sub_batch); !limit) return limit.error();
   // Batch normalisation needs two values per channel in every round.
   least_round_ = least_batchnorm_round(tdfg_);
@@ -204,7 +203,7 @@ std::vector<int64_t> SchedulerSearch::pools() {
 }
 
 std::optional<Candidate> SchedulerSearch::candidate(int64_t b, int64_t pool) {
-  if (Status limit = check_rounds(tdfg_, batch_, b); !limit) {  // issue 12: bounded rounds
+  if (Status limit = check_rounds(tdfg_, batch_, b); !limit) {  // bounded rounds (planner/plan_limits.h)
     if (!first_error_) first_error_ = limit.error();
     return std::nullopt;
   }
@@ -245,7 +244,7 @@ std::optional<Candidate> SchedulerSearch::candidate(int64_t b, int64_t pool) {
 void SchedulerSearch::search_candidate(Search& search, Candidate c, int64_t large_block_bytes) {
   const std::string label = c.label;
   c.decider = modnn_factory(base_);
-  const SimResult& first = search.consider(c);
+  const PlanResult& first = search.consider(c);
   // An abandoned first try still gets its variants: one of them may beat the
   // best (so screening picks what simulating everything picks).
   if (published_ || (first.feasible && !could_improve(first))) return;
@@ -270,8 +269,7 @@ void SchedulerSearch::search_candidate(Search& search, Candidate c, int64_t larg
   }
   // moDNN's rules as published (no lever, each prefetch judged alone by
   // Eq. 4, no copy queue): the levers are heuristics too, and under some cost
-  // models (the per-architecture tables of issue 13: ResNet-34 at 4 GiB on the
-  // K40) the published rules alone do better than any combination of them.
+  // models (the per-architecture tables: ResNet-34 at 4 GiB on the K40) the published rules alone do better than any combination of them.
   {
     ModnnRules r = base_;
     r.recompute = false;
@@ -286,7 +284,7 @@ void SchedulerSearch::search_candidate(Search& search, Candidate c, int64_t larg
   for (const ModnnRules& r : variants) {
     c.decider = modnn_factory(r);
     c.label = label + " [" + rules_text(r, false) + "]";
-    const SimResult& sim = search.consider(c);
+    const PlanResult& sim = search.consider(c);
     if (sim.feasible && (best_ms < 0 || sim.plan.summary.simulated_ms < best_ms)) {
       best_ms = sim.plan.summary.simulated_ms;
       best_rules = r;
@@ -368,8 +366,8 @@ void SchedulerSearch::search_sizes(Search& search, Sizes which) {
   }
 }
 
-Result<SearchResult> SchedulerSearch::run() {
-  if (std::optional<Error> e = check()) return *e;
+PlanResult SchedulerSearch::run() {
+  if (std::optional<Error> e = check()) return infeasible(e->message);
   base_.select_algorithms = opt_.select_algorithms;
   base_.prefetch = opt_.prefetch;
   base_.lookahead_tasks = opt_.prefetch_lookahead_tasks;
@@ -401,8 +399,7 @@ Result<SearchResult> SchedulerSearch::run() {
             "per sub-batch (--batchnorm one keeps one round)",
             one_ms, 100.0 * (one_ms / split.best().plan.summary.simulated_ms - 1), 100.0 * opt_.batchnorm_tolerance);
         const int32_t simulated = search.simulations();
-        SearchResult out = finish(split, tdfg_, cost_, opt_.budget_bytes, batch_,
-                                  fmt::format("sub-batch {}", split.best().plan.sub_batch));
+        PlanResult out = finish(split, in_, opt_.budget_bytes, fmt::format("sub-batch {}", split.best().plan.sub_batch));
         out.simulations += simulated;
         out.plan.summary.notes.push_back(batchnorm_note);
         return out;
@@ -412,13 +409,14 @@ Result<SearchResult> SchedulerSearch::run() {
     search_sizes(search, Sizes::all);
   }
   if (!search.have()) {
-    if (first_error_) return *first_error_;
+    if (first_error_) return infeasible(first_error_->message);
     if (least_round_ > 1)
-      return batchnorm_refusal("no plan with rounds of " + std::to_string(least_round_) + " samples or more fits");
-    return budget_error("no plan fits: " + search.first_failure());
+      return infeasible(
+          batchnorm_refusal("no plan with rounds of " + std::to_string(least_round_) + " samples or more fits").message);
+    return infeasible("no plan fits: " + search.first_failure());
   }
   const Candidate won = search.best_candidate();
-  SearchResult out = finish(search, tdfg_, cost_, opt_.budget_bytes, batch_, fmt::format("sub-batch {}", search.best().plan.sub_batch));
+  PlanResult out = finish(search, in_, opt_.budget_bytes, fmt::format("sub-batch {}", search.best().plan.sub_batch));
   if (!batchnorm_note.empty()) out.plan.summary.notes.push_back(batchnorm_note);
   if (wd_) {
     out.plan.summary.notes.push_back("conv workspaces lie in a pool of " + format_bytes(won.pool_bytes) +
@@ -432,9 +430,6 @@ Result<SearchResult> SchedulerSearch::run() {
 
 }  // namespace
 
-Result<SearchResult> search_scheduler(PolicyKind policy, const Tdfg& tdfg, const CostModel& cost, int64_t batch,
-                                      const PlanOptions& options) {
-  return SchedulerSearch(policy, tdfg, cost, batch, options).run();
-}
+PlanResult search_scheduler(const SearchInput& in) { return SchedulerSearch(in).run(); }
 
 }  // namespace mplan::search

@@ -181,7 +181,7 @@ struct PlanSummary {
 struct Plan {
   int format_version = kPlanFormatVersion;
   std::string model_name;
-  std::string model_digest;     // plan_model_digest(model): 16 hex digits
+  std::string model_digest;     // model_digest(model) (ops/model.h): 16 hex digits
   std::string device;           // CostModel::describe()
   // Which cost model planned (CostModel::info()), so that nobody mistakes a
   // prediction for a measurement: "analytic" (with the calibration's expected
@@ -213,10 +213,6 @@ struct Plan {
   std::vector<std::string> task_names;
   std::vector<std::string> block_names;
 };
-
-// A stable hash of the model's content (name, input, batch, layers and their
-// fields, optimizer), as 16 hex digits; equal models give equal digests.
-std::string plan_model_digest(const Model& model);
 
 // The plan's choices by (task, round), indexed once: looking each step's
 // choice up by a scan of Plan::choices is quadratic in the plan's size

@@ -16,13 +16,17 @@
 namespace mplan {
 namespace search {
 
-Error budget_error(const std::string& message) { return Error{SourceLocation{"--budget", 0, 0}, message}; }
+PlanResult infeasible(std::string why) {
+  PlanResult out;
+  out.note = std::move(why);
+  return out;
+}
 
 std::string bytes_text(int64_t bytes) { return std::to_string(bytes) + " bytes (" + format_bytes(bytes) + ")"; }
 
 bool has_batchnorm(const Tdfg& tdfg) {
-  for (const Layer& l : tdfg.model->layers)
-    if (op_spec(l.op).batch_statistics) return true;  // batch norm
+  for (const Task& t : tdfg.tasks)
+    if (t.batch_statistics) return true;  // batch norm
   return false;
 }
 
@@ -39,7 +43,7 @@ double ideal_ms(const Tdfg& tdfg, const CostModel& cost, int64_t batch) {
 
 }  // namespace
 
-bool better_plan(const SimResult& a, const SimResult& b) {
+bool better_plan(const PlanResult& a, const PlanResult& b) {
   const PlanSummary& x = a.plan.summary;
   const PlanSummary& y = b.plan.summary;
   if (std::abs(x.simulated_ms - y.simulated_ms) > 1e-9 * std::max(x.simulated_ms, y.simulated_ms))
@@ -67,14 +71,13 @@ double Search::lower_bound_ms(const std::vector<int64_t>& rounds) {
   return ms;
 }
 
-const SimResult& Search::consider(const Candidate& c) {
+const PlanResult& Search::consider(const Candidate& c) {
   double bound = bound_ms_;
   if (have_ && (bound == 0 || best_.plan.summary.simulated_ms < bound)) bound = best_.plan.summary.simulated_ms;
   if (screen_ && bound > 0 && lower_bound_ms(c.rounds) > bound) {
     // No plan of these rounds can beat the bound: not simulated.
-    last_ = SimResult{};
+    last_ = infeasible("slower than the best plan so far even at its fastest");
     last_.abandoned = true;
-    last_.failure = "slower than the best plan so far even at its fastest";
     return last_;
   }
   SimOptions o;
@@ -98,7 +101,7 @@ const SimResult& Search::consider(const Candidate& c) {
                last_.feasible ? last_.plan.summary.simulated_ms : 0.0, last_.plan.summary.offload_count,
                last_.recomputed_tasks, last_.slower_options_ms);
   if (!last_.feasible) {
-    if (!last_.abandoned && first_failure_.empty()) first_failure_ = c.label + ": " + last_.failure;
+    if (!last_.abandoned && first_failure_.empty()) first_failure_ = c.label + ": " + last_.note;
     return last_;
   }
   const double t = last_.plan.summary.simulated_ms;
@@ -129,8 +132,8 @@ double both_directions_ms(const std::vector<Step>& steps) {
 }
 
 void fill_header(Plan* plan, const Tdfg& tdfg, const CostModel& cost, int64_t budget, int64_t batch) {
-  plan->model_name = tdfg.model->name;
-  plan->model_digest = plan_model_digest(*tdfg.model);
+  plan->model_name = tdfg.model_name;
+  plan->model_digest = tdfg.model_digest;
   plan->device = cost.describe();
   plan->budget_bytes = budget;
   plan->resident_bytes = tdfg.resident_bytes();
@@ -152,16 +155,10 @@ void fill_header(Plan* plan, const Tdfg& tdfg, const CostModel& cost, int64_t bu
                       both_ms, cost.duplex_slowdown()));
 }
 
-SearchResult finish(Search& search, const Tdfg& tdfg, const CostModel& cost, int64_t budget, int64_t batch,
-                    std::string note) {
-  SearchResult out;
-  SimResult& best = search.best();
-  out.plan = std::move(best.plan);
-  out.recomputed_tasks = best.recomputed_tasks;
-  out.recompute_steps = std::move(best.recompute_steps);
-  out.offloaded_blocks = std::move(best.offloaded_blocks);
+PlanResult finish(Search& search, const SearchInput& in, int64_t budget, std::string note) {
+  PlanResult out = std::move(search.best());
   out.simulations = search.simulations();
-  fill_header(&out.plan, tdfg, cost, budget, batch);
+  fill_header(&out.plan, in.tdfg, in.cost, budget, in.batch);
   out.note = std::move(note);
   return out;
 }
@@ -175,8 +172,9 @@ struct LayerWise {
   std::string label;
 };
 
-Result<SearchResult> search_vdnn_dyn(const Tdfg& tdfg, const CostModel& cost, const std::vector<int64_t>& rounds,
-                                     int64_t arena, std::string* pass) {
+// vDNN's dynamic policy (§III-C) at `rounds`: the first pass that fits;
+// `pass` says which. Infeasible when pass 1 does not fit.
+PlanResult search_vdnn_dyn(const SearchInput& in, const std::vector<int64_t>& rounds, std::string* pass) {
   using O = VdnnOffload;
   using A = VdnnAlgorithms;
   struct Pass {
@@ -194,34 +192,26 @@ Result<SearchResult> search_vdnn_dyn(const Tdfg& tdfg, const CostModel& cost, co
       {O::conv, A::greedy, "pass 3 (conv, greedy downgrade)"},
       {O::all, A::greedy, "pass 3 (all, greedy downgrade)"},
   };
-  std::optional<SimResult> first;
+  std::optional<PlanResult> first;
   for (const Pass& p : passes) {
-    Search search(tdfg, cost, arena, 1, false);
+    Search search(in.tdfg, in.cost, in.arena_bytes, 1, false);
     Candidate c;
     c.rounds = rounds;
     c.decider = [p] { return make_vdnn_decider(p.offload, p.algorithms); };
     c.label = p.name;
-    const SimResult& r = search.consider(c);
+    const PlanResult& r = search.consider(c);
     if (!first) {
-      if (!r.feasible) return Error{SourceLocation{}, r.failure};
+      if (!r.feasible) return infeasible(r.note);
       first = r;
       continue;
     }
     if (r.feasible) {
       *pass = p.name;
-      SearchResult out;
-      out.plan = r.plan;
-      out.recomputed_tasks = r.recomputed_tasks;
-      out.recompute_steps = r.recompute_steps;
-      out.offloaded_blocks = r.offloaded_blocks;
-      return out;
+      return r;
     }
   }
   *pass = passes[0].name;
-  SearchResult out;
-  out.plan = first->plan;
-  out.offloaded_blocks = first->offloaded_blocks;
-  return out;
+  return *first;
 }
 
 }  // namespace
@@ -237,41 +227,40 @@ std::vector<int64_t> rounds_for(int64_t batch, int64_t sub_batch, int64_t least_
   return rounds;
 }
 
-Result<SearchResult> search_plan(PolicyKind policy, const Tdfg& tdfg, const CostModel& cost, int64_t batch,
-                                 const PlanOptions& options) {
+PlanResult search_plan(const SearchInput& in) {
   using namespace search;
-  MPLAN_CHECK(tdfg.model != nullptr, "the TDFG has no model");
-  if (policy == PolicyKind::mplan || policy == PolicyKind::modnn)
-    return search_scheduler(policy, tdfg, cost, batch, options);
-  if (options.budget_bytes <= 0) return budget_error("the memory budget must be positive");
-  const int64_t resident_region = resident_region_bytes(tdfg);
+  const PolicyKind policy = in.options.policy;
+  const Tdfg& tdfg = in.tdfg;
+  const CostModel& cost = in.cost;
+  const int64_t batch = in.batch, budget = in.options.budget_bytes, arena = in.arena_bytes;
+  if (policy == PolicyKind::mplan || policy == PolicyKind::modnn) return search_scheduler(in);
   if (policy == PolicyKind::ideal) {
     Search search(tdfg, cost, int64_t{1} << 52, 2, false);  // 4 PiB: unlimited
     Candidate c;
     c.rounds = {batch};
     c.decider = [] { return make_ideal_decider(); };
-    const SimResult& r = search.consider(c);
-    MPLAN_CHECK(r.feasible, "the ideal plan has unlimited memory: " + r.failure);
-    SearchResult out = finish(search, tdfg, cost, 0, batch, "");
+    const PlanResult& r = search.consider(c);
+    MPLAN_CHECK(r.feasible, "the ideal plan has unlimited memory: " + r.note);
+    PlanResult out = finish(search, in, 0, "");
     // Its own budget: exactly what it needs.
     out.plan.arena_bytes = align_up(out.plan.summary.peak_arena_bytes);
     out.plan.budget_bytes = out.plan.resident_region_bytes + out.plan.arena_bytes;
     return out;
   }
-  const int64_t arena = align_down(options.budget_bytes - resident_region);
   if (arena <= 0)
-    return budget_error("the budget " + format_bytes(options.budget_bytes) + " does not hold the resident weights (" +
-                        format_bytes(resident_region) + ")");
-  // Issue 12: a plan's rounds are bounded before anything is simulated.
-  if (Status limit = check_plan_size(tdfg, cost, arena, batch, options.sub_batch); !limit) return limit.error();
-  auto single = [&](int copy_engines, std::function<std::unique_ptr<Decider>()> decider) -> Result<SearchResult> {
+    return infeasible("the budget " + format_bytes(budget) + " does not hold the resident weights (" +
+                      format_bytes(in.resident_region_bytes) + ")");
+  // A plan's rounds are bounded before anything is simulated (planner/plan_limits.h).
+  if (Status limit = check_plan_size(tdfg, cost, arena, batch, in.options.sub_batch); !limit)
+    return infeasible(limit.error().message);
+  auto single = [&](int copy_engines, std::function<std::unique_ptr<Decider>()> decider) {
     Search search(tdfg, cost, arena, copy_engines, false);
     Candidate c;
     c.rounds = {batch};
     c.decider = std::move(decider);
-    const SimResult& r = search.consider(c);
-    if (!r.feasible) return Error{SourceLocation{}, r.failure};
-    return finish(search, tdfg, cost, options.budget_bytes, batch, "");
+    const PlanResult& r = search.consider(c);
+    if (!r.feasible) return infeasible(r.note);
+    return finish(search, in, budget, "");
   };
   auto vdnn = [&](VdnnOffload o, VdnnAlgorithms a) {
     return single(1, [o, a] { return make_vdnn_decider(o, a); });
@@ -284,10 +273,10 @@ Result<SearchResult> search_plan(PolicyKind policy, const Tdfg& tdfg, const Cost
     case PolicyKind::superneurons: return single(cost.copy_engines(), [] { return make_superneurons_decider(); });
     case PolicyKind::vdnn_dyn: {
       std::string pass;
-      Result<SearchResult> r = search_vdnn_dyn(tdfg, cost, {batch}, arena, &pass);
-      if (!r.ok()) return r;
-      fill_header(&r->plan, tdfg, cost, options.budget_bytes, batch);
-      r->note = pass;
+      PlanResult r = search_vdnn_dyn(in, {batch}, &pass);
+      if (!r.feasible) return r;
+      fill_header(&r.plan, tdfg, cost, budget, batch);
+      r.note = pass;
       return r;
     }
     case PolicyKind::vdnn_plus: {
@@ -295,33 +284,33 @@ Result<SearchResult> search_plan(PolicyKind policy, const Tdfg& tdfg, const Cost
       // candidates (Eq. 3 start); the fastest feasible one. If none is
       // feasible, halves the smallest candidate down to 1.
       const int64_t bmax = largest_feasible_sub_batch(tdfg, cost, arena, batch);
-      if (bmax < 1) return Error{SourceLocation{}, "no sub-batch fits the arena of " + format_bytes(arena)};
+      if (bmax < 1) return infeasible("no sub-batch fits the arena of " + format_bytes(arena));
       const int64_t b0 = std::min(eq3_sub_batch(tdfg, cost, arena, batch), bmax);
       std::vector<int64_t> candidates = sub_batch_candidates(batch, b0, bmax);
-      std::optional<SearchResult> best;
+      std::optional<PlanResult> best;
       std::string last_failure;
       auto try_b = [&](int64_t b) {
         std::string pass;
-        Result<SearchResult> r = search_vdnn_dyn(tdfg, cost, split_batch(batch, b), arena, &pass);
-        if (!r.ok()) {
-          last_failure = "sub-batch " + std::to_string(b) + ": " + r.error().message;
+        PlanResult r = search_vdnn_dyn(in, split_batch(batch, b), &pass);
+        if (!r.feasible) {
+          last_failure = "sub-batch " + std::to_string(b) + ": " + r.note;
           return;
         }
-        if (!best || r->plan.summary.simulated_ms < best->plan.summary.simulated_ms) {
-          best = std::move(r).value();
+        if (!best || r.plan.summary.simulated_ms < best->plan.summary.simulated_ms) {
+          best = std::move(r);
           best->note = "sub-batch " + std::to_string(b) + ", " + pass;
         }
       };
       for (int64_t b : candidates) try_b(b);
       for (int64_t b = candidates.front() / 2; !best && b >= 1 && check_rounds(tdfg, batch, b).ok(); b /= 2) try_b(b);
-      if (!best) return Error{SourceLocation{}, last_failure};
-      fill_header(&best->plan, tdfg, cost, options.budget_bytes, batch);
+      if (!best) return infeasible(last_failure);
+      fill_header(&best->plan, tdfg, cost, budget, batch);
       return *best;
     }
     default: break;
   }
   MPLAN_CHECK(false, "unknown policy");
-  return Error{};
+  return {};
 }
 
 }  // namespace mplan

@@ -1,9 +1,9 @@
 #pragma once
-// The one plan search (DESIGN.md, revisions): every policy's plan is the
+// The one plan search (docs/design.md, Planner): every policy's plan is the
 // fastest feasible simulation among the candidates its paper allows --
 // sub-batch sizes, workspace pools, placements and decider settings -- and
-// the search fills the plan's header once. planner/policy.h and
-// planner/planner.h are its entry points; docs/planner.md explains it.
+// the search fills the plan's header once. planner/planner.h plan_iteration
+// is its entry point; docs/planner.md explains it.
 //
 // mplan's search, in order:
 //  1. checks (Eq. 2's minimum, the batch, the sub-batch, batchnorm's two
@@ -33,21 +33,23 @@
 
 namespace mplan {
 
-struct SearchResult {
-  Plan plan;                           // header and summary filled
-  std::string note;                    // what was chosen, for compile's output and compare's notes
-  int32_t recomputed_tasks = 0;
-  std::vector<int32_t> recompute_steps;
-  std::vector<BlockId> offloaded_blocks;
-  WorkspaceReport workspace_report;
-  int32_t simulations = 0;             // iterations simulated, abandoned ones included
+// What a search starts from: the options and what plan_iteration checked
+// and derived from them once.
+struct SearchInput {
+  const Tdfg& tdfg;
+  const CostModel& cost;
+  const PlanOptions& options;
+  int64_t batch = 0;                  // >= 1: the options' batch, else the TDFG's
+  int64_t resident_region_bytes = 0;  // resident_region_bytes(tdfg)
+  // The budget less the resident region, aligned down: what the blocks may
+  // use; <= 0 when the budget does not hold the resident weights.
+  int64_t arena_bytes = 0;
 };
 
-// The plan of `policy` (run_policy's work, without the ideal's special
-// budget). Errors: the budget, batch or sub-batch are out of range, or no
-// candidate is feasible (the message says why).
-Result<SearchResult> search_plan(PolicyKind policy, const Tdfg& tdfg, const CostModel& cost, int64_t batch,
-                                 const PlanOptions& options);
+// The plan of options.policy (plan_iteration's work, without the ideal's
+// special budget): feasible, or infeasible with the reason (the budget, batch
+// or sub-batch out of range, or no candidate fits).
+PlanResult search_plan(const SearchInput& in);
 
 // least_batchnorm_round (the least samples of a round): tdfg/bounds.h.
 

@@ -1,6 +1,7 @@
 #pragma once
-// The planner's entry point (DESIGN.md, Planner): mplan's own plan for one
-// training iteration under a memory budget. The plan search
+// The planner's entry point (docs/design.md, Planner): the plan of one
+// training iteration under a memory budget, by mplan's own search or by one of
+// the papers' policies (planner/policy.h). mplan's plan search
 // (planner/plan_search.h) simulates candidate plans -- sub-batch sizes, conv
 // workspace use, placements and the levers of mplan's decider (moDNN's
 // Algorithm 1 with recomputation, early offloads and the prefetch-thrash fix,
@@ -12,6 +13,8 @@
 
 #include "core/error.h"
 #include "planner/plan.h"
+#include "planner/plan_result.h"
+#include "planner/policy.h"
 #include "planner/workspace_mode.h"
 #include "profiler/cost_model.h"
 #include "tdfg/tdfg.h"
@@ -19,9 +22,15 @@
 namespace mplan {
 
 struct PlanOptions {
+  // Who plans: mplan's own search (the default) or one of the papers'
+  // policies. The options below the batch are mplan's and moDNN's: moDNN as
+  // published fills in its own choices (one copy stream, the Eq. 3
+  // sub-batch, no recomputation, no early offloads) where they are left at
+  // their defaults; the layer-wise policies follow their papers and ignore them.
+  PolicyKind policy = PolicyKind::mplan;
   // Device memory the program may use, everything included; required (> 0).
   int64_t budget_bytes = 0;
-  // The mini-batch B; 0: the model's batch (tdfg.model->batch).
+  // The mini-batch B; 0: the TDFG's batch (the model's).
   int64_t batch = 0;
   // 1: one copy stream shared by both directions (moDNN's StrmD); 2: one per
   // direction (current GPUs); 0: what the cost model's device has.
@@ -75,21 +84,28 @@ struct PlanOptions {
   int64_t workspace_bytes = 0;  // wr: per-kernel limit; wd: the pool
 };
 
-// What the wd modes decided besides the plan: the pool and the WD problem of
-// the plan's rounds (for dump_wd_lp, `mplan compile --dump-lp`).
-struct WorkspaceReport {
-  int64_t pool_bytes = 0;     // 0 unless wd or wd_auto
-  WdProblem wd_problem;       // empty unless wd or wd_auto
-};
-
-// Plans one training iteration of `tdfg` under `options` with mplan's own
-// search. Errors: a budget smaller than the minimum (the message gives the
+// Plans one training iteration of `tdfg` under `options`. Never fails on a
+// budget that is too small or an option out of range: the result says
+// infeasible and why -- a budget below the minimum (the message gives the
 // minimum, in bytes and human units, and the task that sets it), a batch or
 // sub-batch out of range, a batchnorm layer that would see fewer than two
 // values per channel (the message gives the least budget that avoids it).
-Result<Plan> make_plan(const Tdfg& tdfg, const CostModel& cost, const PlanOptions& options);
-// The same, filling `report` (may be null).
-Result<Plan> make_plan(const Tdfg& tdfg, const CostModel& cost, const PlanOptions& options,
-                       WorkspaceReport* report);
+// Aborts only on broken invariants.
+PlanResult plan_iteration(const Tdfg& tdfg, const CostModel& cost, const PlanOptions& options);
+
+// The smallest budget at which `policy` is feasible: moDNN's Eq. 2 minimum when
+// the policy is feasible there, else the smallest feasible point of a grid of
+// `grid_points` budgets from Eq. 2's minimum to twice the ideal's need (room
+// for fragmentation), refined by bisection below it to within
+// `resolution_bytes` (at least 256; the returned budget is feasible). The
+// feasibility of the layer-wise runtimes is not monotone in the budget
+// (first-fit placement), so this is the smallest feasible budget found, which
+// the grid makes unlikely to miss by more than a grid step. -1 if the policy
+// is not feasible at any grid point. The ideal's own minimum is its need.
+int64_t minimum_feasible_budget(PolicyKind policy, const Tdfg& tdfg, const CostModel& cost, int64_t batch,
+                                int64_t resolution_bytes, int grid_points = 32);
+
+// The budget the ideal plan needs: its resident region plus its arena peak.
+int64_t ideal_budget_bytes(const Tdfg& tdfg, const CostModel& cost, int64_t batch);
 
 }  // namespace mplan

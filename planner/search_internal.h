@@ -17,7 +17,8 @@
 
 namespace mplan::search {
 
-Error budget_error(const std::string& message);
+// An infeasible result saying why.
+PlanResult infeasible(std::string why);
 std::string bytes_text(int64_t bytes);
 bool has_batchnorm(const Tdfg& tdfg);
 // The header fields every policy's plan shares, and the notes on rounds.
@@ -42,7 +43,7 @@ struct Candidate {
 // power, and a real GPU's timing is not the model's: an early offload of a
 // block that is never evicted again is pure waste (VGG-16 at 12 GiB on the
 // K40 copied 9.95 GiB out and nothing back at the same time as no copies).
-bool better_plan(const SimResult& a, const SimResult& b);
+bool better_plan(const PlanResult& a, const PlanResult& b);
 
 // Simulates candidates and keeps the best feasible one (better_plan).
 class Search {
@@ -52,7 +53,7 @@ class Search {
 
   // Simulates `c`, abandoned (when screening) once it cannot beat the best so
   // far or the bound; keeps it if it is the best. Returns the simulation.
-  const SimResult& consider(const Candidate& c);
+  const PlanResult& consider(const Candidate& c);
   // Plans slower than this are abandoned (and never kept) from now on.
   void set_bound_ms(double ms) { bound_ms_ = ms; }
 
@@ -61,7 +62,7 @@ class Search {
   double lower_bound_ms(const std::vector<int64_t>& rounds);
 
   bool have() const { return have_; }
-  SimResult& best() { return best_; }
+  PlanResult& best() { return best_; }
   const Candidate& best_candidate() const { return best_candidate_; }
   const std::string& first_failure() const { return first_failure_; }
   int32_t simulations() const { return simulations_; }
@@ -74,7 +75,7 @@ class Search {
   bool screen_;
   double bound_ms_ = 0;  // 0: none
   bool have_ = false;
-  SimResult best_, last_;
+  PlanResult best_, last_;
   Candidate best_candidate_;
   std::string first_failure_;
   int32_t simulations_ = 0;
@@ -82,11 +83,9 @@ class Search {
 };
 
 // The finished result of `search`'s best plan, header filled.
-SearchResult finish(Search& search, const Tdfg& tdfg, const CostModel& cost, int64_t budget, int64_t batch,
-                    std::string note);
+PlanResult finish(Search& search, const SearchInput& in, int64_t budget, std::string note);
 
 // mplan's and moDNN's searches (planner/mplan_search.cpp).
-Result<SearchResult> search_scheduler(PolicyKind policy, const Tdfg& tdfg, const CostModel& cost, int64_t batch,
-                                      const PlanOptions& options);
+PlanResult search_scheduler(const SearchInput& in);
 
 }  // namespace mplan::search

@@ -67,6 +67,10 @@ class Builder {
   Builder(const Model& model, const TdfgOptions& options) : model_(model), options_(options) {
     const size_t n = model.layers.size();
     tdfg_.model = &model;
+    tdfg_.model_name = model.name;
+    tdfg_.model_digest = model_digest(model);
+    tdfg_.batch = model.batch;
+    for (const Layer& l : model.layers) tdfg_.layer_names.push_back(l.name);
     tdfg_.output_of.assign(n, kNoBlock);
     tdfg_.gradient_of.assign(n, kNoBlock);
     tdfg_.weight_of.assign(n, kNoBlock);
@@ -276,8 +280,11 @@ class Builder {
     } else {
       task.name = fmt::format("{}({})", task_kind_name(kind), layer(l).name);
       task.op = layer(l).op;
+      const OpSpec& spec = op_spec(task.op);
       // Convolutions choose among algorithms with different workspaces (moDNN Eq. 5).
-      task.has_algorithms = op_spec(task.op).has_algorithms;
+      task.has_algorithms = spec.has_algorithms;
+      task.paper_class = spec.paper_class;
+      task.batch_statistics = spec.batch_statistics;
     }
     tdfg_.tasks.push_back(std::move(task));
     return static_cast<TaskId>(tdfg_.tasks.size() - 1);

@@ -72,6 +72,13 @@ struct Task {
   std::vector<BlockId> writes; // blocks written
   // Conv tasks choose an algorithm that may need workspace (cost model).
   bool has_algorithms = false;
+  // The layer's class in the baselines' papers (ops/op_table.h PaperClass):
+  // vDNN offloads around CONV layers, SuperNeurons checkpoints CONV and FC
+  // outputs and recomputes the cheap ones. `other` for the update.
+  PaperClass paper_class = PaperClass::other;
+  // The layer's FP computes statistics over the round's samples (batch
+  // norm): a split batch changes what the model learns (docs/planner.md).
+  bool batch_statistics = false;
   // FP(relu) or FP(flatten) computed in place: it reads and writes the one
   // block its input and output share (TdfgOptions::in_place); its BP1 writes
   // dX into dY's block the same way.
@@ -89,7 +96,14 @@ struct Task {
 };
 
 struct Tdfg {
-  const Model* model = nullptr;    // the model it was built from (not owned)
+  // The model it was built from (not owned), for the stages that read its
+  // layers (the cost models, codegen). The planner never does: what it needs
+  // of the model is below and in the tasks and blocks.
+  const Model* model = nullptr;
+  std::string model_name;
+  std::string model_digest;        // model_digest(model): plans record it
+  int64_t batch = 1;               // the model's mini-batch B
+  std::vector<std::string> layer_names;  // per layer
   std::vector<Task> tasks;         // execution order for one sub-batch, update last
   std::vector<Block> blocks;
   TaskId update_task = kNoTask;

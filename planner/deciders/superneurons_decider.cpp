@@ -31,7 +31,7 @@ namespace mplan {
 namespace {
 
 // §3.4: the cheap layers (POOL, ACT, LRN, BN) are recomputed; the op table says which.
-bool cheap_op(Op op) { return op_spec(op).paper_class == PaperClass::cheap; }
+bool cheap_task(const Task& task) { return task.paper_class == PaperClass::cheap; }
 
 class SuperNeuronsDecider final : public Decider {
  public:
@@ -61,14 +61,15 @@ class SuperNeuronsDecider final : public Decider {
   bool cached(const IterationSim& sim, BlockId b) const {
     const Block& block = sim.tdfg().blocks[b];
     if (block.kind == BlockKind::input) return true;
-    const PaperClass c = op_spec(sim.tdfg().model->layers[block.layer].op).paper_class;
+    const Tdfg& tdfg = sim.tdfg();
+    const PaperClass c = tdfg.tasks[tdfg.fp_of[block.layer]].paper_class;
     return block.kind == BlockKind::output && (c == PaperClass::conv || c == PaperClass::fully_connected);
   }
 
   bool may_drop(const IterationSim& sim, BlockId b) override {
     const Tdfg& tdfg = sim.tdfg();
     for (TaskId w : tdfg.blocks[b].writers)
-      if (!cheap_op(tdfg.tasks[w].op)) return false;
+      if (!cheap_task(tdfg.tasks[w])) return false;
     // Its recomputation's inputs must be kept anyway: checkpoints, host data,
     // recomputed themselves, or needed until after b is (batchnorm's saved statistics).
     for (TaskId w : tdfg.blocks[b].writers)
@@ -126,7 +127,7 @@ class SuperNeuronsDecider final : public Decider {
     const Task& task = tdfg.tasks[sim.task_at(k)];
     const bool boundary = task.layer != previous_layer_;
     previous_layer_ = task.layer;
-    if (!boundary || task.kind == TaskKind::FP || task.kind == TaskKind::update || op_spec(task.op).paper_class != PaperClass::conv) return;
+    if (!boundary || task.kind == TaskKind::FP || task.kind == TaskKind::update || task.paper_class != PaperClass::conv) return;
     std::vector<int32_t> wanted;
     int32_t convs_seen = 0;
     LayerId layer = task.layer;
@@ -137,7 +138,7 @@ class SuperNeuronsDecider final : public Decider {
       if (s.kind == TaskKind::FP) continue;
       if (s.layer != layer) {
         layer = s.layer;
-        if (op_spec(s.op).paper_class == PaperClass::conv && ++convs_seen > 1) break;  // past the previous conv layer
+        if (s.paper_class == PaperClass::conv && ++convs_seen > 1) break;  // past the previous conv layer
       }
       for (BlockId b : s.reads)
         if (!tdfg.blocks[b].resident) sim.missing_inputs(sim.instance(r, b), &wanted);

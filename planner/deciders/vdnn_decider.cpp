@@ -28,7 +28,7 @@ class VdnnDecider final : public Decider {
   VdnnDecider(VdnnOffload offload, VdnnAlgorithms algorithms) : offload_(offload), algorithms_(algorithms) {}
 
   void start_round(IterationSim& sim, int32_t /*r*/) override {
-    const size_t layers = sim.tdfg().model->layers.size();
+    const size_t layers = sim.tdfg().fp_of.size();
     offloaded_by_layer_.assign(layers, {});
     prefetched_.assign(layers, false);
     previous_layer_ = kModelInput - 1;
@@ -64,7 +64,7 @@ class VdnnDecider final : public Decider {
     if (!boundary) return;
     sim.sync_compute_after(sim.last_copies());
     if (task.kind == TaskKind::FP || task.kind == TaskKind::update) return;
-    const std::vector<Layer>& layers = sim.tdfg().model->layers;
+    const Tdfg& tdfg = sim.tdfg();
     // What this layer's task still has to place: a prefetch must leave room for it.
     int64_t needed = 0;
     for (BlockId b : sim.inputs_at(k))
@@ -85,7 +85,7 @@ class VdnnDecider final : public Decider {
         }
         return;
       }
-      if (op_spec(layers[id].op).paper_class == PaperClass::conv) return;
+      if (tdfg.tasks[tdfg.fp_of[id]].paper_class == PaperClass::conv) return;
     }
   }
 
@@ -97,7 +97,7 @@ class VdnnDecider final : public Decider {
     const Tdfg& tdfg = sim.tdfg();
     const Task& task = tdfg.tasks[sim.task_at(k)];
     if (task.kind != TaskKind::FP || offload_ == VdnnOffload::none) return;
-    if (offload_ == VdnnOffload::conv && op_spec(task.op).paper_class != PaperClass::conv) return;
+    if (offload_ == VdnnOffload::conv && task.paper_class != PaperClass::conv) return;
     for (BlockId b : task.reads) {
       const Block& block = tdfg.blocks[b];
       if (block.resident || std::find(task.writes.begin(), task.writes.end(), b) != task.writes.end()) continue;

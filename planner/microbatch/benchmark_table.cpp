@@ -59,9 +59,8 @@ std::string kernel_name(const Tdfg& tdfg, TaskId t) {
   MPLAN_CHECK(t >= 0 && t < static_cast<TaskId>(tdfg.tasks.size()), "task id out of range");
   const Task& task = tdfg.tasks[t];
   std::string layer = task.name;
-  if (tdfg.model != nullptr && task.layer >= 0 &&
-      task.layer < static_cast<LayerId>(tdfg.model->layers.size()))
-    layer = tdfg.model->layers[task.layer].name;
+  if (task.layer >= 0 && task.layer < static_cast<LayerId>(tdfg.layer_names.size()))
+    layer = tdfg.layer_names[task.layer];
   switch (task.kind) {
     case TaskKind::FP: return layer + ".fwd";
     case TaskKind::BP1: return layer + ".bwd_data";

@@ -603,8 +603,8 @@ void IterationSim::run_update() {
   choices_.push_back(issue_update(tdfg_, o, resident_buffer_, timeline_, bstate_));
 }
 
-SimResult IterationSim::run() {
-  SimResult result;
+PlanResult IterationSim::run() {
+  PlanResult result;
   try {
     decider_.start(*this);
     for (int32_t r = 0; r < rounds(); ++r) {
@@ -613,13 +613,13 @@ SimResult IterationSim::run() {
         run_task(r, k);
         if (opt_.abandon_after_ms > 0 && timeline_.free_at_ms(kComputeSlot) > opt_.abandon_after_ms) {
           result.abandoned = true;
-          result.failure = "abandoned: slower than the best plan so far";
+          result.note = "abandoned: slower than the best plan so far";
           return result;
         }
       }
     }
   } catch (const Infeasible& e) {
-    result.failure = e.message;
+    result.note = e.message;
     return result;
   }
   for (const InstanceState& s : inst_) MPLAN_CHECK(s.buffer == kNoBuffer, "a block outlives its round");
@@ -648,7 +648,7 @@ SimResult IterationSim::run() {
   return result;
 }
 
-SimResult simulate_iteration(const Tdfg& tdfg, const CostModel& cost, const SimOptions& options, Decider& decider) {
+PlanResult simulate_iteration(const Tdfg& tdfg, const CostModel& cost, const SimOptions& options, Decider& decider) {
   return IterationSim(tdfg, cost, options, decider).run();
 }
 

@@ -36,6 +36,7 @@
 #include "planner/memory_manager.h"
 #include "planner/plan.h"
 #include "planner/plan_builder.h"
+#include "planner/plan_result.h"
 #include "planner/streams.h"
 #include "planner/workspace_mode.h"
 #include "profiler/cost_model.h"
@@ -67,24 +68,11 @@ struct SimOptions {
   double abandon_after_ms = 0;
 };
 
-struct SimResult {
-  bool feasible = false;
-  bool abandoned = false;            // stopped by abandon_after_ms
-  std::string failure;               // why not feasible, naming the task and the bytes
-  // choices, buffers, host slots, steps, events and summary figures; the
-  // caller (the plan search) fills the header. Empty unless feasible.
-  Plan plan;
-  int32_t recomputed_tasks = 0;      // compute steps that re-run an FP task
-  std::vector<int32_t> recompute_steps;
-  std::vector<BlockId> offloaded_blocks;  // blocks copied to the host in round 0, each once
-  // Time the tasks lost to options slower than their fastest (a workspace that
-  // did not fit, or Eq. 5's penalties): where it is 0 and nothing was
-  // evicted, other placements and levers cannot make the plan faster.
-  double slower_options_ms = 0;
-};
-
-// Runs the iteration with `decider`.
-SimResult simulate_iteration(const Tdfg& tdfg, const CostModel& cost, const SimOptions& options, Decider& decider);
+// Runs the iteration with `decider`. The result is feasible, or says why
+// not (naming the task and the bytes), or that it was abandoned; a feasible
+// one has the plan's choices, buffers, host slots, steps, events and summary
+// figures, and the caller (the plan search) fills its header.
+PlanResult simulate_iteration(const Tdfg& tdfg, const CostModel& cost, const SimOptions& options, Decider& decider);
 
 // A non-resident block in one round: where it is now.
 struct InstanceState {
@@ -127,7 +115,7 @@ struct Reservation {
 class IterationSim {
  public:
   IterationSim(const Tdfg& tdfg, const CostModel& cost, const SimOptions& options, Decider& decider);
-  SimResult run();
+  PlanResult run();
 
   // ---- the graph and the rounds -----------------------------------------------
   const Tdfg& tdfg() const { return tdfg_; }

@@ -36,7 +36,7 @@ Fixture plan_for(const std::string& file, int64_t budget_bytes, int64_t sub_batc
   PlanOptions options;
   options.budget_bytes = budget_bytes;
   options.sub_batch = sub_batch;
-  Result<Plan> plan = make_plan(f.tdfg, cost, options);
+  Result<Plan> plan = plan_iteration(f.tdfg, cost, options).take_plan();
   EXPECT_TRUE(plan.ok()) << plan.error().to_string();
   if (plan.ok()) f.plan = *plan;
   return f;

@@ -58,7 +58,7 @@ TEST(CpuProfile, WholePipelineRunsMeasured) {
   ASSERT_TRUE(recorded.ok()) << recorded.error().to_string();
   PlanOptions plan_options;
   plan_options.budget_bytes = int64_t{64} << 20;
-  Result<Plan> plan = make_plan(tdfg, **recorded, plan_options);
+  Result<Plan> plan = plan_iteration(tdfg, **recorded, plan_options).take_plan();
   ASSERT_TRUE(plan.ok()) << plan.error().to_string();
   Result<codegen::GeneratedProgram> program = codegen::emit_program(*model, tdfg, *plan, {});
   ASSERT_TRUE(program.ok()) << program.error().to_string();

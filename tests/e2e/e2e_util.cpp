@@ -92,7 +92,7 @@ Compiled compile_model(const Model& model, Budget budget, const std::string& tag
       options.budget_bytes = resident + max_task_arena_bytes(tdfg, cost, batch, /*fastest=*/false) + 4096;
       break;
   }
-  Result<Plan> plan = make_plan(tdfg, cost, options);
+  Result<Plan> plan = plan_iteration(tdfg, cost, options).take_plan();
   if (!plan) return Compiled{{}, "", "make_plan: " + plan.error().to_string()};
   return write_plan_program(model, std::move(*plan), tag, target);
 }

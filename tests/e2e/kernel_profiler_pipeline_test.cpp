@@ -73,7 +73,7 @@ TEST(KernelProfilerPipeline, JobsTimedAndMergedPlanAVerifiedProgram) {
   EXPECT_EQ((*cost)->info().kind, "measured");
   PlanOptions options;
   options.budget_bytes = int64_t{64} << 20;
-  Result<Plan> plan = make_plan(tdfg, **cost, options);
+  Result<Plan> plan = plan_iteration(tdfg, **cost, options).take_plan();
   ASSERT_TRUE(plan.ok()) << plan.error().to_string();
   EXPECT_TRUE(verify_plan(*plan, tdfg).empty());
   // The duplex slowdown is the both-ways time of the largest copy timed so

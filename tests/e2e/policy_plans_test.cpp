@@ -13,6 +13,7 @@
 
 #include "frontend/parse.h"
 #include "planner/policy.h"
+#include "tests/planner/policy_plan.h"
 #include "profiler/analytic_model.h"
 #include "profiler/device.h"
 #include "tdfg/tdfg.h"
@@ -50,19 +51,19 @@ TEST(PolicyPlans, RecomputingAndOffloadingPlansTrainTheSameWeights) {
   // so it recomputes.
   const int64_t budget = minimum_feasible_budget(PolicyKind::superneurons, tdfg, cost, 0, 4096);
   ASSERT_GT(budget, 0);
-  PolicyOptions options;
+  PlanOptions options;
   options.budget_bytes = budget;
-  PolicyOutcome sn = run_policy(PolicyKind::superneurons, tdfg, cost, options);
+  PlanResult sn = testing::plan_with(PolicyKind::superneurons, tdfg, cost, options);
   ASSERT_TRUE(sn.feasible) << sn.note;
   EXPECT_GT(sn.recomputed_tasks, 0) << "superneurons must recompute at " << budget << " bytes";
   EXPECT_FALSE(sn.recompute_steps.empty()) << "the plan must hold the recomputing steps";
 
   // vDNN's all/memory-optimal policy: at the same budget if it fits, else at its own minimum.
-  PolicyOutcome vdnn = run_policy(PolicyKind::vdnn_all_m, tdfg, cost, options);
+  PlanResult vdnn = testing::plan_with(PolicyKind::vdnn_all_m, tdfg, cost, options);
   if (!vdnn.feasible) {
     options.budget_bytes = minimum_feasible_budget(PolicyKind::vdnn_all_m, tdfg, cost, 0, 4096);
     ASSERT_GT(options.budget_bytes, 0);
-    vdnn = run_policy(PolicyKind::vdnn_all_m, tdfg, cost, options);
+    vdnn = testing::plan_with(PolicyKind::vdnn_all_m, tdfg, cost, options);
   }
   ASSERT_TRUE(vdnn.feasible) << vdnn.note;
   EXPECT_FALSE(vdnn.offloaded_blocks.empty());

@@ -83,11 +83,11 @@ TEST(Recompute, BatchnormDropoutAndInPlaceReluRecomputedTrainTheSameWeights) {
   o.sub_batches = {model->batch};  // one round: full-batch statistics
   o.arena_bytes = int64_t{1} << 30;
   DropEverything decider;
-  SimResult sim = simulate_iteration(tdfg, cost, o, decider);
-  ASSERT_TRUE(sim.feasible) << sim.failure;
+  PlanResult sim = simulate_iteration(tdfg, cost, o, decider);
+  ASSERT_TRUE(sim.feasible) << sim.note;
   Plan plan = std::move(sim.plan);
   plan.model_name = model->name;
-  plan.model_digest = plan_model_digest(*model);
+  plan.model_digest = model_digest(*model);
   plan.device = cost.describe();
   plan.batch = model->batch;
   plan.resident_bytes = tdfg.resident_bytes();
@@ -124,7 +124,7 @@ TEST(Recompute, BatchnormModelAtABudgetWhereTheBatchFitsTrainsTheFullBatchWeight
   PlanOptions options;
   options.budget_bytes =
       resident_region_bytes(tdfg) + 2 * max_task_arena_bytes(tdfg, cost, model->batch, /*fastest=*/false);
-  Result<Plan> plan = make_plan(tdfg, cost, options);
+  Result<Plan> plan = plan_iteration(tdfg, cost, options).take_plan();
   ASSERT_TRUE(plan.ok()) << plan.error().to_string();
   EXPECT_EQ(plan->sub_batches.size(), 1u) << "the batch fits: one round";
   std::printf("every_op at %lld bytes: %zu round(s), %d offloads\n", static_cast<long long>(options.budget_bytes),

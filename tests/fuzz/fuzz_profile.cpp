@@ -19,6 +19,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!cost.ok()) return 0;
   mplan::PlanOptions options;
   options.budget_bytes = int64_t{1} << 20;
-  (void)mplan::make_plan(tdfg, **cost, options);
+  (void)mplan::plan_iteration(tdfg, **cost, options).take_plan();
   return 0;
 }

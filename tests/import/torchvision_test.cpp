@@ -88,7 +88,7 @@ void plan_and_verify(const Model& model, Budget budget, const std::string& what)
       options.budget_bytes = resident + max_task_arena_bytes(tdfg, cost, model.batch, false) + 4096;
       break;
   }
-  Result<Plan> plan = make_plan(tdfg, cost, options);
+  Result<Plan> plan = plan_iteration(tdfg, cost, options).take_plan();
   ASSERT_TRUE(plan.ok()) << what << ": " << plan.error().to_string();
   const std::vector<Violation> violations = verify_plan(*plan, tdfg);
   EXPECT_TRUE(violations.empty()) << what << ": " << (violations.empty() ? "" : to_string(violations[0]));

@@ -110,7 +110,7 @@ TEST(Duplex, PlansPriceOverlappingCopiesAndStillVerify) {
     profile->duplex_slowdown = slowdown;
     auto cost = RecordedCostModel::create(*profile, tdfg, {}, file);
     ASSERT_TRUE(cost.ok()) << cost.error().to_string();
-    Result<Plan> plan = make_plan(tdfg, **cost, options);
+    Result<Plan> plan = plan_iteration(tdfg, **cost, options).take_plan();
     ASSERT_TRUE(plan.ok()) << plan.error().to_string();
     ASSERT_GT(plan->summary.bytes_to_host, 0) << "the scenario needs copies both ways";
     ASSERT_GT(plan->summary.bytes_to_device, 0) << "the scenario needs copies both ways";
@@ -139,7 +139,7 @@ TEST(Duplex, PlansPriceOverlappingCopiesAndStillVerify) {
   options.budget_bytes = int64_t{7} << 30;
   auto cost = RecordedCostModel::create(*profile, tdfg, {}, file);
   ASSERT_TRUE(cost.ok());
-  Result<Plan> apart = make_plan(tdfg, **cost, options);
+  Result<Plan> apart = plan_iteration(tdfg, **cost, options).take_plan();
   ASSERT_TRUE(apart.ok()) << apart.error().to_string();
   ASSERT_GT(apart->summary.bytes_to_host, 0);
   ASSERT_GT(apart->summary.bytes_to_device, 0);

@@ -54,8 +54,8 @@ TEST(Eq4Prefetch, StartsWhenWaitingWouldDelayTheTask) {
   auto g = offload_then_reuse(0);
   FakeCost cost;
   cost.table["T3"] = {TaskOption{"default", 1.0, 0}};
-  SimResult r = simulate_modnn(g->tdfg, cost, 2 * MiB + 512, testing::published_rules());
-  ASSERT_TRUE(r.feasible) << r.failure;
+  PlanResult r = simulate_modnn(g->tdfg, cost, 2 * MiB + 512, testing::published_rules());
+  ASSERT_TRUE(r.feasible) << r.note;
   const Plan& p = r.plan;
   const int offload = first_step(p, StepKind::offload, /*A=*/1);
   const int prefetch = first_step(p, StepKind::prefetch, 1);
@@ -75,8 +75,8 @@ TEST(Eq4Prefetch, WaitsWhileStartingLaterIsEarlyEnough) {
   auto g = offload_then_reuse(3);
   FakeCost cost;
   for (const char* t : {"T3a", "T3b", "T3c", "T3"}) cost.table[t] = {TaskOption{"default", 2.0, 0}};
-  SimResult r = simulate_modnn(g->tdfg, cost, 2 * MiB + 512 + 1024, testing::published_rules());
-  ASSERT_TRUE(r.feasible) << r.failure;
+  PlanResult r = simulate_modnn(g->tdfg, cost, 2 * MiB + 512 + 1024, testing::published_rules());
+  ASSERT_TRUE(r.feasible) << r.note;
   const Plan& p = r.plan;
   const int prefetch = first_step(p, StepKind::prefetch, 1);
   ASSERT_GE(prefetch, 0);
@@ -92,8 +92,8 @@ TEST(Eq4Prefetch, OnDemandWhenPrefetchingIsOff) {
   cost.table["T3"] = {TaskOption{"default", 1.0, 0}};
   ModnnRules rules = testing::published_rules();
   rules.prefetch = false;
-  SimResult r = simulate_modnn(g->tdfg, cost, 2 * MiB + 512, rules);
-  ASSERT_TRUE(r.feasible) << r.failure;
+  PlanResult r = simulate_modnn(g->tdfg, cost, 2 * MiB + 512, rules);
+  ASSERT_TRUE(r.feasible) << r.note;
   EXPECT_GT(first_step(r.plan, StepKind::prefetch, 1), first_step(r.plan, StepKind::compute, 3));
 }
 
@@ -116,14 +116,14 @@ TEST(Eq5, TheOffloadAFastAlgorithmForcesCountsAgainstIt) {
   FakeCost cost;
   cost.table["T0b"] = {TaskOption{"default", 0.01, 0}};  // too short to hide V's copy
   cost.table["T1"] = {TaskOption{"fast", 1.0, MiB}, TaskOption{"lean", 1.5, 0}};
-  SimResult r = simulate_modnn(g->tdfg, cost, MiB + 512 * K + K, testing::published_rules());
-  ASSERT_TRUE(r.feasible) << r.failure;
+  PlanResult r = simulate_modnn(g->tdfg, cost, MiB + 512 * K + K, testing::published_rules());
+  ASSERT_TRUE(r.feasible) << r.note;
   EXPECT_EQ(r.plan.choices[2].algorithm, "lean");
   EXPECT_EQ(r.plan.summary.offload_count, 0);
   // With a slower lean option (3 ms) the gain is 2 - 1.05 > 0: fast, and V goes to the host.
   cost.table["T1"] = {TaskOption{"fast", 1.0, MiB}, TaskOption{"lean", 3.0, 0}};
   r = simulate_modnn(g->tdfg, cost, MiB + 512 * K + K, testing::published_rules());
-  ASSERT_TRUE(r.feasible) << r.failure;
+  ASSERT_TRUE(r.feasible) << r.note;
   EXPECT_EQ(r.plan.choices[2].algorithm, "fast");
   EXPECT_NEAR(r.plan.choices[2].gain_ms, 2.0 - (cost.device_to_host_ms(MiB) - 0.01), 1e-9);
   EXPECT_EQ(r.plan.summary.offload_count, 1);
@@ -140,12 +140,12 @@ TEST(Eq5, AFastAlgorithmWhoseWorkspaceDelaysAPrefetchIsRejected) {
   g->tdfg.tasks[3].recompute_writes.clear();
   FakeCost cost;
   cost.table["T3"] = {TaskOption{"fast", 1.0, MiB}, TaskOption{"lean", 1.3, 0}};
-  SimResult r = simulate_modnn(g->tdfg, cost, 2 * MiB + 512, testing::published_rules());
-  ASSERT_TRUE(r.feasible) << r.failure;
+  PlanResult r = simulate_modnn(g->tdfg, cost, 2 * MiB + 512, testing::published_rules());
+  ASSERT_TRUE(r.feasible) << r.note;
   EXPECT_EQ(r.plan.choices[3].algorithm, "lean");
   cost.table["T3"] = {TaskOption{"fast", 1.0, MiB}, TaskOption{"lean", 2.0, 0}};
   r = simulate_modnn(g->tdfg, cost, 2 * MiB + 512, testing::published_rules());
-  ASSERT_TRUE(r.feasible) << r.failure;
+  ASSERT_TRUE(r.feasible) << r.note;
   EXPECT_EQ(r.plan.choices[3].algorithm, "fast");
 }
 
@@ -208,8 +208,8 @@ TEST(Criteria, ABlockNotUsedSinceItArrivedStays) {
     sim.evict(a);
     sim.load(a, RoomRequest{sim.instance_bytes(a), kH2dSlot, sim.here(), RoomRequest::Purpose::prefetch});
   };
-  SimResult r = testing::simulate_with(g->tdfg, cost, 1920 * K + 512, decider);
-  ASSERT_TRUE(r.feasible) << r.failure;
+  PlanResult r = testing::simulate_with(g->tdfg, cost, 1920 * K + 512, decider);
+  ASSERT_TRUE(r.feasible) << r.note;
   EXPECT_EQ(testing::count_steps_of(r.plan, StepKind::prefetch, /*A=*/2), 1) << "A must not leave again";
   EXPECT_LT(first_step(r.plan, StepKind::offload, /*Q=*/4), first_step(r.plan, StepKind::compute, 2));
 }
@@ -221,8 +221,8 @@ TEST(Criteria, ABlockTheRunningTaskNeedsStays) {
   auto g = two_candidates();
   FakeCost cost;
   testing::ScriptedDecider decider(make_modnn_decider(testing::published_rules()));
-  SimResult r = testing::simulate_with(g->tdfg, cost, kTwoCandidatesArena, decider);
-  ASSERT_TRUE(r.feasible) << r.failure;
+  PlanResult r = testing::simulate_with(g->tdfg, cost, kTwoCandidatesArena, decider);
+  ASSERT_TRUE(r.feasible) << r.note;
   EXPECT_EQ(testing::count_steps_of(r.plan, StepKind::offload, /*B=*/4), 0);
   EXPECT_EQ(r.plan.summary.offload_count, 1);
 }
@@ -238,8 +238,8 @@ TEST(Line16, NoPrefetchWhenTheNextTaskWouldNotFitBesideTheRunningOne) {
   auto g = offload_then_reuse(0);
   FakeCost cost;
   cost.table["T3"] = {TaskOption{"default", 1.0, 0}};
-  SimResult r = simulate_modnn(g->tdfg, cost, 2 * MiB, testing::published_rules());
-  ASSERT_TRUE(r.feasible) << r.failure;
+  PlanResult r = simulate_modnn(g->tdfg, cost, 2 * MiB, testing::published_rules());
+  ASSERT_TRUE(r.feasible) << r.note;
   EXPECT_GT(testing::last_step(r.plan, StepKind::prefetch, 1), first_step(r.plan, StepKind::compute, 3));
 }
 
@@ -258,8 +258,8 @@ TEST(RefetchCost, AVictimNeededSoonCostsItsCopyBack) {
     rules.refetch_cost = refetch;
     testing::ScriptedDecider decider(make_modnn_decider(rules));
     decider.before[1] = [](IterationSim& sim) { sim.offload(sim.instance(0, kA)); };
-    SimResult r = testing::simulate_with(g->tdfg, cost, kTwoCandidatesArena, decider);
-    ASSERT_TRUE(r.feasible) << r.failure;
+    PlanResult r = testing::simulate_with(g->tdfg, cost, kTwoCandidatesArena, decider);
+    ASSERT_TRUE(r.feasible) << r.note;
     SCOPED_TRACE(refetch ? "with the re-fetch cost" : "without");
     EXPECT_EQ(testing::count_steps_of(r.plan, StepKind::prefetch, kA), refetch ? 0 : 1);
     // With the cost, Q leaves to make room for T2 (its copy issued before T2 runs).
@@ -285,8 +285,8 @@ TEST(RefetchCost, Eq5CountsItOnlyWhenAsked) {
     ModnnRules rules = testing::published_rules();
     rules.refetch_cost = true;
     rules.eq5_refetch = eq5_refetch;
-    SimResult r = simulate_modnn(g->tdfg, cost, MiB + 512 * K + K, rules);
-    ASSERT_TRUE(r.feasible) << r.failure;
+    PlanResult r = simulate_modnn(g->tdfg, cost, MiB + 512 * K + K, rules);
+    ASSERT_TRUE(r.feasible) << r.note;
     const double delay_ms = cost.device_to_host_ms(MiB) - 0.01;
     if (eq5_refetch) {
       EXPECT_EQ(r.plan.choices[2].algorithm, "lean");
@@ -322,8 +322,8 @@ TEST(QueuedPrefetch, ALaterLargerCopyCountsTheCopiesQueuedBeforeIt) {
       sim.evict(sim.instance(0, 1));
       sim.evict(sim.instance(0, 2));
     };
-    SimResult r = testing::simulate_with(g->tdfg, cost, 4 * MiB, decider);
-    ASSERT_TRUE(r.feasible) << r.failure;
+    PlanResult r = testing::simulate_with(g->tdfg, cost, 4 * MiB, decider);
+    ASSERT_TRUE(r.feasible) << r.note;
     SCOPED_TRACE(queued ? "queued" : "moDNN");
     const int b = first_step(r.plan, StepKind::prefetch, /*B=*/2);
     const int t2 = first_step(r.plan, StepKind::compute, 2);
@@ -353,8 +353,8 @@ TEST(EarlyOffload, TheBlockMadeFirstIsCopiedRightAfterItsLastForwardUse) {
     ModnnRules rules = testing::published_rules();
     rules.lookahead_tasks = 1;
     rules.early_offload = early;
-    SimResult r = simulate_modnn(g->tdfg, cost, 3 * MiB, rules);
-    ASSERT_TRUE(r.feasible) << r.failure;
+    PlanResult r = simulate_modnn(g->tdfg, cost, 3 * MiB, rules);
+    ASSERT_TRUE(r.feasible) << r.note;
     SCOPED_TRACE(early ? "early offloads" : "none");
     const int a = first_step(r.plan, StepKind::offload, /*A=*/1);
     const int t2 = first_step(r.plan, StepKind::compute, 2);
@@ -388,7 +388,7 @@ std::unique_ptr<testing::TinyGraph> cheap_block_or_copies() {
                      {"T5", {3, 6}, {7}, TaskKind::BP1}, {"T6", {1, 7}, {8}, TaskKind::BP1}});
 }
 
-SimResult run_cheap_block_or_copies(double t1_ms) {
+PlanResult run_cheap_block_or_copies(double t1_ms) {
   auto g = cheap_block_or_copies();
   FakeCost cost;
   for (const char* t : {"T0", "T2", "T3"}) cost.table[t] = {TaskOption{"default", 1.0, 0}};
@@ -401,8 +401,8 @@ SimResult run_cheap_block_or_copies(double t1_ms) {
 
 TEST(Recompute, DropChosenWhenRecomputingIsCheaperThanTheCopies) {
   // T1 takes 0.1 ms < 1.06 ms of copies: M is dropped and T1 runs again before T5.
-  SimResult r = run_cheap_block_or_copies(0.1);
-  ASSERT_TRUE(r.feasible) << r.failure;
+  PlanResult r = run_cheap_block_or_copies(0.1);
+  ASSERT_TRUE(r.feasible) << r.note;
   EXPECT_EQ(r.recomputed_tasks, 1);
   ASSERT_EQ(r.recompute_steps.size(), 1u);
   EXPECT_EQ(r.plan.steps[r.recompute_steps[0]].task, 1);
@@ -411,8 +411,8 @@ TEST(Recompute, DropChosenWhenRecomputingIsCheaperThanTheCopies) {
 
 TEST(Recompute, OffloadChosenWhenTheCopiesAreCheaperThanRecomputing) {
   // T1 takes 5 ms > 1.06 ms of copies: M is offloaded and prefetched back.
-  SimResult r = run_cheap_block_or_copies(5.0);
-  ASSERT_TRUE(r.feasible) << r.failure;
+  PlanResult r = run_cheap_block_or_copies(5.0);
+  ASSERT_TRUE(r.feasible) << r.note;
   EXPECT_EQ(r.recomputed_tasks, 0);
   EXPECT_EQ(testing::count_steps_of(r.plan, StepKind::offload, /*M=*/3), 1);
   EXPECT_EQ(testing::count_steps_of(r.plan, StepKind::prefetch, /*M=*/3), 1);
@@ -431,8 +431,8 @@ TEST(Defragmentation, EvictsEverythingThenReloadsTheInputs) {
   auto g = tiny_graph({{"X", 256}, {"A", 512 * K}, {"B", 512 * K}, {"C", 512 * K}, {"D", 256}, {"E", MiB}, {"F", 256}},
                       {{"T0", {0}, {1, 2, 3}}, {"T1", {2}, {4}}, {"T2", {1, 3}, {5}}, {"T3", {4, 5}, {6}}});
   FakeCost cost;
-  SimResult r = simulate_modnn(g->tdfg, cost, 2 * MiB, testing::published_rules());
-  ASSERT_TRUE(r.feasible) << r.failure;
+  PlanResult r = simulate_modnn(g->tdfg, cost, 2 * MiB, testing::published_rules());
+  ASSERT_TRUE(r.feasible) << r.note;
   EXPECT_EQ(r.plan.summary.defragmentation_count, 1);
   for (BlockId b : {1, 3}) {
     EXPECT_EQ(testing::count_steps_of(r.plan, StepKind::offload, b), 1) << b;

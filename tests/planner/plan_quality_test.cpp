@@ -62,7 +62,7 @@ nlohmann::json plan_figures(const Case& c) {
   const AnalyticCostModel cost(*device);
   PlanOptions o;
   o.budget_bytes = c.budget_bytes;
-  Result<Plan> plan = make_plan(tdfg, cost, o);
+  Result<Plan> plan = plan_iteration(tdfg, cost, o).take_plan();
   EXPECT_TRUE(plan.ok()) << (plan.ok() ? "" : plan.error().to_string());
   if (!plan.ok()) return {};
   EXPECT_TRUE(verify_plan(*plan, tdfg).empty());

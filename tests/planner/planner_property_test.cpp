@@ -134,7 +134,7 @@ TEST(PlannerProperty, PlansAreConsistentAndDeterministic) {
       o.budget_bytes = min_bytes + static_cast<int64_t>(f * (ideal_bytes - min_bytes));
       o.copy_engines = 1 + static_cast<int>(seed % 2);
       SCOPED_TRACE("budget " + std::to_string(o.budget_bytes) + " (min " + std::to_string(min_bytes) + ")");
-      Result<Plan> a = make_plan(g->tdfg, cost, o);
+      Result<Plan> a = plan_iteration(g->tdfg, cost, o).take_plan();
       ASSERT_TRUE(a.ok()) << a.error().to_string();
       expect_consistent(g->tdfg, *a);
       const std::vector<Violation> violations = verify_plan(*a, g->tdfg);
@@ -142,7 +142,7 @@ TEST(PlannerProperty, PlansAreConsistentAndDeterministic) {
       recomputing += std::any_of(a->steps.begin(), a->steps.end(), [](const Step& s) { return s.recompute; });
       offloading += a->summary.offload_count > 0 ? 1 : 0;
       if (::testing::Test::HasFailure()) return;
-      Result<Plan> b = make_plan(g->tdfg, cost, o);
+      Result<Plan> b = plan_iteration(g->tdfg, cost, o).take_plan();
       ASSERT_TRUE(b.ok());
       EXPECT_EQ(plan_fingerprint(*a), plan_fingerprint(*b));
       if (f == 1.0) {
@@ -153,7 +153,7 @@ TEST(PlannerProperty, PlansAreConsistentAndDeterministic) {
     }
     PlanOptions below;
     below.budget_bytes = min_bytes - 1;
-    Result<Plan> none = make_plan(g->tdfg, cost, below);
+    Result<Plan> none = plan_iteration(g->tdfg, cost, below).take_plan();
     ASSERT_FALSE(none.ok());
     MinimumBudget min = minimum_budget(g->tdfg, cost);
     EXPECT_NE(none.error().message.find(g->tdfg.tasks[min.task].name), std::string::npos)
@@ -177,9 +177,9 @@ TEST(PlannerProperty, ScreeningPicksWhatSimulatingEveryCandidatePicks) {
     for (double f : {1.2, 2.0, 4.0}) {
       PlanOptions o;
       o.budget_bytes = static_cast<int64_t>(f * static_cast<double>(min_bytes));
-      Result<Plan> screened = make_plan(g->tdfg, cost, o);
+      Result<Plan> screened = plan_iteration(g->tdfg, cost, o).take_plan();
       o.screen_sub_batches = false;
-      Result<Plan> every = make_plan(g->tdfg, cost, o);
+      Result<Plan> every = plan_iteration(g->tdfg, cost, o).take_plan();
       ASSERT_TRUE(screened.ok() && every.ok());
       EXPECT_EQ(screened->sub_batch, every->sub_batch);
       EXPECT_EQ(plan_fingerprint(*screened), plan_fingerprint(*every));
@@ -201,7 +201,7 @@ TEST(PlannerProperty, DynamicMicroBatchingGivesConsistentPlans) {
     o.budget_bytes = minimum_budget(g->tdfg, cost).bytes * 3;
     o.sub_batch = std::min<int64_t>(g->model.batch, 8);
     o.workspace = PlanOptions::Workspace::dynamic;
-    Result<Plan> p = make_plan(g->tdfg, cost, o);
+    Result<Plan> p = plan_iteration(g->tdfg, cost, o).take_plan();
     ASSERT_TRUE(p.ok()) << p.error().to_string();
     expect_consistent(g->tdfg, *p);
     for (const TaskChoice& c : p->choices) {
@@ -231,11 +231,11 @@ TEST(PlannerProperty, UnevenSubBatchesCoverTheBatch) {
   FakeCost cost;
   std::unique_ptr<Generated> g = generate(3);
   ASSERT_NE(g, nullptr);
-  g->model.batch = 10;
   PlanOptions o;
+  o.batch = 10;
   o.budget_bytes = minimum_budget(g->tdfg, cost).bytes * 4;
   o.sub_batch = 4;
-  Result<Plan> plan = make_plan(g->tdfg, cost, o);
+  Result<Plan> plan = plan_iteration(g->tdfg, cost, o).take_plan();
   ASSERT_TRUE(plan.ok()) << plan.error().to_string();
   EXPECT_EQ(plan->sub_batches, (std::vector<int64_t>{4, 4, 2}));
   expect_consistent(g->tdfg, *plan);

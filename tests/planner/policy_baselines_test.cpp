@@ -15,6 +15,7 @@
 #include "frontend/parse.h"
 #include "planner/deciders/deciders.h"
 #include "planner/policy.h"
+#include "tests/planner/policy_plan.h"
 #include "planner/sub_batch.h"
 #include "planner/verify.h"
 #include "profiler/analytic_model.h"
@@ -38,9 +39,9 @@ AnalyticCostModel k40() {
   return AnalyticCostModel(*d);
 }
 
-void expect_verified(const PolicyOutcome& o, const Tdfg& tdfg, const std::string& context) {
+void expect_verified(const PlanResult& o, const Tdfg& tdfg, const std::string& context) {
   std::vector<Violation> v = verify_plan(o.plan, tdfg);
-  EXPECT_TRUE(v.empty()) << context << " " << policy_name(o.kind) << ": " << v.size() << " violations, first: "
+  EXPECT_TRUE(v.empty()) << context << " " << policy_name(o.policy) << ": " << v.size() << " violations, first: "
                          << (v.empty() ? "" : to_string(v.front()));
 }
 
@@ -59,9 +60,9 @@ TEST_P(PolicyVerifiedTest, FeasiblePlansPassTheVerifier) {
   for (double fraction : {1.0, 0.7, 0.45, 0.25, 0.0}) {
     int64_t budget = minimum + static_cast<int64_t>(fraction * static_cast<double>(ideal - minimum));
     for (PolicyKind kind : all_policies()) {
-      PolicyOptions o;
+      PlanOptions o;
       o.budget_bytes = budget;
-      PolicyOutcome out = run_policy(kind, tdfg, cost, o);
+      PlanResult out = testing::plan_with(kind, tdfg, cost, o);
       if (kind == PolicyKind::ideal) {
         expect_verified(out, tdfg, GetParam() + " (ideal's own budget)");
         continue;
@@ -86,16 +87,16 @@ TEST(Policy, ModnnAndMplanFitTheEq2Minimum) {
   const Model model = load_example("cifar_small");
   const Tdfg tdfg = build_tdfg(model);
   const AnalyticCostModel cost = k40();
-  PolicyOptions o;
+  PlanOptions o;
   o.budget_bytes = minimum_budget(tdfg, cost).bytes;
-  EXPECT_TRUE(run_policy(PolicyKind::mplan, tdfg, cost, o).feasible);
-  EXPECT_TRUE(run_policy(PolicyKind::modnn, tdfg, cost, o).feasible);
+  EXPECT_TRUE(testing::plan_with(PolicyKind::mplan, tdfg, cost, o).feasible);
+  EXPECT_TRUE(testing::plan_with(PolicyKind::modnn, tdfg, cost, o).feasible);
   // vDNN runs the whole batch: it cannot fit the per-sample minimum of a batch of 32.
-  EXPECT_FALSE(run_policy(PolicyKind::vdnn_all_m, tdfg, cost, o).feasible);
+  EXPECT_FALSE(testing::plan_with(PolicyKind::vdnn_all_m, tdfg, cost, o).feasible);
   o.budget_bytes = ideal_budget_bytes(tdfg, cost, model.batch);
-  EXPECT_TRUE(run_policy(PolicyKind::ideal, tdfg, cost, o).feasible);
+  EXPECT_TRUE(testing::plan_with(PolicyKind::ideal, tdfg, cost, o).feasible);
   o.budget_bytes -= 1 << 20;
-  EXPECT_FALSE(run_policy(PolicyKind::ideal, tdfg, cost, o).feasible);
+  EXPECT_FALSE(testing::plan_with(PolicyKind::ideal, tdfg, cost, o).feasible);
 }
 
 TEST(Policy, IdealTimeIsTheSumOfTheFastestTaskTimes) {
@@ -106,11 +107,11 @@ TEST(Policy, IdealTimeIsTheSumOfTheFastestTaskTimes) {
   for (TaskId t = 0; t < static_cast<TaskId>(tdfg.tasks.size()); ++t) {
     sum_ms += cost.options(tdfg, t, t == tdfg.update_task ? 1 : model.batch).front().time_ms;
   }
-  PolicyOptions o;
+  PlanOptions o;
   o.budget_bytes = int64_t{1} << 40;
-  PolicyOutcome ideal = run_policy(PolicyKind::ideal, tdfg, cost, o);
+  PlanResult ideal = testing::plan_with(PolicyKind::ideal, tdfg, cost, o);
   EXPECT_TRUE(ideal.feasible);
-  EXPECT_NEAR(ideal.simulated_ms, sum_ms, 1e-6 * sum_ms);
+  EXPECT_NEAR(ideal.iteration_ms(), sum_ms, 1e-6 * sum_ms);
   EXPECT_EQ(ideal.plan.summary.bytes_to_host, 0);
   EXPECT_EQ(ideal.plan.summary.offload_count, 0);
   // Every task runs with its fastest option.
@@ -147,12 +148,12 @@ TEST(Policy, VdnnAllOffloadsEveryLayersInputAndConvOnlyConvLayers) {
   const Model model = load_example("vgg16", 16);
   const Tdfg tdfg = build_tdfg(model);
   const AnalyticCostModel cost = k40();
-  PolicyOptions o;
+  PlanOptions o;
   // The ideal's need and half again: the layer-wise policies place blocks in
   // another order, so their fragmentation differs.
   o.budget_bytes = ideal_budget_bytes(tdfg, cost, model.batch) * 3 / 2;
-  PolicyOutcome all = run_policy(PolicyKind::vdnn_all_m, tdfg, cost, o);
-  PolicyOutcome conv = run_policy(PolicyKind::vdnn_conv_p, tdfg, cost, o);
+  PlanResult all = testing::plan_with(PolicyKind::vdnn_all_m, tdfg, cost, o);
+  PlanResult conv = testing::plan_with(PolicyKind::vdnn_conv_p, tdfg, cost, o);
   ASSERT_TRUE(all.feasible) << all.note;
   ASSERT_TRUE(conv.feasible) << conv.note;
   std::set<BlockId> all_expected = expected_offloads(tdfg, false);
@@ -185,9 +186,9 @@ TEST(Policy, VdnnDynAdoptsNoOffloadWhenTheFastestFits) {
   const Model model = load_example("cifar_small");
   const Tdfg tdfg = build_tdfg(model);
   const AnalyticCostModel cost = k40();
-  PolicyOptions o;
+  PlanOptions o;
   o.budget_bytes = ideal_budget_bytes(tdfg, cost, model.batch) * 3 / 2;
-  PolicyOutcome dyn = run_policy(PolicyKind::vdnn_dyn, tdfg, cost, o);
+  PlanResult dyn = testing::plan_with(PolicyKind::vdnn_dyn, tdfg, cost, o);
   ASSERT_TRUE(dyn.feasible) << dyn.note;
   EXPECT_EQ(dyn.note, "pass 2 (no offload, fastest)");
   EXPECT_EQ(dyn.plan.summary.offload_count, 0);
@@ -197,9 +198,9 @@ TEST(Policy, SuperNeuronsRecomputesCheapLayersAsForwardTasks) {
   const Model model = load_example("vgg16", 8);
   const Tdfg tdfg = build_tdfg(model);
   const AnalyticCostModel cost = k40();
-  PolicyOptions o;
+  PlanOptions o;
   o.budget_bytes = ideal_budget_bytes(tdfg, cost, model.batch) * 3 / 2;
-  PolicyOutcome sn = run_policy(PolicyKind::superneurons, tdfg, cost, o);
+  PlanResult sn = testing::plan_with(PolicyKind::superneurons, tdfg, cost, o);
   ASSERT_TRUE(sn.feasible) << sn.note;
   EXPECT_GT(sn.recomputed_tasks, 0);
   for (int32_t s : sn.recompute_steps) {
@@ -215,7 +216,7 @@ TEST(Policy, SuperNeuronsRecomputesCheapLayersAsForwardTasks) {
   ASSERT_GT(sn_min, 0);
   EXPECT_LT(sn_min, ideal_budget_bytes(tdfg, cost, model.batch));
   o.budget_bytes = sn_min;
-  PolicyOutcome tight = run_policy(PolicyKind::superneurons, tdfg, cost, o);
+  PlanResult tight = testing::plan_with(PolicyKind::superneurons, tdfg, cost, o);
   ASSERT_TRUE(tight.feasible) << tight.note;
   EXPECT_GT(tight.plan.summary.offload_count, 0);
   expect_verified(tight, tdfg, "vgg16 at superneurons' minimum");
@@ -227,9 +228,9 @@ TEST(Policy, VerifierRejectsMisplacedRecomputation) {
   const Model model = load_example("vgg16", 8);
   const Tdfg tdfg = build_tdfg(model);
   const AnalyticCostModel cost = k40();
-  PolicyOptions o;
+  PlanOptions o;
   o.budget_bytes = ideal_budget_bytes(tdfg, cost, model.batch) * 3 / 2;
-  PolicyOutcome sn = run_policy(PolicyKind::superneurons, tdfg, cost, o);
+  PlanResult sn = testing::plan_with(PolicyKind::superneurons, tdfg, cost, o);
   ASSERT_TRUE(sn.feasible) << sn.note;
   ASSERT_FALSE(sn.recompute_steps.empty());
   // A recomputation marked as an ordinary run: the task runs twice.
@@ -261,9 +262,9 @@ TEST(Policy, SuperNeuronsRecomputesMemoryCentricBlocksForEachUse) {
   const Model model = load_example("resnet18", 32);
   const Tdfg tdfg = build_tdfg(model);
   const AnalyticCostModel cost = k40();
-  PolicyOptions o;
+  PlanOptions o;
   o.budget_bytes = ideal_budget_bytes(tdfg, cost, model.batch);
-  PolicyOutcome sn = run_policy(PolicyKind::superneurons, tdfg, cost, o);
+  PlanResult sn = testing::plan_with(PolicyKind::superneurons, tdfg, cost, o);
   ASSERT_TRUE(sn.feasible) << sn.note;
   std::map<std::pair<TaskId, int32_t>, int> runs;
   for (int32_t s : sn.recompute_steps) runs[{sn.plan.steps[s].task, sn.plan.steps[s].round}]++;
@@ -284,9 +285,9 @@ TEST(Policy, VdnnFindPrefetchLayerStopsAtAConv) {
   const Model model = load_example("cifar_small");
   const Tdfg tdfg = build_tdfg(model);
   const AnalyticCostModel cost = k40();
-  PolicyOptions o;
+  PlanOptions o;
   o.budget_bytes = int64_t{64} << 20;
-  PolicyOutcome conv = run_policy(PolicyKind::vdnn_conv_m, tdfg, cost, o);
+  PlanResult conv = testing::plan_with(PolicyKind::vdnn_conv_m, tdfg, cost, o);
   ASSERT_TRUE(conv.feasible) << conv.note;
   const TaskId bp_pool2 = tdfg.bp1_of[model.find("pool2")];
   int bp_pool2_step = -1, reload = -1, loads = 0;
@@ -314,11 +315,11 @@ TEST(Policy, SuperNeuronsFeasibleWhereverVdnnAllIs) {
     const int64_t lo = minimum_budget(tdfg, cost).bytes, hi = 2 * ideal_budget_bytes(tdfg, cost, model.batch);
     int vdnn_feasible = 0;
     for (int i = 0; i <= 40; ++i) {
-      PolicyOptions o;
+      PlanOptions o;
       o.budget_bytes = lo + (hi - lo) * i / 40;
-      if (!run_policy(PolicyKind::vdnn_all_m, tdfg, cost, o).feasible) continue;
+      if (!testing::plan_with(PolicyKind::vdnn_all_m, tdfg, cost, o).feasible) continue;
       ++vdnn_feasible;
-      PolicyOutcome sn = run_policy(PolicyKind::superneurons, tdfg, cost, o);
+      PlanResult sn = testing::plan_with(PolicyKind::superneurons, tdfg, cost, o);
       EXPECT_TRUE(sn.feasible) << o.budget_bytes << " bytes: " << sn.note;
     }
     EXPECT_GT(vdnn_feasible, 10);
@@ -347,11 +348,11 @@ TEST(Policy, MinimumFeasibleBudgetIsFeasibleAndOrdered) {
   EXPECT_EQ(mplan_min, minimum_budget(tdfg, cost).bytes);
   ASSERT_GT(all_m, 0);
   EXPECT_LE(mplan_min, all_m);
-  PolicyOptions o;
+  PlanOptions o;
   o.budget_bytes = all_m;
-  EXPECT_TRUE(run_policy(PolicyKind::vdnn_all_m, tdfg, cost, o).feasible);
+  EXPECT_TRUE(testing::plan_with(PolicyKind::vdnn_all_m, tdfg, cost, o).feasible);
   o.budget_bytes = all_m - res;
-  EXPECT_FALSE(run_policy(PolicyKind::vdnn_all_m, tdfg, cost, o).feasible);
+  EXPECT_FALSE(testing::plan_with(PolicyKind::vdnn_all_m, tdfg, cost, o).feasible);
 }
 
 }  // namespace

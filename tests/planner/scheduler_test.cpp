@@ -78,7 +78,7 @@ TEST(Scheduler, ChainReusesFreedSpace) {
   FakeCost cost;
   PlanOptions o;
   o.budget_bytes = 64 << 10;
-  Result<Plan> plan = make_plan(g.tdfg, cost, o);
+  Result<Plan> plan = plan_iteration(g.tdfg, cost, o).take_plan();
   ASSERT_TRUE(plan.ok()) << plan.error().to_string();
   expect_steps(*plan, {{StepKind::alloc, 0, 0},     {StepKind::prefetch, 0, -1}, {StepKind::alloc, 1, 1024},
                        {StepKind::compute, 0, -1},  {StepKind::free, 0, -1},     {StepKind::alloc, 2, 0},
@@ -114,7 +114,7 @@ TEST(Scheduler, OffloadsTheCheapestContiguousBlockAndPrefetchesIt) {
   o.budget_bytes = 3072;
   o.prefetch = false;
   o.large_block_divisor = 0;  // plain best fit
-  Result<Plan> plan = make_plan(g.tdfg, cost, o);
+  Result<Plan> plan = plan_iteration(g.tdfg, cost, o).take_plan();
   ASSERT_TRUE(plan.ok()) << plan.error().to_string();
   expect_steps(*plan, {{StepKind::alloc, 0, 0},       {StepKind::prefetch, 0, -1}, {StepKind::alloc, 1, 256},
                        {StepKind::compute, 0, -1},    {StepKind::free, 0, -1},     {StepKind::alloc, 2, 1280},
@@ -150,7 +150,7 @@ TEST(Scheduler, OneCopyEngineSharesTheCopyStream) {
   PlanOptions o;
   o.budget_bytes = 3072;
   o.copy_engines = 1;
-  Result<Plan> plan = make_plan(g.tdfg, cost, o);
+  Result<Plan> plan = plan_iteration(g.tdfg, cost, o).take_plan();
   ASSERT_TRUE(plan.ok()) << plan.error().to_string();
   EXPECT_EQ(plan->copy_engines, 1);
   for (const Step& s : plan->steps) {
@@ -171,7 +171,7 @@ TEST(Scheduler, AlgorithmSelectionTakesTheFastestThatFits) {
   PlanOptions o;
   o.budget_bytes = 64 << 10;
   o.large_block_divisor = 0;  // plain best fit
-  Result<Plan> roomy = make_plan(g.tdfg, cost, o);
+  Result<Plan> roomy = plan_iteration(g.tdfg, cost, o).take_plan();
   ASSERT_TRUE(roomy.ok());
   ASSERT_EQ(roomy->choices.size(), 1u);
   EXPECT_EQ(roomy->choices[0].algorithm, "fast");
@@ -179,7 +179,7 @@ TEST(Scheduler, AlgorithmSelectionTakesTheFastestThatFits) {
   EXPECT_EQ(roomy->choices[0].workspace_offset, 2048);
   expect_consistent(g.tdfg, *roomy);
   o.budget_bytes = 2048;
-  Result<Plan> tight = make_plan(g.tdfg, cost, o);
+  Result<Plan> tight = plan_iteration(g.tdfg, cost, o).take_plan();
   ASSERT_TRUE(tight.ok()) << tight.error().to_string();
   EXPECT_EQ(tight->choices[0].algorithm, "lean");
   EXPECT_EQ(tight->choices[0].workspace, kNoBuffer);
@@ -194,12 +194,12 @@ TEST(Scheduler, BudgetBelowTheMinimumNamesTheTask) {
   FakeCost cost;
   PlanOptions o;
   o.budget_bytes = 3071;
-  Result<Plan> plan = make_plan(g.tdfg, cost, o);
+  Result<Plan> plan = plan_iteration(g.tdfg, cost, o).take_plan();
   ASSERT_FALSE(plan.ok());
   EXPECT_NE(plan.error().message.find("minimum 3072 bytes"), std::string::npos) << plan.error().message;
   EXPECT_NE(plan.error().message.find("T1"), std::string::npos) << plan.error().message;
   o.budget_bytes = 3072;
-  EXPECT_TRUE(make_plan(g.tdfg, cost, o).ok());
+  EXPECT_TRUE(plan_iteration(g.tdfg, cost, o).take_plan().ok());
 }
 
 }  // namespace

@@ -144,14 +144,14 @@ TEST(Batchnorm, OneRoundWhenTheBatchFitsEvenIfSplittingSimulatesFaster) {
   SmallIsFastCost cost;
   PlanOptions o;
   o.budget_bytes = 64 * kMiB;
-  Result<Plan> plan = make_plan(l.tdfg, cost, o);
+  Result<Plan> plan = plan_iteration(l.tdfg, cost, o).take_plan();
   ASSERT_TRUE(plan.ok()) << plan.error().to_string();
   EXPECT_EQ(plan->sub_batches.size(), 1u);
   EXPECT_NE(std::find(plan->summary.notes.begin(), plan->summary.notes.end(),
                       "batchnorm statistics are over the whole batch (one round)"),
             plan->summary.notes.end());
   o.batchnorm_rounds = PlanOptions::BatchnormRounds::any;
-  Result<Plan> any = make_plan(l.tdfg, cost, o);
+  Result<Plan> any = plan_iteration(l.tdfg, cost, o).take_plan();
   ASSERT_TRUE(any.ok()) << any.error().to_string();
   EXPECT_GT(any->sub_batches.size(), 1u);
   EXPECT_LT(any->summary.simulated_ms, plan->summary.simulated_ms);
@@ -168,11 +168,11 @@ TEST(Batchnorm, SplitOnlyWhereOneRoundCostsMoreThanTheTolerance) {
   const AnalyticCostModel cost = device("k40");
   PlanOptions o;
   o.budget_bytes = 8 * 1024 * kMiB;
-  Result<Plan> roomy = make_plan(l.tdfg, cost, o);
+  Result<Plan> roomy = plan_iteration(l.tdfg, cost, o).take_plan();
   ASSERT_TRUE(roomy.ok()) << roomy.error().to_string();
   EXPECT_EQ(roomy->sub_batches.size(), 1u);
   o.budget_bytes = 3 * 1024 * kMiB;
-  Result<Plan> tight = make_plan(l.tdfg, cost, o);
+  Result<Plan> tight = plan_iteration(l.tdfg, cost, o).take_plan();
   ASSERT_TRUE(tight.ok()) << tight.error().to_string();
   EXPECT_GT(tight->sub_batches.size(), 1u);
   bool explained = false;
@@ -180,7 +180,7 @@ TEST(Batchnorm, SplitOnlyWhereOneRoundCostsMoreThanTheTolerance) {
                                                               n.find("batchnorm: one round would take") == 0;
   EXPECT_TRUE(explained);
   o.batchnorm_rounds = PlanOptions::BatchnormRounds::one;
-  Result<Plan> one = make_plan(l.tdfg, cost, o);
+  Result<Plan> one = plan_iteration(l.tdfg, cost, o).take_plan();
   ASSERT_TRUE(one.ok()) << one.error().to_string();
   EXPECT_EQ(one->sub_batches.size(), 1u);
 }
@@ -195,20 +195,20 @@ TEST(Batchnorm, FewerThanTwoValuesPerChannelIsRefusedWithTheLeastBudget) {
   EXPECT_EQ(least_batchnorm_round(l.tdfg), 2);
   PlanOptions o;
   o.budget_bytes = minimum_budget(l.tdfg, cost).bytes;  // fits sub-batch 1 only
-  Result<Plan> refused = make_plan(l.tdfg, cost, o);
+  Result<Plan> refused = plan_iteration(l.tdfg, cost, o).take_plan();
   ASSERT_FALSE(refused.ok());
   const std::string& m = refused.error().message;
   EXPECT_NE(m.find("fewer than two values per channel"), std::string::npos) << m;
   const int64_t least = resident_region_bytes(l.tdfg) + max_task_arena_bytes(l.tdfg, cost, 2, false);
   EXPECT_NE(m.find(std::to_string(least) + " bytes"), std::string::npos) << m;
   o.budget_bytes = least;
-  Result<Plan> planned = make_plan(l.tdfg, cost, o);
+  Result<Plan> planned = plan_iteration(l.tdfg, cost, o).take_plan();
   ASSERT_TRUE(planned.ok()) << planned.error().to_string();
   for (int64_t b : planned->sub_batches) EXPECT_GE(b, 2);
   EXPECT_TRUE(verify_plan(*planned, l.tdfg).empty());
   // A fixed sub-batch of 1 is refused the same way; rounds_for never leaves one sample behind.
   o.sub_batch = 1;
-  EXPECT_FALSE(make_plan(l.tdfg, cost, o).ok());
+  EXPECT_FALSE(plan_iteration(l.tdfg, cost, o).take_plan().ok());
   EXPECT_EQ(rounds_for(9, 4, 2), (std::vector<int64_t>{3, 3, 3}));  // not 4, 4, 1
   EXPECT_EQ(rounds_for(8, 4, 2), (std::vector<int64_t>{4, 4}));
   EXPECT_TRUE(rounds_for(3, 1, 2).empty());
@@ -224,10 +224,10 @@ TEST(Search, NeverWorseThanLoadingOnDemand) {
   PlanOptions o;
   o.budget_bytes = 2048 * kMiB;
   o.sub_batch = 64;
-  Result<Plan> with = make_plan(l.tdfg, cost, o);
+  Result<Plan> with = plan_iteration(l.tdfg, cost, o).take_plan();
   ASSERT_TRUE(with.ok()) << with.error().to_string();
   o.prefetch = false;
-  Result<Plan> on_demand = make_plan(l.tdfg, cost, o);
+  Result<Plan> on_demand = plan_iteration(l.tdfg, cost, o).take_plan();
   ASSERT_TRUE(on_demand.ok()) << on_demand.error().to_string();
   EXPECT_LE(with->summary.simulated_ms, on_demand->summary.simulated_ms + 1e-9);
   EXPECT_LE(with->summary.bytes_to_device, with->summary.bytes_to_host * 11 / 10);
@@ -242,7 +242,7 @@ TEST(Search, NeverWorseThanEq5AsPublished) {
   const AnalyticCostModel cost = device("k40");
   PlanOptions o;
   o.budget_bytes = 3 * kMiB;
-  Result<Plan> searched = make_plan(l.tdfg, cost, o);
+  Result<Plan> searched = plan_iteration(l.tdfg, cost, o).take_plan();
   ASSERT_TRUE(searched.ok()) << searched.error().to_string();
   ModnnRules rules;  // moDNN's rules with the re-fetch cost in eviction only
   rules.eq5_refetch = false;
@@ -254,7 +254,7 @@ TEST(Search, NeverWorseThanEq5AsPublished) {
     s.arena_bytes = align_down(o.budget_bytes - resident_region_bytes(l.tdfg));
     s.copy_engines = cost.copy_engines();
     std::unique_ptr<Decider> decider = make_modnn_decider(rules);
-    const SimResult alone = simulate_iteration(l.tdfg, cost, s, *decider);
+    const PlanResult alone = simulate_iteration(l.tdfg, cost, s, *decider);
     if (!alone.feasible) continue;
     ++feasible;
     EXPECT_LE(searched->summary.simulated_ms, alone.plan.summary.simulated_ms + 1e-9);
@@ -272,10 +272,10 @@ TEST(Search, AmongEquallyFastPlansTheOneThatCopiesLessWins) {
   const AnalyticCostModel cost = device("k40");
   PlanOptions o;
   o.budget_bytes = 12 * 1024 * kMiB;
-  Result<Plan> searched = make_plan(l.tdfg, cost, o);
+  Result<Plan> searched = plan_iteration(l.tdfg, cost, o).take_plan();
   ASSERT_TRUE(searched.ok()) << searched.error().to_string();
   o.early_offload = false;
-  Result<Plan> no_early = make_plan(l.tdfg, cost, o);
+  Result<Plan> no_early = plan_iteration(l.tdfg, cost, o).take_plan();
   ASSERT_TRUE(no_early.ok()) << no_early.error().to_string();
   const PlanSummary& a = searched->summary;
   const PlanSummary& b = no_early->summary;
@@ -288,7 +288,7 @@ TEST(Search, AmongEquallyFastPlansTheOneThatCopiesLessWins) {
 // better_plan's order: time first, then rounds, bytes copied, recomputations.
 TEST(Search, BetterPlanOrdersByTimeThenRoundsThenCopiesThenRecomputation) {
   auto plan = [](double ms, size_t rounds, int64_t copied, int32_t recomputed) {
-    SimResult r;
+    PlanResult r;
     r.plan.summary.simulated_ms = ms;
     r.plan.sub_batches.assign(rounds, 1);
     r.plan.summary.bytes_to_host = copied;
@@ -317,11 +317,11 @@ TEST(MinimumBudget, BoundsEq2IsWhatThePlannerAccepts) {
     EXPECT_EQ(minimum_budget(l.tdfg, cost).bytes, eq2);
     PlanOptions o;
     o.budget_bytes = eq2;
-    Result<Plan> plan = make_plan(l.tdfg, cost, o);
+    Result<Plan> plan = plan_iteration(l.tdfg, cost, o).take_plan();
     ASSERT_TRUE(plan.ok()) << plan.error().to_string();
     EXPECT_TRUE(verify_plan(*plan, l.tdfg).empty());
     o.budget_bytes = eq2 - 1;
-    EXPECT_FALSE(make_plan(l.tdfg, cost, o).ok());
+    EXPECT_FALSE(plan_iteration(l.tdfg, cost, o).take_plan().ok());
   }
 }
 

@@ -73,14 +73,14 @@ inline std::unique_ptr<TinyGraph> tiny_graph(const std::vector<std::pair<std::st
 }
 
 // moDNN's decider with `rules` over the simulator: one round of one sample.
-inline SimResult simulate_modnn(const Tdfg& tdfg, const CostModel& cost, int64_t arena_bytes, const ModnnRules& rules,
+inline PlanResult simulate_modnn(const Tdfg& tdfg, const CostModel& cost, int64_t arena_bytes, const ModnnRules& rules,
                                 int copy_engines = 2) {
   SimOptions o;
   o.sub_batches = {1};
   o.arena_bytes = arena_bytes;
   o.copy_engines = copy_engines;
   std::unique_ptr<Decider> decider = make_modnn_decider(rules);
-  SimResult r = simulate_iteration(tdfg, cost, o, *decider);
+  PlanResult r = simulate_iteration(tdfg, cost, o, *decider);
   if (r.feasible) {
     // The header the plan search fills (the verifier checks it against the model, issue 12).
     search::fill_header(&r.plan, tdfg, cost, r.plan.resident_region_bytes + r.plan.arena_bytes, 1);
@@ -124,13 +124,13 @@ class ScriptedDecider final : public Decider {
 };
 
 // Runs `decider` over the simulator (one round of one sample) and checks the plan.
-inline SimResult simulate_with(const Tdfg& tdfg, const CostModel& cost, int64_t arena_bytes, Decider& decider,
+inline PlanResult simulate_with(const Tdfg& tdfg, const CostModel& cost, int64_t arena_bytes, Decider& decider,
                                int copy_engines = 2) {
   SimOptions o;
   o.sub_batches = {1};
   o.arena_bytes = arena_bytes;
   o.copy_engines = copy_engines;
-  SimResult r = simulate_iteration(tdfg, cost, o, decider);
+  PlanResult r = simulate_iteration(tdfg, cost, o, decider);
   if (r.feasible) {
     // The header the plan search fills (the verifier checks it against the model, issue 12).
     search::fill_header(&r.plan, tdfg, cost, r.plan.resident_region_bytes + r.plan.arena_bytes, 1);

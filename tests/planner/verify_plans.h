@@ -46,7 +46,7 @@ inline Planned plan_example(const std::string& stem, int64_t budget_bytes, int c
   options.budget_bytes = budget_bytes;
   options.copy_engines = copy_engines;
   options.sub_batch = sub_batch;
-  Result<Plan> plan = make_plan(p.tdfg, cost, options);
+  Result<Plan> plan = plan_iteration(p.tdfg, cost, options).take_plan();
   EXPECT_TRUE(plan.ok()) << (plan.ok() ? "" : plan.error().to_string());
   if (plan.ok()) p.plan = std::move(plan).value();
   for (const Task& t : p.tdfg.tasks) p.plan.task_names.push_back(t.name);

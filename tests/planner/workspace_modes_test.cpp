@@ -92,7 +92,9 @@ Result<Plan> plan_with(const Tdfg& tdfg, const CostModel& cost, int64_t budget, 
   o.budget_bytes = budget;
   o.workspace = m->use;
   o.workspace_bytes = m->bytes;
-  return make_plan(tdfg, cost, o, report);
+  PlanResult planned = plan_iteration(tdfg, cost, o);
+  if (report != nullptr) *report = planned.workspace_report;
+  return std::move(planned).take_plan();
 }
 
 TEST(WorkspaceModes, ParsesEverySpelling) {

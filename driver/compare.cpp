@@ -1,0 +1,139 @@
+#include "driver/compare.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <sstream>
+
+#include "core/bytes.h"
+#include "frontend/parse.h"
+#include "frontend/validate.h"
+#include "planner/verify.h"
+#include "tdfg/tdfg.h"
+
+namespace mplan::driver {
+namespace {
+
+Error usage(std::string message) { return Error{{}, std::move(message), ErrorKind::usage}; }
+
+Result<std::vector<PolicyKind>> parse_policy_list(const std::string& text) {
+  if (text.empty()) return all_policies();
+  std::vector<PolicyKind> out;
+  std::stringstream in(text);
+  std::string name;
+  while (std::getline(in, name, ',')) {
+    PolicyKind kind;
+    if (!parse_policy(name, &kind)) {
+      std::string known;
+      for (PolicyKind k : all_policies()) known += std::string(known.empty() ? "" : ", ") + policy_name(k);
+      return usage("--policies: unknown policy '" + name + "'; expected some of: " + known);
+    }
+    out.push_back(kind);
+  }
+  return out;
+}
+
+bool has_batchnorm(const Tdfg& tdfg) {
+  for (const Task& t : tdfg.tasks)
+    if (t.batch_statistics) return true;
+  return false;
+}
+
+// mplan's row: the baselines split batchnorm models by time alone, and so
+// does mplan's row; its note gives compile's default (one round where that
+// costs little more).
+PlanResult mplan_row(const Tdfg& tdfg, const CostModel& cost, const PlanOptions& options) {
+  PlanOptions any = options;
+  any.policy = PolicyKind::mplan;
+  any.batchnorm_rounds = PlanOptions::BatchnormRounds::any;
+  PlanResult row = plan_iteration(tdfg, cost, any);
+  if (!has_batchnorm(tdfg)) return row;
+  PlanOptions preferred_options = options;
+  preferred_options.policy = PolicyKind::mplan;
+  const PlanResult preferred = plan_iteration(tdfg, cost, preferred_options);
+  if (row.feasible && preferred.feasible && preferred.plan.sub_batches.size() != row.plan.sub_batches.size())
+    row.note += fmt::format("; batchnorm split by time, as the baselines do (compile's default "
+                            "--batchnorm prefer-one: {:.1f} ms in {} round{})",
+                            preferred.iteration_ms(), preferred.plan.sub_batches.size(),
+                            preferred.plan.sub_batches.size() == 1 ? "" : "s");
+  return row;
+}
+
+}  // namespace
+
+Result<CompareSettings> check_compare_flags(const CompareFlags& f) {
+  CompareSettings s;
+  Result<int64_t> budget = parse_bytes(f.budget);
+  if (!budget) return usage("--budget: " + budget.error().message);
+  if (*budget <= 0) return usage("--budget: must be positive, not " + f.budget);
+  if (f.batch_given && f.batch <= 0) return usage("--batch: must be a positive number of samples");
+  if (!f.device.empty() && !f.profile.empty())
+    return usage("--device and --profile exclude each other: a profile names its own device");
+  Result<std::vector<PolicyKind>> policies = parse_policy_list(f.policies);
+  if (!policies) return policies.error();
+  s.model_path = f.model_path;
+  s.cost = CostSource{f.device, f.profile, false};
+  s.budget_bytes = *budget;
+  s.batch = f.batch_given ? f.batch : 0;
+  s.policies = std::move(policies).value();
+  s.min_budget = f.min_budget;
+  s.verify = !f.no_verify;
+  s.allow_oversubscribe = f.allow_oversubscribe;
+  return s;
+}
+
+Result<CompareResult> compare(const CompareSettings& s) {
+  Result<Model> loaded = load_model(s.model_path);
+  if (!loaded) return loaded.error();
+  const Model& model = *loaded;
+  const int64_t batch = s.batch > 0 ? s.batch : model.batch;
+  if (Status checked = check_batch(model, batch, "--batch"); !checked)
+    return Error{{}, checked.error().message, ErrorKind::usage};
+  const Tdfg tdfg = build_tdfg(model);
+  Result<LoadedCostModel> loaded_cost = make_cost_model(s.cost, model, s.model_path, tdfg, batch);
+  if (!loaded_cost) return loaded_cost.error();
+  const CostModel& cost = *loaded_cost->model;
+  if (s.budget_bytes > cost.device_memory_bytes() && !s.allow_oversubscribe)
+    return usage(fmt::format("--budget {} is more than the device's memory ({}, {}); pass --allow-oversubscribe "
+                             "to compare at it anyway",
+                             format_bytes(s.budget_bytes), format_bytes(cost.device_memory_bytes()),
+                             cost.describe()));
+  CompareResult out;
+  out.model_name = model.name;
+  out.cost_model = cost.describe();
+  out.budget_bytes = s.budget_bytes;
+  out.batch = batch;
+  out.tasks = tdfg.tasks.size();
+  out.blocks = tdfg.blocks.size();
+  out.warnings = loaded_cost->warnings;
+  PlanOptions options;
+  options.budget_bytes = s.budget_bytes;
+  options.batch = batch;
+  options.policy = PolicyKind::ideal;
+  out.ideal = plan_iteration(tdfg, cost, options);
+  const int64_t ideal_budget = out.ideal.plan.budget_bytes;
+  for (PolicyKind kind : s.policies) {
+    CompareRow row;
+    options.policy = kind;
+    row.planned = kind == PolicyKind::ideal ? out.ideal
+                  : kind == PolicyKind::mplan ? mplan_row(tdfg, cost, options)
+                                              : plan_iteration(tdfg, cost, options);
+    const Plan& plan = row.planned.plan;
+    if (row.planned.feasible || kind == PolicyKind::ideal) {
+      row.peak_bytes = plan.resident_region_bytes + plan.summary.peak_arena_bytes;
+      if (s.verify) {
+        const std::vector<Violation> v = verify_plan(plan, tdfg);
+        row.violations = static_cast<int>(v.size());
+        if (!v.empty()) row.first_violation = to_string(v.front());
+      }
+    }
+    // To 0.1% of the ideal's need (at least 4 KiB): planner/planner.h says how.
+    if (s.min_budget)
+      row.min_budget_bytes =
+          minimum_feasible_budget(kind, tdfg, cost, batch, std::max<int64_t>(4096, ideal_budget / 1024));
+    out.rows.push_back(std::move(row));
+  }
+  return out;
+}
+
+}  // namespace mplan::driver

@@ -1,0 +1,67 @@
+#pragma once
+// `mplan compare` as a library: every scheduling policy (planner/policy.h)
+// on the same model, cost model and budget, each plan checked by the
+// independent verifier. A policy that cannot fit the budget is a row that
+// says so and why, never an error.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "driver/cost_source.h"
+#include "planner/planner.h"
+
+namespace mplan::driver {
+
+struct CompareFlags {
+  std::string model_path;
+  std::string budget;
+  std::string device;   // "": the default device
+  std::string profile;  // a recorded profile.json instead of --device
+  int64_t batch = 0;
+  bool batch_given = false;
+  std::string policies;  // comma-separated; empty: all
+  bool min_budget = false;
+  bool no_verify = false;
+  bool allow_oversubscribe = false;
+};
+
+struct CompareSettings {
+  std::string model_path;
+  CostSource cost;
+  int64_t budget_bytes = 0;
+  int64_t batch = 0;  // 0: the model's
+  std::vector<PolicyKind> policies;
+  bool min_budget = false;
+  bool verify = true;
+  bool allow_oversubscribe = false;
+};
+
+// Checks the flags that need no file; errors are of kind usage.
+Result<CompareSettings> check_compare_flags(const CompareFlags& flags);
+
+struct CompareRow {
+  PlanResult planned;
+  int64_t peak_bytes = 0;          // resident region + arena peak
+  int violations = -1;             // -1: not verified
+  std::string first_violation;
+  int64_t min_budget_bytes = -2;   // -2: not asked; -1: infeasible even at twice the ideal's need
+};
+
+struct CompareResult {
+  std::string model_name;
+  std::string cost_model;  // CostModel::describe()
+  int64_t budget_bytes = 0;
+  int64_t batch = 0;
+  size_t tasks = 0, blocks = 0;
+  PlanResult ideal;
+  std::vector<CompareRow> rows;
+  std::vector<std::string> warnings;  // the cost model's, for stderr
+};
+
+// Plans every policy of the settings. Errors: a bad input file, or a budget
+// above the device's memory without allow_oversubscribe (usage).
+Result<CompareResult> compare(const CompareSettings& settings);
+
+}  // namespace mplan::driver
