@@ -1,5 +1,4 @@
-// `mplan compare` on every example model (issue 7: "works on every example
-// model"): at 4 GiB on the K40 it exits 0, reports every policy, every
+// `mplan compare` on every example model: at 4 GiB on the K40 it exits 0, reports every policy, every
 // feasible plan passes the verifier, and mplan is feasible and at or below
 // every feasible baseline's simulated time, the baselines planned here in
 // process (planner/policy.h), not read from compare's table.
@@ -66,6 +65,30 @@ TEST_P(CompareEveryExample, EveryPolicyReportedAndMplanAtOrBelowTheBaselines) {
     if (!baseline.feasible) continue;
     EXPECT_LE(mplan_ms, baseline.iteration_ms() * (1 + 1e-9)) << GetParam() << " vs " << policy_name(kind);
   }
+}
+
+// --profile: the policies priced by a recorded profile (the H200's of
+// cifar_small), the device named as the profile says; --device beside it is
+// refused, and a profile that does not cover the model is refused naming it.
+TEST_F(MplanTest, CompareTakesARecordedProfile) {
+  const std::string profile = std::string(MPLAN_SOURCE_DIR) + "/examples/profiles/cifar_small-h200.json";
+  const MplanRun r = mplan({"compare", example_model("cifar_small"), "--budget", "4MiB", "--profile", profile,
+                            "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  const nlohmann::json report = nlohmann::json::parse(r.out);
+  EXPECT_NE(report.at("device").get<std::string>().find("measured (cuda, NVIDIA H200"), std::string::npos)
+      << report.at("device");
+  bool mplan_feasible = false;
+  for (const auto& row : report.at("policies"))
+    if (row.at("policy") == "mplan") mplan_feasible = row.at("feasible").get<bool>();
+  EXPECT_TRUE(mplan_feasible) << r.out;
+  const MplanRun both = mplan({"compare", example_model("cifar_small"), "--budget", "4MiB", "--profile", profile,
+                               "--device", "k40"});
+  EXPECT_EQ(both.exit_code, 2) << both.describe();
+  EXPECT_NE(both.err.find("--device and --profile exclude each other"), std::string::npos) << both.describe();
+  const MplanRun other = mplan({"compare", example_model("resnet18"), "--budget", "4GiB", "--profile", profile});
+  EXPECT_EQ(other.exit_code, 1) << other.describe();
+  EXPECT_NE(other.err.find(profile), std::string::npos) << other.describe();
 }
 
 INSTANTIATE_TEST_SUITE_P(Examples, CompareEveryExample, ::testing::ValuesIn(example_stems()),
