@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Which plans a change of the cost model's tables moves (docs/cost-model.md,
-# "Plans that changed"): compiles every example model at each budget on a
+# "Refitting"): compiles every example model at each budget on a
 # device with the device and architecture files of BEFORE (a git revision)
 # and with those of the working tree, and prints one markdown row per plan.
 #
