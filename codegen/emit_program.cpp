@@ -15,7 +15,9 @@
 #include <unordered_set>
 
 #include "codegen/codegen.h"
-#include "codegen/emit_parts.h"
+#include "codegen/debug_poisoning.h"
+#include "codegen/plan_check.h"
+#include "codegen/program_header.h"
 #include "codegen/names.h"
 #include "codegen/program_text.h"
 #include "codegen/round_classes.h"

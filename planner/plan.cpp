@@ -48,6 +48,12 @@ bool parse_stream_kind(const std::string& name, StreamKind* kind) {
   return false;
 }
 
+HostSlotId host_slot_of(const Plan& plan, BlockId block, int32_t round) {
+  for (const HostSlot& slot : plan.host_slots)
+    if (slot.block == block && slot.round == round) return slot.id;
+  return kNoHostSlot;
+}
+
 namespace {
 uint64_t choice_key(TaskId task, int32_t round) {
   return (static_cast<uint64_t>(static_cast<uint32_t>(task)) << 32) | static_cast<uint32_t>(round);

@@ -214,6 +214,9 @@ struct Plan {
   std::vector<std::string> block_names;
 };
 
+// The host slot of a block instance (block, round); kNoHostSlot if it has none.
+HostSlotId host_slot_of(const Plan& plan, BlockId block, int32_t round);
+
 // The plan's choices by (task, round), indexed once: looking each step's
 // choice up by a scan of Plan::choices is quadratic in the plan's size
 // (ResNet-1001 at sub-batch 1: 555,776 task runs, minutes).

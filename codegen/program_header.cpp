@@ -1,4 +1,4 @@
-#include "codegen/emit_parts.h"
+#include "codegen/program_header.h"
 
 #include <fmt/format.h>
 
@@ -9,22 +9,15 @@
 #include "codegen/program_text.h"
 #include "core/bytes.h"
 #include "ops/op_table.h"
+#include "planner/plan.h"
 
 namespace mplan::codegen {
 namespace {
-
-Error codegen_error(const std::string& message) { return Error{{"codegen", 0, 0}, message}; }
 
 std::string join(const std::vector<int64_t>& values) {
   std::string text;
   for (int64_t v : values) text += (text.empty() ? "" : ", ") + std::to_string(v);
   return text;
-}
-
-HostSlotId host_slot_of(const Plan& plan, BlockId block, int32_t round) {
-  for (const HostSlot& slot : plan.host_slots)
-    if (slot.block == block && slot.round == round) return slot.id;
-  return kNoHostSlot;
 }
 
 int64_t absolute_offset(const Plan& plan, const Buffer& b) {
@@ -47,73 +40,6 @@ const char* init_name(TensorInit init) {
 }
 
 }  // namespace
-
-Status check_plan(const Model& model, const Tdfg& tdfg, const Plan& plan) {
-  if (!plan.model_digest.empty() && plan.model_digest != model_digest(model))
-    return codegen_error("the plan was made for another model (digest " + plan.model_digest + ", model '" +
-                         model.name + "' has " + model_digest(model) + ")");
-  if (plan.sub_batches.empty()) return codegen_error("the plan has no sub-batches");
-  for (const Step& step : plan.steps) {
-    if (step.kind != StepKind::compute) continue;
-    if (step.task < 0 || step.task >= static_cast<TaskId>(tdfg.tasks.size()))
-      return codegen_error(fmt::format("step {} names task {}, which the TDFG does not have", step.index, step.task));
-    const Task& task = tdfg.tasks[step.task];
-    // A recompute step lists the task's recompute signature (plan.h Step::recompute).
-    const size_t reads = step.recompute ? task.recompute_reads.size() : task.reads.size();
-    const size_t writes = step.recompute ? task.recompute_writes.size() : task.writes.size();
-    if (step.recompute && (task.kind != TaskKind::FP || task.recompute_writes.empty()))
-      return codegen_error(fmt::format("step {} recomputes {}, which has no recompute signature", step.index,
-                                       task.name));
-    if (step.reads.size() != reads || step.writes.size() != writes)
-      return codegen_error(fmt::format("step {} ({}) lists {} reads and {} writes; the task has {} and {}", step.index,
-                                       task.name, step.reads.size(), step.writes.size(), reads, writes));
-    if (task.kind != TaskKind::update &&
-        (step.round < 0 || step.round >= static_cast<int32_t>(plan.sub_batches.size())))
-      return codegen_error(fmt::format("step {} ({}) has round {} of {}", step.index, task.name, step.round,
-                                       plan.sub_batches.size()));
-  }
-  for (int32_t r = 0; r < static_cast<int32_t>(plan.sub_batches.size()); ++r)
-    for (BlockId b : {tdfg.input_block, tdfg.labels_block})
-      if (host_slot_of(plan, b, r) == kNoHostSlot)
-        return codegen_error(fmt::format("the plan has no host slot for {} of round {}", tdfg.blocks[b].name, r));
-  return Ok{};
-}
-
-DebugPoisoning plan_debug_poisoning(const Plan& plan) {
-  DebugPoisoning result;
-  auto buffers_used = [](const Step& step) {
-    std::vector<BufferId> used;
-    if (step.kind == StepKind::compute) {
-      used = step.reads;
-      used.insert(used.end(), step.writes.begin(), step.writes.end());
-      if (step.workspace != kNoBuffer) used.push_back(step.workspace);
-    } else if (step.kind == StepKind::offload || step.kind == StepKind::prefetch) {
-      used.push_back(step.buffer);
-    }
-    used.erase(std::remove(used.begin(), used.end(), kNoBuffer), used.end());
-    return used;
-  };
-  std::map<BufferId, std::map<StreamKind, int32_t>> last_on_stream;
-  for (const Step& step : plan.steps) {
-    for (BufferId b : buffers_used(step)) last_on_stream[b][step.stream] = step.index;
-    if (step.kind != StepKind::free) continue;
-    auto it = last_on_stream.find(step.buffer);
-    if (it == last_on_stream.end()) continue;
-    int32_t last = -1;
-    for (auto [stream, index] : it->second) last = std::max(last, index);
-    PoisonAfter poison{step.buffer, {}};
-    for (auto [stream, index] : it->second) {
-      if (index == last) continue;
-      const int32_t event = result.debug_event_count++;
-      result.events.push_back({step.buffer, stream});
-      result.records[index].push_back(event);
-      poison.waits.push_back(event);
-    }
-    result.poisons[last].push_back(poison);
-    last_on_stream.erase(it);
-  }
-  return result;
-}
 
 std::map<BufferId, std::string> resident_constant_names(const Tdfg& tdfg, const Plan& plan) {
   std::map<BufferId, std::string> names;
