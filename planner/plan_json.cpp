@@ -281,6 +281,28 @@ class Reader {
   }
 
   Plan read(const Json& root) const {
+    Plan plan = read_header(root);
+    // Ids of tasks and blocks: checked against the names when the file has them
+    // (the verifier checks them against the TDFG in any case).
+    const Limits limits{static_cast<int32_t>(plan.sub_batches.size()),
+                        plan.task_names.empty() ? std::numeric_limits<int32_t>::max() - 1
+                                                : static_cast<int64_t>(plan.task_names.size()) - 1,
+                        plan.block_names.empty() ? std::numeric_limits<int32_t>::max() - 1
+                                                 : static_cast<int64_t>(plan.block_names.size()) - 1};
+    read_buffers(root, limits, plan);
+    read_host_slots(root, limits, plan);
+    read_choices(root, limits, plan);
+    read_steps(root, limits, plan);
+    return plan;
+  }
+
+  // What the ids of a plan's tables may be.
+  struct Limits {
+    int32_t rounds = 0;
+    int64_t max_task = 0, max_block = 0;
+  };
+
+  Plan read_header(const Json& root) const {
     object(root, "");
     Plan plan;
     const std::string format = text_field(root, "", "format");
@@ -317,14 +339,12 @@ class Reader {
     if (root.contains("task_names")) plan.task_names = texts(root["task_names"], "task_names");
     if (root.contains("block_names")) plan.block_names = texts(root["block_names"], "block_names");
 
-    const int32_t rounds = static_cast<int32_t>(plan.sub_batches.size());
-    // Ids of tasks and blocks: checked against the names when the file has them
-    // (the verifier checks them against the TDFG in any case).
-    const int64_t max_task = plan.task_names.empty() ? std::numeric_limits<int32_t>::max() - 1
-                                                      : static_cast<int64_t>(plan.task_names.size()) - 1;
-    const int64_t max_block = plan.block_names.empty() ? std::numeric_limits<int32_t>::max() - 1
-                                                        : static_cast<int64_t>(plan.block_names.size()) - 1;
+    return plan;
+  }
 
+  void read_buffers(const Json& root, const Limits& limits, Plan& plan) const {
+    const int32_t rounds = limits.rounds;
+    const int64_t max_task = limits.max_task, max_block = limits.max_block;
     const Json& buffers = array(field(root, "", "buffers"), "buffers");
     for (size_t i = 0; i < buffers.size(); ++i) {
       const std::string path = fmt::format("buffers[{}]", i);
@@ -340,8 +360,11 @@ class Reader {
       b.resident = boolean(field(o, path, "resident"), sub(path, "resident"));
       plan.buffers.push_back(b);
     }
-    const int64_t max_buffer = static_cast<int64_t>(plan.buffers.size()) - 1;
+  }
 
+  void read_host_slots(const Json& root, const Limits& limits, Plan& plan) const {
+    const int32_t rounds = limits.rounds;
+    const int64_t max_block = limits.max_block;
     const Json& slots = array(field(root, "", "host_slots"), "host_slots");
     for (size_t i = 0; i < slots.size(); ++i) {
       const std::string path = fmt::format("host_slots[{}]", i);
@@ -355,8 +378,12 @@ class Reader {
       h.host_offset = int_field(o, path, "host_offset", 0);
       plan.host_slots.push_back(h);
     }
-    const int64_t max_slot = static_cast<int64_t>(plan.host_slots.size()) - 1;
+  }
 
+  void read_choices(const Json& root, const Limits& limits, Plan& plan) const {
+    const int32_t rounds = limits.rounds;
+    const int64_t max_task = limits.max_task;
+    const int64_t max_buffer = static_cast<int64_t>(plan.buffers.size()) - 1;
     const Json& choices = array(field(root, "", "choices"), "choices");
     for (size_t i = 0; i < choices.size(); ++i) {
       const std::string path = fmt::format("choices[{}]", i);
@@ -386,6 +413,13 @@ class Reader {
       plan.choices.push_back(std::move(c));
     }
 
+  }
+
+  void read_steps(const Json& root, const Limits& limits, Plan& plan) const {
+    const int32_t rounds = limits.rounds;
+    const int64_t max_task = limits.max_task;
+    const int64_t max_buffer = static_cast<int64_t>(plan.buffers.size()) - 1;
+    const int64_t max_slot = static_cast<int64_t>(plan.host_slots.size()) - 1;
     const Json& steps = array(field(root, "", "steps"), "steps");
     plan.steps.reserve(steps.size());
     // Every event is recorded by exactly one step: more events than steps is
@@ -429,7 +463,6 @@ class Reader {
       s.end_ms = number_field(o, path, "end_ms");
       plan.steps.push_back(std::move(s));
     }
-    return plan;
   }
 
   void read_summary(const Json& o, PlanSummary& s) const {

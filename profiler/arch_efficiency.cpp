@@ -223,6 +223,120 @@ double ArchEfficiency::tensor_efficiency(MathMode mode) const {
   return 0;
 }
 
+namespace {
+
+// conv_efficiency: every family's {forward, backward_data, backward_filter}.
+Status parse_conv_efficiency(const YAML::Node& conv, const std::string& file, ArchEfficiency& arch) {
+  if (!conv.IsMap()) return error_at(file, conv.Mark(), "'conv_efficiency': expected a map of algorithm families");
+  for (const auto& entry : conv) {
+    ConvFamily family{};
+    if (!conv_family_of(ConvDirection::forward, entry.first.Scalar(), family))
+      return error_at(file, entry.first.Mark(),
+                      fmt::format("'conv_efficiency': unknown family '{}' (expected implicit_gemm, "
+                                  "implicit_precomp_gemm, gemm, fft, fft_tiling, winograd, winograd_nonfused)",
+                                  entry.first.Scalar()));
+  }
+  for (ConvFamily family : kFamilies) {
+    const std::string fname = conv_family_name(family);
+    const YAML::Node row = conv[fname];
+    if (!row || !row.IsMap())
+      return error_at(file, conv.Mark(),
+                      fmt::format("'conv_efficiency': missing '{}: {{forward, backward_data, backward_filter}}'", fname));
+    for (const auto& entry : row) {
+      const std::string d = entry.first.Scalar();
+      if (d != "forward" && d != "backward_data" && d != "backward_filter")
+        return error_at(file, entry.first.Mark(),
+                        fmt::format("'{}': unknown direction '{}' (expected forward, backward_data, backward_filter)",
+                                    fname, d));
+    }
+    for (ConvDirection direction : kDirections) {
+      const std::string key = fname + "." + conv_direction_name(direction);
+      // cuDNN has no backward-filter Winograd (fused): it may be left out.
+      const bool optional = family == ConvFamily::winograd && direction == ConvDirection::backward_filter;
+      const YAML::Node value = row[conv_direction_name(direction)];
+      if (!value) {
+        if (optional) continue;
+        return error_at(file, row.Mark(), fmt::format("'{}': missing '{}'", fname, conv_direction_name(direction)));
+      }
+      auto f = fraction(value, key, file, false);
+      if (!f) return f.error();
+      arch.conv[static_cast<int>(family)][static_cast<int>(direction)] = *f;
+    }
+  }
+  return Ok{};
+}
+
+// Per GEMM family numbers: {implicit_gemm, implicit_precomp_gemm, gemm}; an absent key keeps `into`.
+Status parse_gemm_family_map(const YAML::Node& root, const char* key, const std::string& file,
+                             std::array<double, kConvFamilies>& into, bool at_least_one) {
+  const YAML::Node node = root[key];
+  if (!node) return Ok{};
+  if (!node.IsMap())
+    return error_at(file, node.Mark(),
+                    fmt::format("'{}': expected a map {{implicit_gemm, implicit_precomp_gemm, gemm}}", key));
+  for (const auto& entry : node) {
+    auto family = gemm_family_key(entry.first, key, file);
+    if (!family) return family.error();
+    const std::string name = entry.first.Scalar();
+    auto v = positive(entry.second, fmt::format("{}.{}", key, name), file);
+    if (!v) return v.error();
+    if (at_least_one && *v != 0 && *v < 1)
+      return error_at(file, entry.second.Mark(),
+                      fmt::format("'{}.{}': expected 0 (the default) or at least 1, got {}", key, name, *v));
+    into[static_cast<int>(*family)] = *v;
+  }
+  return Ok{};
+}
+
+// unavailable_algorithms: per direction, the algorithms a GPU's cuDNN does not run.
+Status parse_unavailable(const YAML::Node& off, const std::string& file, ArchEfficiency& arch) {
+  if (!off.IsMap())
+    return error_at(file, off.Mark(),
+                    "'unavailable_algorithms': expected a map {forward, backward_data, backward_filter} of lists");
+  for (const auto& entry : off) {
+    const std::string d = entry.first.Scalar();
+    auto direction = direction_key(entry.first, "unavailable_algorithms", file);
+    if (!direction) return direction.error();
+    if (!entry.second.IsSequence())
+      return error_at(file, entry.second.Mark(), fmt::format("'unavailable_algorithms.{}': expected a list", d));
+    for (const auto& item : entry.second) {
+      const std::string algorithm = item.Scalar();
+      ConvFamily family{};
+      if (!conv_family_of(*direction, algorithm, family))
+        return error_at(file, item.Mark(),
+                        fmt::format("'unavailable_algorithms.{}': '{}' is no {} algorithm the model prices (expected "
+                                    "one of cuDNN's {} algorithms but direct)",
+                                    d, algorithm, d, d));
+      // The zero-workspace algorithm must stay: the planner's leanest option.
+      if (family == ConvFamily::implicit_gemm)
+        return error_at(file, item.Mark(),
+                        fmt::format("'unavailable_algorithms.{}': '{}' needs no workspace and cannot be left out",
+                                    d, algorithm));
+      arch.unavailable[static_cast<int>(*direction)].push_back(algorithm);
+    }
+  }
+  return Ok{};
+}
+
+// tensor_core_efficiency: {tf32, fp16, bf16}.
+Status parse_tensor_cores(const YAML::Node& tensor, const std::string& file, ArchEfficiency& arch) {
+  if (!tensor.IsMap()) return error_at(file, tensor.Mark(), "'tensor_core_efficiency': expected a map {tf32, fp16, bf16}");
+  for (const auto& entry : tensor) {
+    const std::string mode = entry.first.Scalar();
+    const std::optional<MathMode> parsed = parse_math_mode(mode);
+    if (!parsed || *parsed == MathMode::fp32)
+      return error_at(file, entry.first.Mark(),
+                      fmt::format("'tensor_core_efficiency': unknown math mode '{}' (expected tf32, fp16, bf16)", mode));
+    auto f = fraction(entry.second, "tensor_core_efficiency." + mode, file, true);
+    if (!f) return f.error();
+    if (*parsed == MathMode::tf32) arch.tensor_tf32 = *f;
+    if (*parsed == MathMode::fp16) arch.tensor_fp16 = *f;
+    if (*parsed == MathMode::bf16) arch.tensor_bf16 = *f;
+  }
+  return Ok{};
+}
+}  // namespace
+
 Result<ArchEfficiency> parse_arch_efficiency(const std::string& yaml_text, const std::string& file) {
   YAML::Node root;
   try {
@@ -260,43 +374,7 @@ Result<ArchEfficiency> parse_arch_efficiency(const std::string& yaml_text, const
   if (root["fitted_on"]) arch.fitted_on = root["fitted_on"].Scalar();
   if (root["held_out_error"]) arch.held_out_error = root["held_out_error"].Scalar();
 
-  const YAML::Node conv = root["conv_efficiency"];
-  if (!conv.IsMap()) return error_at(file, conv.Mark(), "'conv_efficiency': expected a map of algorithm families");
-  for (const auto& entry : conv) {
-    ConvFamily family{};
-    if (!conv_family_of(ConvDirection::forward, entry.first.Scalar(), family))
-      return error_at(file, entry.first.Mark(),
-                      fmt::format("'conv_efficiency': unknown family '{}' (expected implicit_gemm, "
-                                  "implicit_precomp_gemm, gemm, fft, fft_tiling, winograd, winograd_nonfused)",
-                                  entry.first.Scalar()));
-  }
-  for (ConvFamily family : kFamilies) {
-    const std::string fname = conv_family_name(family);
-    const YAML::Node row = conv[fname];
-    if (!row || !row.IsMap())
-      return error_at(file, conv.Mark(),
-                      fmt::format("'conv_efficiency': missing '{}: {{forward, backward_data, backward_filter}}'", fname));
-    for (const auto& entry : row) {
-      const std::string d = entry.first.Scalar();
-      if (d != "forward" && d != "backward_data" && d != "backward_filter")
-        return error_at(file, entry.first.Mark(),
-                        fmt::format("'{}': unknown direction '{}' (expected forward, backward_data, backward_filter)",
-                                    fname, d));
-    }
-    for (ConvDirection direction : kDirections) {
-      const std::string key = fname + "." + conv_direction_name(direction);
-      // cuDNN has no backward-filter Winograd (fused): it may be left out.
-      const bool optional = family == ConvFamily::winograd && direction == ConvDirection::backward_filter;
-      const YAML::Node value = row[conv_direction_name(direction)];
-      if (!value) {
-        if (optional) continue;
-        return error_at(file, row.Mark(), fmt::format("'{}': missing '{}'", fname, conv_direction_name(direction)));
-      }
-      auto f = fraction(value, key, file, false);
-      if (!f) return f.error();
-      arch.conv[static_cast<int>(family)][static_cast<int>(direction)] = *f;
-    }
-  }
+  if (Status ok = parse_conv_efficiency(root["conv_efficiency"], file, arch); !ok.ok()) return ok.error();
   auto fft = fraction(root["fft_transform_efficiency"], "fft_transform_efficiency", file, false);
   if (!fft) return fft.error();
   arch.fft_transform = *fft;
@@ -334,74 +412,20 @@ Result<ArchEfficiency> parse_arch_efficiency(const std::string& yaml_text, const
       return ok.error();
   }
 
-  // Per GEMM family numbers: {implicit_gemm, implicit_precomp_gemm, gemm}.
-  auto gemm_family_map = [&](const char* key, std::array<double, kConvFamilies>& into, bool at_least_one) -> Status {
-    const YAML::Node node = root[key];
-    if (!node) return Ok{};
-    if (!node.IsMap())
-      return error_at(file, node.Mark(),
-                      fmt::format("'{}': expected a map {{implicit_gemm, implicit_precomp_gemm, gemm}}", key));
-    for (const auto& entry : node) {
-      auto family = gemm_family_key(entry.first, key, file);
-      if (!family) return family.error();
-      const std::string name = entry.first.Scalar();
-      auto v = positive(entry.second, fmt::format("{}.{}", key, name), file);
-      if (!v) return v.error();
-      if (at_least_one && *v != 0 && *v < 1)
-        return error_at(file, entry.second.Mark(),
-                        fmt::format("'{}.{}': expected 0 (the default) or at least 1, got {}", key, name, *v));
-      into[static_cast<int>(*family)] = *v;
-    }
-    return Ok{};
-  };
-  if (Status ok = gemm_family_map("gemm_reduction_half_length", arch.reduction_half_length, false); !ok.ok())
+  if (Status ok = parse_gemm_family_map(root, "gemm_reduction_half_length", file, arch.reduction_half_length, false);
+      !ok.ok())
     return ok.error();
-  if (Status ok = gemm_family_map("filter_reduction_chunk", arch.filter_reduction_chunk, true); !ok.ok())
+  if (Status ok = parse_gemm_family_map(root, "filter_reduction_chunk", file, arch.filter_reduction_chunk, true);
+      !ok.ok())
     return ok.error();
   if (const YAML::Node pointwise = root["pointwise_conv_factor"]) {
     if (Status ok = parse_pointwise(pointwise, file, arch); !ok.ok()) return ok.error();
   }
   if (const YAML::Node off = root["unavailable_algorithms"]) {
-    if (!off.IsMap())
-      return error_at(file, off.Mark(),
-                      "'unavailable_algorithms': expected a map {forward, backward_data, backward_filter} of lists");
-    for (const auto& entry : off) {
-      const std::string d = entry.first.Scalar();
-      auto direction = direction_key(entry.first, "unavailable_algorithms", file);
-      if (!direction) return direction.error();
-      if (!entry.second.IsSequence())
-        return error_at(file, entry.second.Mark(), fmt::format("'unavailable_algorithms.{}': expected a list", d));
-      for (const auto& item : entry.second) {
-        const std::string algorithm = item.Scalar();
-        ConvFamily family{};
-        if (!conv_family_of(*direction, algorithm, family))
-          return error_at(file, item.Mark(),
-                          fmt::format("'unavailable_algorithms.{}': '{}' is no {} algorithm the model prices (expected "
-                                      "one of cuDNN's {} algorithms but direct)",
-                                      d, algorithm, d, d));
-        // The zero-workspace algorithm must stay: the planner's leanest option.
-        if (family == ConvFamily::implicit_gemm)
-          return error_at(file, item.Mark(),
-                          fmt::format("'unavailable_algorithms.{}': '{}' needs no workspace and cannot be left out",
-                                      d, algorithm));
-        arch.unavailable[static_cast<int>(*direction)].push_back(algorithm);
-      }
-    }
+    if (Status ok = parse_unavailable(off, file, arch); !ok.ok()) return ok.error();
   }
   if (const YAML::Node tensor = root["tensor_core_efficiency"]) {
-    if (!tensor.IsMap()) return error_at(file, tensor.Mark(), "'tensor_core_efficiency': expected a map {tf32, fp16, bf16}");
-    for (const auto& entry : tensor) {
-      const std::string mode = entry.first.Scalar();
-      const std::optional<MathMode> parsed = parse_math_mode(mode);
-      if (!parsed || *parsed == MathMode::fp32)
-        return error_at(file, entry.first.Mark(),
-                        fmt::format("'tensor_core_efficiency': unknown math mode '{}' (expected tf32, fp16, bf16)", mode));
-      auto f = fraction(entry.second, "tensor_core_efficiency." + mode, file, true);
-      if (!f) return f.error();
-      if (*parsed == MathMode::tf32) arch.tensor_tf32 = *f;
-      if (*parsed == MathMode::fp16) arch.tensor_fp16 = *f;
-      if (*parsed == MathMode::bf16) arch.tensor_bf16 = *f;
-    }
+    if (Status ok = parse_tensor_cores(tensor, file, arch); !ok.ok()) return ok.error();
   }
   return arch;
 }

@@ -72,324 +72,380 @@ std::optional<std::vector<int64_t>> broadcast_dims(const std::vector<int64_t>& a
 
 // ---- constants -------------------------------------------------------------------------------------
 
-bool Translator::translate_constant(const Node& node) {
+bool Translator::fold_constant_node(const Node& node) {
+  const std::string out = node.outputs.empty() ? "" : node.outputs[0];
+  for (const auto& [key, a] : node.attributes) {
+    if (key == "value" && a.kind == Attribute::Kind::tensor) {
+      const Tensor& t = a.tensor;
+      if (!t.has_values) {
+        refuse(node, "a constant whose values the importer cannot read (too large, or of another type)");
+        return true;
+      }
+      if (t.type == ElementType::float32 || t.type == ElementType::float64 || t.type == ElementType::float16) {
+        define(out, constant_reals(t.values, t.dims));
+      } else {
+        std::vector<Dim> ints;
+        for (double v : t.values) ints.push_back(Dim{static_cast<int64_t>(v), false});
+        define(out, constant_ints(ints, t.dims));
+      }
+      return true;
+    }
+    if (key == "value_float") return define(out, constant_reals({a.real}, {})), true;
+    if (key == "value_floats") return define(out, constant_reals(a.reals, {static_cast<int64_t>(a.reals.size())})), true;
+    if (key == "value_int") return define(out, constant_ints({Dim{a.integer, false}}, {})), true;
+    if (key == "value_ints") {
+      std::vector<Dim> ints;
+      for (int64_t v : a.integers) ints.push_back(Dim{v, false});
+      define(out, constant_ints(ints, {static_cast<int64_t>(ints.size())}));
+      return true;
+    }
+  }
+  refuse(node, "a constant of a kind the importer does not read (a sparse tensor or a string)");
+  return true;
+}
+
+bool Translator::fold_shape_of(const Node& node) {
+  const std::string out = node.outputs.empty() ? "" : node.outputs[0];
+  const Value& x = value(node.inputs.at(0));
+  std::vector<Dim> dims;
+  if (x.kind == Value::Kind::tensor) {
+    dims = x.tensor.view.dims();
+  } else if (x.kind == Value::Kind::param || x.kind == Value::Kind::constant) {
+    for (int64_t d : x.dims) dims.push_back(Dim{d, false});
+  } else {
+    auto t = tensor(node.inputs.at(0), node);
+    if (!t) return true;
+    dims = t->view.dims();
+  }
+  const int64_t rank = static_cast<int64_t>(dims.size());
+  int64_t start = attribute_int(node, "start", 0), end = attribute_int(node, "end", rank);
+  start = std::clamp(start < 0 ? start + rank : start, int64_t{0}, rank);
+  end = std::clamp(end < 0 ? end + rank : end, int64_t{0}, rank);
+  std::vector<Dim> part(dims.begin() + start, dims.begin() + std::max(start, end));
+  define(out, constant_ints(part, {static_cast<int64_t>(part.size())}));
+  return true;
+}
+
+bool Translator::fold_cast(const Node& node) {
   const std::string& op = node.op_type;
   const std::string out = node.outputs.empty() ? "" : node.outputs[0];
-  if (op == "Constant") {
-    for (const auto& [key, a] : node.attributes) {
-      if (key == "value" && a.kind == Attribute::Kind::tensor) {
-        const Tensor& t = a.tensor;
-        if (!t.has_values) {
-          refuse(node, "a constant whose values the importer cannot read (too large, or of another type)");
-          return true;
-        }
-        if (t.type == ElementType::float32 || t.type == ElementType::float64 || t.type == ElementType::float16) {
-          define(out, constant_reals(t.values, t.dims));
-        } else {
-          std::vector<Dim> ints;
-          for (double v : t.values) ints.push_back(Dim{static_cast<int64_t>(v), false});
-          define(out, constant_ints(ints, t.dims));
-        }
-        return true;
+  const Value& a = value(node.inputs.empty() ? "" : node.inputs[0]);
+  Value v = a;
+  if (op == "Cast") {
+    const int64_t to = attribute_int(node, "to", 1);
+    const bool to_real = to == 1 || to == 10 || to == 11;  // FLOAT, FLOAT16, DOUBLE
+    if (to_real && !v.real) {
+      std::vector<double> reals;
+      for (const Dim& d : v.ints) {
+        if (d.batch) return refuse(node, "the batch size used as a real number"), true;
+        reals.push_back(static_cast<double>(d.coef));
       }
-      if (key == "value_float") return define(out, constant_reals({a.real}, {})), true;
-      if (key == "value_floats") return define(out, constant_reals(a.reals, {static_cast<int64_t>(a.reals.size())})), true;
-      if (key == "value_int") return define(out, constant_ints({Dim{a.integer, false}}, {})), true;
-      if (key == "value_ints") {
-        std::vector<Dim> ints;
-        for (int64_t v : a.integers) ints.push_back(Dim{v, false});
-        define(out, constant_ints(ints, {static_cast<int64_t>(ints.size())}));
-        return true;
-      }
+      v = constant_reals(reals, v.dims);
+    } else if (!to_real && v.real) {
+      std::vector<Dim> ints;
+      for (double r : v.reals) ints.push_back(Dim{static_cast<int64_t>(std::trunc(r)), false});
+      v = constant_ints(ints, v.dims);
     }
-    refuse(node, "a constant of a kind the importer does not read (a sparse tensor or a string)");
+  }
+  define(out, v);
+  return true;
+}
+
+bool Translator::fold_arithmetic(const Node& node) {
+  const std::string& op = node.op_type;
+  const std::string out = node.outputs.empty() ? "" : node.outputs[0];
+  const Value& a = value(node.inputs.empty() ? "" : node.inputs[0]);
+  const Value& b = value(node.inputs.at(1));
+  auto dims = broadcast_dims(a.dims, b.dims);
+  if (!dims) return refuse(node, "constants of shapes that do not broadcast"), true;
+  const int64_t count = product(*dims);
+  if (count < 0 || count > kSmallTensorElements) return refuse(node, "arithmetic on constants too large"), true;
+  if (a.real || b.real || op == "Pow") {
+    auto real_at = [&](const Value& v, int64_t i) -> std::optional<double> {
+      const int64_t k = broadcast_index(v.dims, *dims, i);
+      if (v.real) return v.reals.at(static_cast<size_t>(k));
+      if (v.ints.at(static_cast<size_t>(k)).batch) return std::nullopt;
+      return static_cast<double>(v.ints[static_cast<size_t>(k)].coef);
+    };
+    std::vector<double> r;
+    for (int64_t i = 0; i < count; ++i) {
+      auto x = real_at(a, i), y = real_at(b, i);
+      if (!x || !y) return refuse(node, "arithmetic with the batch size as a real number"), true;
+      r.push_back(op == "Add" ? *x + *y
+                  : op == "Sub" ? *x - *y
+                  : op == "Mul" ? *x * *y
+                  : op == "Div" ? *x / *y
+                  : op == "Pow" ? std::pow(*x, *y)
+                                : (*x == *y ? 1.0 : 0.0));
+    }
+    define(out, constant_reals(r, *dims));
     return true;
   }
-  if (op == "Shape") {
-    const Value& x = value(node.inputs.at(0));
-    std::vector<Dim> dims;
-    if (x.kind == Value::Kind::tensor) {
-      dims = x.tensor.view.dims();
-    } else if (x.kind == Value::Kind::param || x.kind == Value::Kind::constant) {
-      for (int64_t d : x.dims) dims.push_back(Dim{d, false});
-    } else {
-      auto t = tensor(node.inputs.at(0), node);
-      if (!t) return true;
-      dims = t->view.dims();
+  std::vector<Dim> r;
+  for (int64_t i = 0; i < count; ++i) {
+    const Dim x = a.ints.at(static_cast<size_t>(broadcast_index(a.dims, *dims, i)));
+    const Dim y = b.ints.at(static_cast<size_t>(broadcast_index(b.dims, *dims, i)));
+    std::optional<Dim> z;
+    if (op == "Add" || op == "Sub") {
+      const int64_t sign = op == "Add" ? 1 : -1;
+      if (x.batch == y.batch) {  // a*N + b*N = (a+b)*N
+        const int64_t c = x.coef + sign * y.coef;
+        z = Dim{c, x.batch && c != 0};
+      } else if (!y.batch && y.coef == 0) {
+        z = x;
+      } else if (!x.batch && x.coef == 0) {
+        z = Dim{sign * y.coef, true};
+      }
+    } else if (op == "Mul") {
+      z = multiply(x, y);
+    } else if (op == "Div") {
+      if (y.coef == 0) return refuse(node, "a division by zero in the graph's shape arithmetic"), true;
+      z = divide_exact(x, y);
+      if (!z && !x.batch && !y.batch) {  // integer division rounds down (PyTorch's floor division)
+        const int64_t q = x.coef / y.coef;
+        z = Dim{(x.coef % y.coef != 0 && ((x.coef < 0) != (y.coef < 0))) ? q - 1 : q, false};
+      }
+    } else {  // Equal: the batch equals no literal (it is at least 1, literals here are -1 or sizes)
+      z = Dim{x == y ? 1 : 0, false};
     }
-    const int64_t rank = static_cast<int64_t>(dims.size());
-    int64_t start = attribute_int(node, "start", 0), end = attribute_int(node, "end", rank);
-    start = std::clamp(start < 0 ? start + rank : start, int64_t{0}, rank);
-    end = std::clamp(end < 0 ? end + rank : end, int64_t{0}, rank);
-    std::vector<Dim> part(dims.begin() + start, dims.begin() + std::max(start, end));
-    define(out, constant_ints(part, {static_cast<int64_t>(part.size())}));
-    return true;
+    if (!z) return refuse(node, "shape arithmetic on the batch size that is not a multiple of it"), true;
+    r.push_back(*z);
   }
-  // The rest only when every input is a constant.
-  for (const std::string& in : node.inputs)
-    if (!in.empty() && value(in).kind != Value::Kind::constant) return false;
+  define(out, constant_ints(r, *dims));
+  return true;
+}
+
+bool Translator::fold_negation(const Node& node) {
+  const std::string out = node.outputs.empty() ? "" : node.outputs[0];
   const Value& a = value(node.inputs.empty() ? "" : node.inputs[0]);
   auto same_shape_ints = [&](std::vector<Dim> ints) { define(out, constant_ints(std::move(ints), a.dims)); };
-  if (op == "Identity" || op == "Cast") {
-    Value v = a;
-    if (op == "Cast") {
-      const int64_t to = attribute_int(node, "to", 1);
-      const bool to_real = to == 1 || to == 10 || to == 11;  // FLOAT, FLOAT16, DOUBLE
-      if (to_real && !v.real) {
-        std::vector<double> reals;
-        for (const Dim& d : v.ints) {
-          if (d.batch) return refuse(node, "the batch size used as a real number"), true;
-          reals.push_back(static_cast<double>(d.coef));
-        }
-        v = constant_reals(reals, v.dims);
-      } else if (!to_real && v.real) {
-        std::vector<Dim> ints;
-        for (double r : v.reals) ints.push_back(Dim{static_cast<int64_t>(std::trunc(r)), false});
-        v = constant_ints(ints, v.dims);
-      }
-    }
-    define(out, v);
-    return true;
-  }
-  if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Equal" || op == "Pow") {
-    const Value& b = value(node.inputs.at(1));
-    auto dims = broadcast_dims(a.dims, b.dims);
-    if (!dims) return refuse(node, "constants of shapes that do not broadcast"), true;
-    const int64_t count = product(*dims);
-    if (count < 0 || count > kSmallTensorElements) return refuse(node, "arithmetic on constants too large"), true;
-    if (a.real || b.real || op == "Pow") {
-      auto real_at = [&](const Value& v, int64_t i) -> std::optional<double> {
-        const int64_t k = broadcast_index(v.dims, *dims, i);
-        if (v.real) return v.reals.at(static_cast<size_t>(k));
-        if (v.ints.at(static_cast<size_t>(k)).batch) return std::nullopt;
-        return static_cast<double>(v.ints[static_cast<size_t>(k)].coef);
-      };
-      std::vector<double> r;
-      for (int64_t i = 0; i < count; ++i) {
-        auto x = real_at(a, i), y = real_at(b, i);
-        if (!x || !y) return refuse(node, "arithmetic with the batch size as a real number"), true;
-        r.push_back(op == "Add" ? *x + *y
-                    : op == "Sub" ? *x - *y
-                    : op == "Mul" ? *x * *y
-                    : op == "Div" ? *x / *y
-                    : op == "Pow" ? std::pow(*x, *y)
-                                  : (*x == *y ? 1.0 : 0.0));
-      }
-      define(out, constant_reals(r, *dims));
-      return true;
-    }
-    std::vector<Dim> r;
-    for (int64_t i = 0; i < count; ++i) {
-      const Dim x = a.ints.at(static_cast<size_t>(broadcast_index(a.dims, *dims, i)));
-      const Dim y = b.ints.at(static_cast<size_t>(broadcast_index(b.dims, *dims, i)));
-      std::optional<Dim> z;
-      if (op == "Add" || op == "Sub") {
-        const int64_t sign = op == "Add" ? 1 : -1;
-        if (x.batch == y.batch) {  // a*N + b*N = (a+b)*N
-          const int64_t c = x.coef + sign * y.coef;
-          z = Dim{c, x.batch && c != 0};
-        } else if (!y.batch && y.coef == 0) {
-          z = x;
-        } else if (!x.batch && x.coef == 0) {
-          z = Dim{sign * y.coef, true};
-        }
-      } else if (op == "Mul") {
-        z = multiply(x, y);
-      } else if (op == "Div") {
-        if (y.coef == 0) return refuse(node, "a division by zero in the graph's shape arithmetic"), true;
-        z = divide_exact(x, y);
-        if (!z && !x.batch && !y.batch) {  // integer division rounds down (PyTorch's floor division)
-          const int64_t q = x.coef / y.coef;
-          z = Dim{(x.coef % y.coef != 0 && ((x.coef < 0) != (y.coef < 0))) ? q - 1 : q, false};
-        }
-      } else {  // Equal: the batch equals no literal (it is at least 1, literals here are -1 or sizes)
-        z = Dim{x == y ? 1 : 0, false};
-      }
-      if (!z) return refuse(node, "shape arithmetic on the batch size that is not a multiple of it"), true;
-      r.push_back(*z);
-    }
-    define(out, constant_ints(r, *dims));
-    return true;
-  }
-  if (op == "Neg") {
-    if (a.real) {
-      std::vector<double> r;
-      for (double v : a.reals) r.push_back(-v);
-      define(out, constant_reals(r, a.dims));
-      return true;
-    }
-    std::vector<Dim> r;
-    for (const Dim& d : a.ints) r.push_back(Dim{-d.coef, d.batch});
-    same_shape_ints(r);
-    return true;
-  }
-  if (op == "Sqrt" && a.real) {
+  if (a.real) {
     std::vector<double> r;
-    for (double v : a.reals) r.push_back(std::sqrt(v));
+    for (double v : a.reals) r.push_back(-v);
     define(out, constant_reals(r, a.dims));
     return true;
   }
-  if (op == "Unsqueeze" || op == "Squeeze") {
-    std::vector<int64_t> axes;
-    if (auto attr = attribute_ints(node, "axes")) axes = *attr;
-    if (node.inputs.size() > 1 && !node.inputs[1].empty()) {
-      auto given = numbers_of(node.inputs[1]);
-      if (!given) return refuse(node, "axes that are not constant numbers"), true;
-      axes = *given;
-    }
-    Value v = a;
-    if (op == "Unsqueeze") {
-      const int64_t rank = static_cast<int64_t>(v.dims.size() + axes.size());
-      std::vector<int64_t> normal;
-      for (int64_t x : axes) normal.push_back(normal_axis(x, rank));
-      std::sort(normal.begin(), normal.end());
-      for (int64_t x : normal) {
-        if (x < 0) return refuse(node, "an axis out of range"), true;
-        v.dims.insert(v.dims.begin() + x, 1);
-      }
-    } else {
-      std::vector<int64_t> kept;
-      for (size_t k = 0; k < v.dims.size(); ++k) {
-        const bool listed = axes.empty() ? v.dims[k] == 1
-                                         : std::any_of(axes.begin(), axes.end(), [&](int64_t x) {
-                                             return normal_axis(x, static_cast<int64_t>(v.dims.size())) ==
-                                                    static_cast<int64_t>(k);
-                                           });
-        if (!listed) kept.push_back(v.dims[k]);
-      }
-      v.dims = kept;
-    }
-    define(out, v);
-    return true;
+  std::vector<Dim> r;
+  for (const Dim& d : a.ints) r.push_back(Dim{-d.coef, d.batch});
+  same_shape_ints(r);
+  return true;
+}
+
+bool Translator::fold_square_root(const Node& node) {
+  const std::string out = node.outputs.empty() ? "" : node.outputs[0];
+  const Value& a = value(node.inputs.empty() ? "" : node.inputs[0]);
+  std::vector<double> r;
+  for (double v : a.reals) r.push_back(std::sqrt(v));
+  define(out, constant_reals(r, a.dims));
+  return true;
+}
+
+bool Translator::fold_squeeze(const Node& node) {
+  const std::string& op = node.op_type;
+  const std::string out = node.outputs.empty() ? "" : node.outputs[0];
+  const Value& a = value(node.inputs.empty() ? "" : node.inputs[0]);
+  std::vector<int64_t> axes;
+  if (auto attr = attribute_ints(node, "axes")) axes = *attr;
+  if (node.inputs.size() > 1 && !node.inputs[1].empty()) {
+    auto given = numbers_of(node.inputs[1]);
+    if (!given) return refuse(node, "axes that are not constant numbers"), true;
+    axes = *given;
   }
-  if (op == "Concat") {
-    // Integer vectors (reshape targets) and small real ones, along axis 0 of 1-D constants.
-    Value v = a;
-    v.dims = {0};
-    for (const std::string& in : node.inputs) {
-      const Value& c = value(in);
-      if (c.dims.size() > 1 || c.real != a.real)
-        return refuse(node, "a concat of constants other than vectors of one type"), true;
-      v.ints.insert(v.ints.end(), c.ints.begin(), c.ints.end());
-      v.reals.insert(v.reals.end(), c.reals.begin(), c.reals.end());
+  Value v = a;
+  if (op == "Unsqueeze") {
+    const int64_t rank = static_cast<int64_t>(v.dims.size() + axes.size());
+    std::vector<int64_t> normal;
+    for (int64_t x : axes) normal.push_back(normal_axis(x, rank));
+    std::sort(normal.begin(), normal.end());
+    for (int64_t x : normal) {
+      if (x < 0) return refuse(node, "an axis out of range"), true;
+      v.dims.insert(v.dims.begin() + x, 1);
     }
-    if (v.real) {
-      v.ints.clear();
-      v.reals.erase(v.reals.begin(), v.reals.begin() + static_cast<std::ptrdiff_t>(a.reals.size()));
-    } else {
-      v.ints.erase(v.ints.begin(), v.ints.begin() + static_cast<std::ptrdiff_t>(a.ints.size()));
+  } else {
+    std::vector<int64_t> kept;
+    for (size_t k = 0; k < v.dims.size(); ++k) {
+      const bool listed = axes.empty() ? v.dims[k] == 1
+                                       : std::any_of(axes.begin(), axes.end(), [&](int64_t x) {
+                                           return normal_axis(x, static_cast<int64_t>(v.dims.size())) ==
+                                                  static_cast<int64_t>(k);
+                                         });
+      if (!listed) kept.push_back(v.dims[k]);
     }
-    v.dims = {static_cast<int64_t>(v.real ? v.reals.size() : v.ints.size())};
-    define(out, v);
-    return true;
+    v.dims = kept;
   }
-  if (op == "Gather") {
-    const Value& index = value(node.inputs.at(1));
-    if (a.dims.size() != 1 || index.real || attribute_int(node, "axis", 0) != 0)
-      return refuse(node, "a gather from a constant other than a vector"), true;
-    const int64_t size = a.dims[0];
-    std::vector<Dim> ints;
-    std::vector<double> reals;
-    for (const Dim& i : index.ints) {
-      const int64_t k = normal_axis(i.coef, size);
-      if (i.batch || k < 0) return refuse(node, "an index out of range"), true;
-      if (a.real)
-        reals.push_back(a.reals[static_cast<size_t>(k)]);
-      else
-        ints.push_back(a.ints[static_cast<size_t>(k)]);
-    }
-    if (a.real)
-      define(out, constant_reals(reals, index.dims));
-    else
-      define(out, constant_ints(ints, index.dims));
-    return true;
+  define(out, v);
+  return true;
+}
+
+bool Translator::fold_concat(const Node& node) {
+  const std::string out = node.outputs.empty() ? "" : node.outputs[0];
+  const Value& a = value(node.inputs.empty() ? "" : node.inputs[0]);
+  // Integer vectors (reshape targets) and small real ones, along axis 0 of 1-D constants.
+  Value v = a;
+  v.dims = {0};
+  for (const std::string& in : node.inputs) {
+    const Value& c = value(in);
+    if (c.dims.size() > 1 || c.real != a.real)
+      return refuse(node, "a concat of constants other than vectors of one type"), true;
+    v.ints.insert(v.ints.end(), c.ints.begin(), c.ints.end());
+    v.reals.insert(v.reals.end(), c.reals.begin(), c.reals.end());
   }
-  if (op == "Slice") {
-    auto starts = numbers_of(node.inputs.at(1)), ends = numbers_of(node.inputs.at(2));
-    if (a.dims.size() != 1 || !starts || !ends || starts->size() != 1)
-      return refuse(node, "a slice of a constant other than one range of a vector"), true;
-    const int64_t size = a.dims[0];
-    int64_t begin = (*starts)[0] < 0 ? (*starts)[0] + size : (*starts)[0];
-    int64_t end = (*ends)[0] < 0 ? (*ends)[0] + size : (*ends)[0];
-    begin = std::clamp<int64_t>(begin, 0, size);
-    end = std::clamp<int64_t>(end, begin, size);
-    Value v = a;
-    if (a.real)
-      v.reals.assign(a.reals.begin() + begin, a.reals.begin() + end);
-    else
-      v.ints.assign(a.ints.begin() + begin, a.ints.begin() + end);
-    v.dims = {end - begin};
-    define(out, v);
-    return true;
-  }
-  if (op == "ConstantOfShape") {
-    auto shape = numbers_of(node.inputs.at(0));
-    if (!shape) return refuse(node, "a constant whose shape holds the batch"), true;
-    double fill = 0;
-    bool real = true;
-    if (const Attribute* v = node.attribute("value"); v != nullptr && v->tensor.has_values && !v->tensor.values.empty()) {
-      fill = v->tensor.values[0];
-      real = v->tensor.type == ElementType::float32 || v->tensor.type == ElementType::float64;
-    }
-    const int64_t count = product(*shape);
-    if (count < 0 || count > kSmallTensorElements) return refuse(node, "a constant too large to fold"), true;
-    if (real)
-      define(out, constant_reals(std::vector<double>(static_cast<size_t>(count), fill), *shape));
-    else
-      define(out, constant_ints(std::vector<Dim>(static_cast<size_t>(count), Dim{static_cast<int64_t>(fill), false}),
-                                *shape));
-    return true;
-  }
-  if (op == "Where") {
-    const Value& x = value(node.inputs.at(1));
-    const Value& y = value(node.inputs.at(2));
-    if (a.real || x.real != y.real || x.real || a.dims != x.dims || x.dims != y.dims)
-      return refuse(node, "a where over constants other than integer vectors of one shape"), true;
-    std::vector<Dim> r;
-    for (size_t i = 0; i < a.ints.size(); ++i) r.push_back(a.ints[i].coef != 0 ? x.ints[i] : y.ints[i]);
-    same_shape_ints(r);
-    return true;
-  }
-  if (op == "Reshape") {
-    auto shape = numbers_of(node.inputs.at(1));
-    if (!shape) return refuse(node, "a reshape of a constant to a shape holding the batch"), true;
-    Value v = a;
-    const int64_t count = a.elements();
-    int64_t known = 1, free_axis = -1;
-    std::vector<int64_t> dims = *shape;
-    for (size_t k = 0; k < dims.size(); ++k) {
-      if (dims[k] == 0) dims[k] = k < a.dims.size() ? a.dims[k] : 1;
-      if (dims[k] == -1)
-        free_axis = static_cast<int64_t>(k);
-      else
-        known *= dims[k];
-    }
-    if (free_axis >= 0 && known > 0) dims[static_cast<size_t>(free_axis)] = count / known;
-    if (product(dims) != count) return refuse(node, "a reshape of a constant to another number of elements"), true;
-    v.dims = dims;
-    define(out, v);
-    return true;
-  }
-  if (op == "Expand") {
-    auto shape = numbers_of(node.inputs.at(1));
-    if (!shape) return false;  // a constant expanded over the batch: not shape arithmetic
-    auto dims = broadcast_dims(a.dims, *shape);
-    if (!dims || product(*dims) > kSmallTensorElements) return refuse(node, "an expand of a constant too large"), true;
-    const int64_t count = product(*dims);
-    Value v = a;
-    v.dims = *dims;
+  if (v.real) {
     v.ints.clear();
-    v.reals.clear();
-    for (int64_t i = 0; i < count; ++i) {
-      const int64_t k = broadcast_index(a.dims, *dims, i);
-      if (a.real)
-        v.reals.push_back(a.reals[static_cast<size_t>(k)]);
-      else
-        v.ints.push_back(a.ints[static_cast<size_t>(k)]);
-    }
-    define(out, v);
-    return true;
+    v.reals.erase(v.reals.begin(), v.reals.begin() + static_cast<std::ptrdiff_t>(a.reals.size()));
+  } else {
+    v.ints.erase(v.ints.begin(), v.ints.begin() + static_cast<std::ptrdiff_t>(a.ints.size()));
   }
+  v.dims = {static_cast<int64_t>(v.real ? v.reals.size() : v.ints.size())};
+  define(out, v);
+  return true;
+}
+
+bool Translator::fold_gather(const Node& node) {
+  const std::string out = node.outputs.empty() ? "" : node.outputs[0];
+  const Value& a = value(node.inputs.empty() ? "" : node.inputs[0]);
+  const Value& index = value(node.inputs.at(1));
+  if (a.dims.size() != 1 || index.real || attribute_int(node, "axis", 0) != 0)
+    return refuse(node, "a gather from a constant other than a vector"), true;
+  const int64_t size = a.dims[0];
+  std::vector<Dim> ints;
+  std::vector<double> reals;
+  for (const Dim& i : index.ints) {
+    const int64_t k = normal_axis(i.coef, size);
+    if (i.batch || k < 0) return refuse(node, "an index out of range"), true;
+    if (a.real)
+      reals.push_back(a.reals[static_cast<size_t>(k)]);
+    else
+      ints.push_back(a.ints[static_cast<size_t>(k)]);
+  }
+  if (a.real)
+    define(out, constant_reals(reals, index.dims));
+  else
+    define(out, constant_ints(ints, index.dims));
+  return true;
+}
+
+bool Translator::fold_slice(const Node& node) {
+  const std::string out = node.outputs.empty() ? "" : node.outputs[0];
+  const Value& a = value(node.inputs.empty() ? "" : node.inputs[0]);
+  auto starts = numbers_of(node.inputs.at(1)), ends = numbers_of(node.inputs.at(2));
+  if (a.dims.size() != 1 || !starts || !ends || starts->size() != 1)
+    return refuse(node, "a slice of a constant other than one range of a vector"), true;
+  const int64_t size = a.dims[0];
+  int64_t begin = (*starts)[0] < 0 ? (*starts)[0] + size : (*starts)[0];
+  int64_t end = (*ends)[0] < 0 ? (*ends)[0] + size : (*ends)[0];
+  begin = std::clamp<int64_t>(begin, 0, size);
+  end = std::clamp<int64_t>(end, begin, size);
+  Value v = a;
+  if (a.real)
+    v.reals.assign(a.reals.begin() + begin, a.reals.begin() + end);
+  else
+    v.ints.assign(a.ints.begin() + begin, a.ints.begin() + end);
+  v.dims = {end - begin};
+  define(out, v);
+  return true;
+}
+
+bool Translator::fold_constant_of_shape(const Node& node) {
+  const std::string out = node.outputs.empty() ? "" : node.outputs[0];
+  auto shape = numbers_of(node.inputs.at(0));
+  if (!shape) return refuse(node, "a constant whose shape holds the batch"), true;
+  double fill = 0;
+  bool real = true;
+  if (const Attribute* v = node.attribute("value"); v != nullptr && v->tensor.has_values && !v->tensor.values.empty()) {
+    fill = v->tensor.values[0];
+    real = v->tensor.type == ElementType::float32 || v->tensor.type == ElementType::float64;
+  }
+  const int64_t count = product(*shape);
+  if (count < 0 || count > kSmallTensorElements) return refuse(node, "a constant too large to fold"), true;
+  if (real)
+    define(out, constant_reals(std::vector<double>(static_cast<size_t>(count), fill), *shape));
+  else
+    define(out, constant_ints(std::vector<Dim>(static_cast<size_t>(count), Dim{static_cast<int64_t>(fill), false}),
+                              *shape));
+  return true;
+}
+
+bool Translator::fold_where(const Node& node) {
+  const std::string out = node.outputs.empty() ? "" : node.outputs[0];
+  const Value& a = value(node.inputs.empty() ? "" : node.inputs[0]);
+  auto same_shape_ints = [&](std::vector<Dim> ints) { define(out, constant_ints(std::move(ints), a.dims)); };
+  const Value& x = value(node.inputs.at(1));
+  const Value& y = value(node.inputs.at(2));
+  if (a.real || x.real != y.real || x.real || a.dims != x.dims || x.dims != y.dims)
+    return refuse(node, "a where over constants other than integer vectors of one shape"), true;
+  std::vector<Dim> r;
+  for (size_t i = 0; i < a.ints.size(); ++i) r.push_back(a.ints[i].coef != 0 ? x.ints[i] : y.ints[i]);
+  same_shape_ints(r);
+  return true;
+}
+
+bool Translator::fold_reshape(const Node& node) {
+  const std::string out = node.outputs.empty() ? "" : node.outputs[0];
+  const Value& a = value(node.inputs.empty() ? "" : node.inputs[0]);
+  auto shape = numbers_of(node.inputs.at(1));
+  if (!shape) return refuse(node, "a reshape of a constant to a shape holding the batch"), true;
+  Value v = a;
+  const int64_t count = a.elements();
+  int64_t known = 1, free_axis = -1;
+  std::vector<int64_t> dims = *shape;
+  for (size_t k = 0; k < dims.size(); ++k) {
+    if (dims[k] == 0) dims[k] = k < a.dims.size() ? a.dims[k] : 1;
+    if (dims[k] == -1)
+      free_axis = static_cast<int64_t>(k);
+    else
+      known *= dims[k];
+  }
+  if (free_axis >= 0 && known > 0) dims[static_cast<size_t>(free_axis)] = count / known;
+  if (product(dims) != count) return refuse(node, "a reshape of a constant to another number of elements"), true;
+  v.dims = dims;
+  define(out, v);
+  return true;
+}
+
+bool Translator::fold_expand(const Node& node) {
+  const std::string out = node.outputs.empty() ? "" : node.outputs[0];
+  const Value& a = value(node.inputs.empty() ? "" : node.inputs[0]);
+  auto shape = numbers_of(node.inputs.at(1));
+  if (!shape) return false;  // a constant expanded over the batch: not shape arithmetic
+  auto dims = broadcast_dims(a.dims, *shape);
+  if (!dims || product(*dims) > kSmallTensorElements) return refuse(node, "an expand of a constant too large"), true;
+  const int64_t count = product(*dims);
+  Value v = a;
+  v.dims = *dims;
+  v.ints.clear();
+  v.reals.clear();
+  for (int64_t i = 0; i < count; ++i) {
+    const int64_t k = broadcast_index(a.dims, *dims, i);
+    if (a.real)
+      v.reals.push_back(a.reals[static_cast<size_t>(k)]);
+    else
+      v.ints.push_back(a.ints[static_cast<size_t>(k)]);
+  }
+  define(out, v);
+  return true;
+}
+
+bool Translator::translate_constant(const Node& node) {
+  const std::string& op = node.op_type;
+  if (op == "Constant") return fold_constant_node(node);
+  if (op == "Shape") return fold_shape_of(node);
+  // The rest only when every input is a constant.
+  for (const std::string& in : node.inputs)
+    if (!in.empty() && value(in).kind != Value::Kind::constant) return false;
+  if (op == "Identity" || op == "Cast") return fold_cast(node);
+  if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Equal" || op == "Pow")
+    return fold_arithmetic(node);
+  if (op == "Neg") return fold_negation(node);
+  if (op == "Sqrt" && value(node.inputs.empty() ? "" : node.inputs[0]).real) return fold_square_root(node);
+  if (op == "Unsqueeze" || op == "Squeeze") return fold_squeeze(node);
+  if (op == "Concat") return fold_concat(node);
+  if (op == "Gather") return fold_gather(node);
+  if (op == "Slice") return fold_slice(node);
+  if (op == "ConstantOfShape") return fold_constant_of_shape(node);
+  if (op == "Where") return fold_where(node);
+  if (op == "Reshape") return fold_reshape(node);
+  if (op == "Expand") return fold_expand(node);
   return false;
 }
 

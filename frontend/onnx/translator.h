@@ -146,6 +146,21 @@ class Translator {
   // ---- nodes (translate_*.cpp) ----------------------------------------------------------------
   void translate(const Node& node);
   bool translate_constant(const Node& node);  // shape arithmetic on constants; false: not all inputs constant
+  // translate_constant's ops, one each (true: handled, a refusal included).
+  bool fold_constant_node(const Node& node);
+  bool fold_shape_of(const Node& node);
+  bool fold_cast(const Node& node);
+  bool fold_arithmetic(const Node& node);
+  bool fold_negation(const Node& node);
+  bool fold_square_root(const Node& node);
+  bool fold_squeeze(const Node& node);
+  bool fold_concat(const Node& node);
+  bool fold_gather(const Node& node);
+  bool fold_slice(const Node& node);
+  bool fold_constant_of_shape(const Node& node);
+  bool fold_where(const Node& node);
+  bool fold_reshape(const Node& node);
+  bool fold_expand(const Node& node);
   void translate_conv(const Node& node);
   void translate_batchnorm(const Node& node);
   void translate_pool(const Node& node);
