@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Regenerates docs/benchmarks-compare.md from scratch: `mplan compare` on the
 papers' networks, every scheduling policy side by side (planner/policy.h), and
-the targets of issue 11 (ResNet-1001's overheads, the moDNN suite, minimum
+the planner's targets (ResNet-1001's overheads, the moDNN suite, minimum
 budgets against Eq. 2, planner wall time, vDNN and SuperNeurons feasibility).
 
     /usr/bin/python3 bench/compare_report.py --mplan build/cli/mplan [--out docs/benchmarks-compare.md] [--jobs N]
@@ -127,8 +127,8 @@ def least_budget_row(mplan, model):
 
 
 def targets(args, paper, min_budgets, pool):
-    """Issue 11's targets, each measured here."""
-    md = ["## Targets (issue 11)", "",
+    """The planner's targets (docs/planner.md), each measured here."""
+    md = ["## Targets", "",
           "Each line is measured by this script on the K40 file (simulated).", "",
           "| target | wanted | measured | holds |", "|---|---|---|---|"]
     rows = []

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The generated CPU program against PyTorch's CPU training step (issue 10, item 7).
+"""The generated CPU program against PyTorch's CPU training step.
 
 For each CIFAR-size example model (examples/models/cifar_*.yaml) and budget, this bench
   1. profiles the model with the built mplan (`mplan profile --backend cpu`, cached),

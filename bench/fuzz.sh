@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fuzzes mplan's readers with libFuzzer (issue 12): the model parser, the plan
+# Fuzzes mplan's readers with libFuzzer: the model parser, the plan
 # reader (with the verifier), the profile reader (with planning) and the .npy
 # reader. Builds the targets with clang, ASan and UBSan in build-fuzz/, runs
 # each for SECONDS (default 300) from the seeds in tests/fuzz/corpus/<target>

@@ -1,4 +1,4 @@
-// Micro-batched convolutions (issue 6, papers/mu-cudnn-microbatching.txt):
+// Micro-batched convolutions (mu-cuDNN):
 // on a device file's analytic cost model, per network, the total time of its
 // convolution kernels (forward, backward-data, backward-filter) at per-kernel
 // workspace limits (default 8, 64 and 512 MiB, the paper's, §IV):

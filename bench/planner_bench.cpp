@@ -1,5 +1,5 @@
-// Planner benchmark (issue 4): plans the papers' networks on the K40 device
-// file (moDNN's GPU, papers/modnn.txt §V) and prints, per model and budget,
+// Planner benchmark: plans the papers' networks on the K40 device
+// file (moDNN's GPU, moDNN §V) and prints, per model and budget,
 // whether a plan exists, its sub-batch, simulated time / ideal, bytes moved
 // each way and the planner's wall time; the planner's wall time as the graph
 // grows (ResNet-50, -152, -1001, and the 2,500-unit ResNet when present); and
@@ -268,7 +268,7 @@ int main(int argc, char** argv) {
     }
   }
 
-  // 4. mu-cuDNN micro-batching (issue 6): undivided vs dynamic at 8 GiB.
+  // 4. mu-cuDNN micro-batching: undivided vs dynamic at 8 GiB.
   md << "\n### Micro-batched convolutions: undivided vs dynamic (8 GiB)\n\n";
   md << "`dynamic`: every conv task also chooses among its desirable micro-batch configurations "
         "(mu-cuDNN §III-C1, powerOfTwo sizes) by moDNN's gain (Eq. 5). Same planner otherwise.\n\n";

@@ -1,4 +1,4 @@
-// Sub-batch sweep (issue 11, "near-optimal sub-batch choice"): for each
+// Sub-batch sweep (docs/planner.md, "near-optimal sub-batch choice"): for each
 // model, device, budget and copy-engine setting, plans every sub-batch size b
 // in 1..B with mplan's planner (the sub-batch fixed, every other lever
 // searched as usual), keeps the fastest point of the sweep, and reports

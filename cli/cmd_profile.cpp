@@ -42,7 +42,7 @@ struct ProfileOptions {
 
 // Flag checks shared by both backends: the output is not an input, and the
 // sub-batches are sizes mplan computes with for this model (they may exceed
-// the model's batch, for `compile --batch`; issue 12).
+// the model's batch, for `compile --batch`).
 std::vector<int64_t> checked_sub_batches(const ProfileOptions& options, const Model& model) {
   const std::vector<int64_t> sub_batches = unwrap(parse_sub_batches(options.sub_batches, model.batch));
   for (int64_t b : sub_batches)
@@ -59,7 +59,7 @@ void check_output(const ProfileOptions& options) {
                                                      : std::string()});
 }
 
-// The kernel profiler's result file, bounded like a profile (issue 12).
+// The kernel profiler's result file, bounded like a profile.
 std::string read_text(const std::string& path, const char* flag) {
   Result<std::string> text = read_input_file(path, "the kernel profiler's results", kMaxProfileFileBytes);
   if (!text) fail(fmt::format("{} '{}': {}", flag, path, text.error().message), text.error().kind);

@@ -1,5 +1,5 @@
 #pragma once
-// Codegen (DESIGN.md, "Generated program and runtime"): turns a Plan into the
+// Codegen (docs/design.md, "Generated program and runtime"): turns a Plan into the
 // source tree of a training program -- train.cpp (the model's constants, the
 // buffer tables and the schedule, in the style of llm.c; the fixed code is
 // runtime/program.cpp) and a CMakeLists.txt that builds it against the runtime

@@ -1,5 +1,5 @@
 // emit_program: the plan as a training program in the style of llm.c
-// (STYLE.md §7): a header saying what generated it and from what, the model's
+// (docs/style.md, 7): a header saying what generated it and from what, the model's
 // constants and tensor table, then the schedule: one function per class of
 // identical rounds, one plain call per step with its shapes in a comment, and
 // a table of what differs between the rounds of a class (offsets, events,

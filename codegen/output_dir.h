@@ -1,5 +1,5 @@
 #pragma once
-// The output folder of `mplan compile` written as one unit (issue 12): every
+// The output folder of `mplan compile` written as one unit: every
 // file goes into a temporary folder beside the target, which is then swapped
 // in with one atomic rename (renameat2 RENAME_EXCHANGE). A failure or a kill
 // at any point leaves either the previous output exactly as it was or the

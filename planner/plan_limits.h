@@ -1,5 +1,5 @@
 #pragma once
-// The size limits of a plan (issue 12): a plan holds steps for every task of
+// The size limits of a plan: a plan holds steps for every task of
 // every round (sub-batch), so the rounds, and rounds x tasks, are bounded
 // before anything is simulated. Without the bound, `--batch 2147483647`
 // under a small budget asks for 10^8 rounds and exhausts memory.

@@ -1,5 +1,5 @@
 #pragma once
-// The plan verifier (DESIGN.md, Planner: "a separate verifier replays a plan
+// The plan verifier (docs/design.md, Planner: "a separate verifier replays a plan
 // without the planner's code"). It shares nothing with the scheduler beyond
 // the Plan and Tdfg types: it replays the steps in issue order, derives the
 // happens-before relation from the plan's own streams and events (stream FIFO
@@ -21,7 +21,7 @@
 // - the update comes after every BP2 of every round;
 // - every event is recorded exactly once, before every step that waits for it;
 // - simulated times agree with stream order and events, and are finite;
-// - (issue 12) every sum and product of the plan's figures without int64
+// - every sum and product of the plan's figures without int64
 //   overflow; the header against the TDFG (model name and digest, task and
 //   block names, resident bytes) and against its formulas (arena_bytes,
 //   host_bytes); the host layout: no offload overwrites a host copy that is
@@ -70,7 +70,7 @@ std::string to_string(const Violation& violation);
 // Linear in the number of steps (plus logarithmic interval lookups).
 std::vector<Violation> verify_plan(const Plan& plan, const Tdfg& tdfg);
 
-// Figures the verifier recomputes from the steps (issue 12); every one is
+// Figures the verifier recomputes from the steps; every one is
 // compared with the plan's summary, and `mplan verify` prints these, never
 // the file's own.
 struct VerifiedFigures {

@@ -1,6 +1,6 @@
 #pragma once
 // How conv tasks use workspace (the planner's `--workspace` option), after
-// mu-cuDNN (papers/mu-cudnn-microbatching.txt §III):
+// mu-cuDNN (mu-cuDNN §III):
 //
 //   undivided   one cuDNN call per task and round; moDNN Eq. 5 picks the algorithm
 //   dynamic     Eq. 5 picks among each task's desirable micro-batch

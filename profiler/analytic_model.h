@@ -1,5 +1,5 @@
 #pragma once
-// The analytic cost model (DESIGN.md, Profiler): a device file and
+// The analytic cost model (docs/design.md, Profiler): a device file and
 // per-algorithm models of time and workspace that follow cuDNN's algorithms.
 // Used for planning for a GPU the user does not have, for tests, and when no
 // GPU is present. docs/cost-model.md describes the model and its blind spots.
@@ -31,7 +31,7 @@ std::vector<TaskOption> analytic_options(const Device& device, const TaskShape& 
 
 // The kernels of a task that is not a convolution: the op table's estimate
 // (memory-bound ops by bytes moved, linear layers as cuBLAS GEMMs;
-// DESIGN.md), and the update's (one SGD kernel per weighted layer).
+// docs/design.md), and the update's (one SGD kernel per weighted layer).
 std::vector<KernelWork> task_work(const TaskShape& shape, int64_t sub_batch);
 
 // Whether the device has the math mode; the error lists the modes it has.

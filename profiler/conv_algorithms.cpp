@@ -24,7 +24,7 @@ constexpr int64_t kFftTile = 32;     // cuDNN FFT_TILING works on 32x32 tiles
 // Its reported workspace is exactly that on every 1x1 layer of the H100's fit
 // split (cuDNN 9.19: image planes of rows x 17 complex values, filter planes
 // of 17), and the 32x32 tile predicted 1x1 layers on 7x7 and 14x14 images
-// 2-6x too slow (issue 13).
+// 2-6x too slow (docs/cost-model.md).
 int64_t fft_tile_rows(const ConvShape& s) { return s.R == 1 ? 1 : kFftTile; }
 
 // The reduction length one CTA of a weight-gradient kernel sums before its
@@ -32,7 +32,7 @@ int64_t fft_tile_rows(const ConvShape& s) { return s.R == 1 ? 1 : kFftTile; }
 // b*P*Q reduction over as many CTAs as it takes (split-K), so a layer with
 // few weights (1x1, 3-channel first layers) still fills the GPU. (The first
 // model capped the split at 64, which predicted such layers 3-8x too slow on
-// P100 and V100: issue 13.)
+// P100 and V100: docs/cost-model.md.)
 constexpr double kFilterReductionChunk = 1024;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -412,7 +412,7 @@ std::vector<KernelWork> conv_work_one_call(ConvDirection d, std::string_view alg
 }
 
 // A grouped convolution as cuDNN 9 runs it (the H200's kernel times of
-// depthwise layers, 8-512 groups, every legacy algorithm; issue 13):
+// depthwise layers, 8-512 groups, every legacy algorithm):
 // - the transform algorithms (FFT, FFT tiling, Winograd) loop over the
 //   groups: time grows with the group count, 45-55 us per group for FFT and
 //   FFT tiling whatever the layer's size, so they are one group's work

@@ -1,5 +1,5 @@
 #pragma once
-// The cost model the planner decides everything from (DESIGN.md, Profiler):
+// The cost model the planner decides everything from (docs/design.md, Profiler):
 // for a task at sub-batch b, its options (algorithm, time, workspace); the
 // time of host<->device copies; the device's memory. Implementations: analytic
 // (device file), recorded (profile.json), measured CPU (runtime's kernels).

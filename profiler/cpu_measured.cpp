@@ -49,7 +49,7 @@ int64_t buffer_limit_bytes(const CpuMeasureOptions& options) {
 // their real branches), labels with class 0; sized by the invocation. Their
 // total (workspace included) is checked against the limit before anything is
 // allocated: a task too large to measure is refused, not measured into an
-// out-of-memory crash (issue 12).
+// out-of-memory crash.
 struct Slots {
   std::vector<std::vector<float>> storage;
   std::vector<void*> pointers;

@@ -1,5 +1,5 @@
 #pragma once
-// The measured CPU cost model (DESIGN.md, Profiler: "measured, CPU"): the
+// The measured CPU cost model (docs/design.md, Profiler: "measured, CPU"): the
 // same interface as the CUDA one over the CPU runtime's real algorithms, so
 // the whole pipeline runs, measured, on a machine without a GPU. Every task
 // is timed by calling the runtime's own op (runtime/ops.h, runtime/conv.h) on
@@ -31,7 +31,7 @@ struct CpuMeasureOptions {
   int64_t device_memory_bytes = int64_t{8} << 30;  // what a plan may assume the "device" has
   // The most bytes of buffers one measurement may allocate; 0: half of this
   // machine's memory. A task beyond it is refused (MeasurementTooLarge), not
-  // measured into an out-of-memory crash (issue 12).
+  // measured into an out-of-memory crash.
   int64_t max_buffer_bytes = 0;
 };
 

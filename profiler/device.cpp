@@ -74,7 +74,7 @@ Result<double> positive_number(const YAML::Node& node, const char* key, const st
   } catch (const YAML::Exception&) {
     return error_at(file, node.Mark(), fmt::format("'{}': expected a number", key));
   }
-  // .inf and .nan are YAML numbers, but no device has them (issue 12).
+  // .inf and .nan are YAML numbers, but no device has them.
   if (!std::isfinite(value) || !(value > 0))
     return error_at(file, node.Mark(), fmt::format("'{}': expected a positive finite number, got {}", key,
                                                    node.Scalar()));

@@ -1,5 +1,5 @@
 #pragma once
-// moDNN's "ideal case" (papers/modnn.txt §V-B): unlimited memory, the whole
+// moDNN's "ideal case" (moDNN §V-B): unlimited memory, the whole
 // batch as one sub-batch, every task with its fastest algorithm, no copies.
 // Its time is the bound every plan is compared with; its memory is what a
 // GPU needs to run it without any of mplan's levers.

@@ -1,5 +1,5 @@
 #pragma once
-// JSON input files (profile.json, plan.json) parsed strictly (issue 12):
+// JSON input files (profile.json, plan.json) parsed strictly:
 // nlohmann's parser, plus what it lets through silently or throws past its
 // parse_error: a key given twice in one object (nlohmann keeps the last), a
 // number beyond a double ("1e999": out_of_range), and nesting deeper than

@@ -1,5 +1,5 @@
 #pragma once
-// Where this mplan finds the files it ships (issue 12, installed use): the
+// Where this mplan finds the files it ships (installed use): the
 // device files and the runtime's sources, which generated programs build
 // against. Looked up, in order:
 //   1. $MPLAN_HOME: an install prefix (share/mplan/...) or a source checkout

@@ -1,5 +1,5 @@
 #pragma once
-// Profiling on a GPU node (DESIGN.md, Profiler: "the GPU profiler is a
+// Profiling on a GPU node (docs/design.md, Profiler: "the GPU profiler is a
 // standalone program of the runtime and CUDA alone"): the planning machine
 // writes a job file of every distinct task's kernels at every sub-batch
 // (`mplan profile --jobs`), the kernel profiler (profiler/kernel_profiler)

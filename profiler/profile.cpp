@@ -119,7 +119,7 @@ Result<std::vector<int64_t>> parse_sub_batches(const std::string& text, int64_t 
         return Error{{}, fmt::format("--sub-batches: '{}' is not a whole number (expected pow2, all, or a "
                                      "comma-separated list such as 1,8,32)", item), ErrorKind::usage};
       // Sizes above the model's batch are allowed: a profile may serve
-      // `compile --batch` of a larger batch (issue 12).
+      // `compile --batch` of a larger batch.
       if (value < 1 || value > kMaxSizeField)
         return Error{{}, fmt::format("--sub-batches: {} is outside 1..{}", value, kMaxSizeField), ErrorKind::usage};
       if (static_cast<int64_t>(result.size()) >= kMaxProfileSubBatches)
@@ -308,7 +308,7 @@ Result<Profile> parse_profile(const std::string& text, const std::string& file) 
           MPLAN_TRY_ASSIGN(time, r.member(o, o_at, "time_ms", json::value_t::number_float));
           MPLAN_TRY_ASSIGN(workspace, r.member(o, o_at, "workspace_bytes", json::value_t::number_integer));
           TaskOption option{algorithm.get<std::string>(), time.get<double>(), workspace.get<int64_t>()};
-          // Bounded (issue 12): a time of 1e308 ms would make every simulated
+          // Bounded: a time of 1e308 ms would make every simulated
           // figure infinite, a workspace near 2^63 overflow every sum.
           if (!(option.time_ms >= 0 && option.time_ms <= kMaxProfileTimeMs) || option.workspace_bytes < 0 ||
               option.workspace_bytes > kMaxProfileBytes || !workspace.is_number_integer() ||
@@ -467,9 +467,9 @@ std::vector<TaskOption> RecordedCostModel::options(const Tdfg& tdfg, TaskId t, i
                             std::max(lo.workspace_bytes, hi.workspace_bytes)});
     if (result.empty()) result = upper->second;
   }
-  // The op's own scratch is given whatever the file says: a profile measured
-  // before 2026-11-27 recorded attention's BP1 with no workspace (its job ran
-  // no kernel), and the program's kernel needs one.
+  // The op's own scratch is given whatever the file says: a profile whose
+  // job ran no kernel for attention's BP1 recorded it with no workspace, and
+  // the program's kernel needs one.
   const int64_t scratch = task_scratch_bytes(shape, sub_batch);
   for (TaskOption& o : result) o.workspace_bytes = std::max(o.workspace_bytes, scratch);
   std::stable_sort(result.begin(), result.end(), [](const TaskOption& a, const TaskOption& b) {

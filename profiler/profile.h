@@ -82,8 +82,8 @@ Status check_profile_covers(const Profile& profile, const Tdfg& tdfg,
 
 // The tasks of the TDFG that run a kernel but whose every recorded time is
 // 0 ms, as "<op> <kind>" with a count each ("add BP1 x12"), for a warning:
-// a kernel profiler from before 2026-11-27 ran no kernel for the BP1 of a
-// multi-input op (add, concat, mul, matmul, attention) and recorded 0 ms,
+// a kernel profiler whose jobs ran no kernel for the BP1 of a multi-input op
+// (add, concat, mul, matmul, attention) recorded 0 ms,
 // and a plan from such a profile prices those tasks as free. Empty when
 // every such task was timed. The profile must cover the TDFG.
 std::vector<std::string> untimed_kernel_tasks(const Profile& profile, const Tdfg& tdfg);
@@ -91,7 +91,7 @@ std::vector<std::string> untimed_kernel_tasks(const Profile& profile, const Tdfg
 // Ok if the profile's largest sub-batch reaches `batch` (a plan may run the
 // whole batch as one sub-batch); otherwise an Error that lists the sizes the
 // profile lacks (the powers of two above its largest, and the batch) and how
-// to make them (issue 12). Extrapolating past the largest recorded size would
+// to make them. Extrapolating past the largest recorded size would
 // plan with times nobody measured.
 Status check_profile_reaches_batch(const Profile& profile, int64_t batch, const std::string& file);
 

@@ -1,7 +1,7 @@
 #pragma once
 // A task shape's kernels with buffers to bind them to: what the CPU profiler
 // times and what `mplan profile --jobs` writes for the standalone kernel
-// profiler (DESIGN.md, Profiler). The kernels come from the op table
+// profiler (docs/design.md, Profiler). The kernels come from the op table
 // (ops/op_table.h), exactly as codegen prints them.
 
 #include <cstdint>

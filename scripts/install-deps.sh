@@ -7,11 +7,11 @@ packages=(
   build-essential cmake ninja-build pkg-config
   libyaml-cpp-dev libboost-graph-dev libglpk-dev glpk-utils libfmt-dev
   libgtest-dev nlohmann-json3-dev libcli11-dev libopenblas-dev
-  # The robustness defences (issue 12): strace injects kills and write errors
+  # The robustness defences: strace injects kills and write errors
   # into `mplan compile` and the generated program's checkpoints in the tests;
   # clang with its libFuzzer runtime builds the fuzz targets of bench/fuzz.sh.
   strace clang libclang-rt-14-dev
-  # ONNX import (issue 14).
+  # ONNX import.
   libonnx-dev libprotobuf-dev
 )
 # PyTorch is the reference the end-to-end tests compare against (Debian's python3).

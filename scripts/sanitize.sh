@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds mplan with AddressSanitizer and UndefinedBehaviorSanitizer (GCC) in
-# build-asan/ and runs the whole test suite there (issue 12). Any report fails
+# build-asan/ and runs the whole test suite there. Any report fails
 # the run: UBSan does not recover, ASan aborts on the first error. The
 # programs the end-to-end and install tests generate and build are
 # instrumented too (CXXFLAGS/LDFLAGS reach their cmake). docs/robustness.md

@@ -1,5 +1,5 @@
 #pragma once
-// Memory bounds of a TDFG without any planning (issue 2): what weights take,
+// Memory bounds of a TDFG without any planning: what weights take,
 // the naive network-wide allocation, the liveness peak, and moDNN's Mmin.
 
 #include <algorithm>

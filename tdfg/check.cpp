@@ -1,5 +1,5 @@
 // Structural invariants of a TDFG (check_tdfg): the TDFG's own verifier, run by
-// the tests after every build (STYLE.md: verify after every stage).
+// the tests after every build (docs/style.md: verify after every stage).
 
 #include <fmt/format.h>
 

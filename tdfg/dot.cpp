@@ -1,4 +1,4 @@
-// Graphviz text of a TDFG via boost::write_graphviz (STYLE.md: draw the TDFG
+// Graphviz text of a TDFG via boost::write_graphviz (docs/style.md: draw the TDFG
 // to debug it). Tasks are boxes, blocks ellipses (resident blocks grey),
 // edges go writer -> block -> reader.
 

@@ -1,4 +1,4 @@
-// Building moDNN's TDFG (papers/modnn.txt §II-2, Fig. 1) from a Model.
+// Building moDNN's TDFG (moDNN §II-2, Fig. 1) from a Model.
 //
 // The execution order is fixed by construction: FP(l) for every layer in layer
 // order, then the backward pass in reverse layer order (BP2(l) before BP1(l)),
@@ -51,7 +51,7 @@ int64_t Tdfg::resident_bytes() const {
 
 namespace {
 
-// What a backward task reads from the forward pass: the op table's (DESIGN.md, TDFG).
+// What a backward task reads from the forward pass: the op table's (docs/design.md, TDFG).
 BackwardNeeds bp1_needs(const Layer& layer) {
   const OpSpec& spec = op_spec(layer.op);
   return spec.bp1_needs ? spec.bp1_needs(layer) : BackwardNeeds{};

@@ -1,5 +1,5 @@
 #pragma once
-// moDNN's task and data-flow graph (papers/modnn.txt §II-2, Fig. 1) for one
+// moDNN's task and data-flow graph (moDNN §II-2, Fig. 1) for one
 // sub-batch of a Model, plus the once-per-iteration update.
 //
 // Tasks: FP(l) for every layer; BP1(l) (gradient w.r.t. the layer's inputs)

@@ -65,8 +65,8 @@ struct KernelTimesFile {
   // splits it by LayerSplit's rule.
   bool holdout_whole = false;
   // kernel_times.csv's update_job column: "merged" marks a file whose
-  // profiler ran the update as one sgd_step over every parameter (before
-  // 2026-11-27), not one per weighted layer as the program does; its update
+  // profiler ran the update as one sgd_step over every parameter, not one
+  // per weighted layer as the program does; its update
   // time leaves out the launches and is not a case. "per_layer" (the default).
   bool update_merged = false;
 };

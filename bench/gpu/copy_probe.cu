@@ -1,5 +1,5 @@
 // Where the generated program's copies lose time against the kernel
-// profiler's (docs/gpu-validation.md, 2026-11-27b). Standalone: CUDA only.
+// profiler's (docs/gpu-validation.md). Standalone: CUDA only.
 //
 //   nvcc -O2 -o copy_probe bench/gpu/copy_probe.cu && ./copy_probe
 //

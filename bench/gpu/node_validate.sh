@@ -35,7 +35,7 @@
 #            at its batch twice, warm and with --cold-cache 512, each profile
 #            planned at ${COLD_BUDGET:-70GiB} and run: which profile's
 #            simulation the program meets (docs/gpu-validation.md, fourth
-#            session: GoogLeNet ran 10% over a warm profile's plan)
+#            GoogLeNet ran 6-11% over a warm profile's plan)
 #   resnet50 / vgg16 / alexnet / cifar_small
 #            profile the model on this GPU (mplan profile --jobs, the kernel
 #            profiler, --merge), plan it at the budgets below with that profile,

@@ -26,7 +26,7 @@ libdir=/usr/lib/x86_64-linux-gnu
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 # Brought up to date first: a runtime library older than runtime/program.h
 # (which the node's programs compile against) made every program segfault on
-# the H200 (docs/gpu-validation.md, fourth session).
+# the H200.
 cmake --build "$build" > "$tmp/build.txt" 2>&1 || { tail -30 "$tmp/build.txt" >&2; echo "pack.sh: building $build failed" >&2; exit 2; }
 mkdir -p "$out/deps/include" "$out/deps/lib" "$out/models" "$tmp/mp/lib"
 

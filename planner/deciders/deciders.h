@@ -11,7 +11,7 @@
 
 namespace mplan {
 
-// moDNN Algorithm 1 (papers/modnn.txt §IV-B) and mplan's additions.
+// moDNN Algorithm 1 (moDNN §IV-B) and mplan's additions.
 struct ModnnRules {
   // Eq. 5: conv tasks choose the option of best gain; false: the leanest.
   bool select_algorithms = true;

@@ -1,4 +1,4 @@
-// moDNN Algorithm 1 (papers/modnn.txt §IV-B) as a Decider, with mplan's
+// moDNN Algorithm 1 (moDNN §IV-B) as a Decider, with mplan's
 // levers (ModnnRules): recomputation chosen by cost against offloading, early
 // offloads sized by the round's excess, and the re-fetch cost that keeps
 // prefetching from thrashing.

@@ -1,5 +1,5 @@
 #pragma once
-// moDNN's offloading scheme (papers/modnn.txt §IV-B.1, Fig. 3-4): when an
+// moDNN's offloading scheme (moDNN §IV-B.1, Fig. 3-4): when an
 // allocation fails, a run of contiguous arena segments, each free or held by
 // a block that may leave the device now, long enough for the request; the
 // run whose eviction delays the writer least wins.

@@ -1,4 +1,4 @@
-// SuperNeurons (papers/superneurons.txt §3) as a Decider:
+// SuperNeurons (SuperNeurons §3) as a Decider:
 // - liveness analysis (§3.2): every block freed after its last use (the simulator);
 // - unified tensor pool with the tensor cache (§3.3): conv and FC outputs (the
 //   checkpoints) stay on the device until an allocation fails, then the least

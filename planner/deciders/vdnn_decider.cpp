@@ -1,4 +1,4 @@
-// vDNN (papers/vdnn.txt §III) as a Decider: offload a layer's input feature
+// vDNN (vDNN §III) as a Decider: offload a layer's input feature
 // maps X while the layer's forward computation runs and release them when it
 // ends (§III-B "Memory Offload"); in the backward pass, before each layer's
 // backward computation, prefetch the X of the closest preceding offloaded

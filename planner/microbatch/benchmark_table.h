@@ -3,7 +3,7 @@
 // micro-batch size, every algorithm with its time and workspace at that size
 // (mu-cuDNN §III-B, step 1 of WR). The optimizers read only this table, so
 // measuring (a CostModel, a recorded profile, a test's random numbers) stays
-// separate from solving (STYLE.md, "measuring is separate from solving").
+// separate from solving (docs/style.md, "measuring is separate from solving").
 
 #include <cstdint>
 #include <functional>

@@ -1,5 +1,5 @@
 #pragma once
-// The one iteration simulator (DESIGN.md, revisions: "one iteration
+// The one iteration simulator (docs/design.md, Planner: "one iteration
 // simulator, many deciders", after XLA's HeapSimulator with its
 // HeapAlgorithm). It runs the FP/BP tasks once per round (sub-batch), then the
 // update once, on a compute stream and copy streams (planner/streams.h),

@@ -98,7 +98,7 @@ struct InstanceState {
 struct HostSlotState {
   int32_t version = -1;     // version of the copy it holds; -1: none
   int32_t filled_step = -1; // the offload that filled it; -1: filled by the program
-  // Host layout (issue 12): the offload into another slot sharing these host
+  // Host layout: the offload into another slot sharing these host
   // bytes that overwrote the copy (-1: none), and the latest prefetch reading it.
   int32_t clobbered_by = -1;
   HostSlotId clobbered_via = kNoHostSlot;
@@ -162,7 +162,7 @@ class Verifier {
   };
   std::map<int64_t, Segment> painted_;
 
-  // Issue 12 bookkeeping: buffers and host slots whose ranges are valid (no
+  // Bookkeeping of the layout checks: buffers and host slots whose ranges are valid (no
   // overflow, non-negative), the host slots sharing bytes with each slot, and
   // the figures recomputed from the steps.
   std::vector<bool> range_ok_;

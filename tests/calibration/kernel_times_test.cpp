@@ -48,8 +48,8 @@ const char* const kCifarConv1Fp =
     "conv in=[3, 32, 32] out=[32, 32, 32] kernel=3x3 stride=1x1 pad=1x1 groups=1 bias=1 FP";
 
 // The H100's committed files (split by layer, the first rows of
-// kernel_times.csv), in the file's order. The H200's, split by layer too
-// since 2026-11-27, follow them.
+// kernel_times.csv), in the file's order. The H200's, split by layer too,
+// follow them.
 std::vector<KernelTimesFile> layer_split_files() {
   std::vector<KernelTimesFile> files = committed_files();
   std::vector<KernelTimesFile> kept;
@@ -473,8 +473,7 @@ TEST(OwnTable, TileCostIsSharedByTheGemmFamilies) {
 
 
 // A GPU held out whole (kernel_times.csv's split "holdout": a GPU the fit
-// never sees; the H200's files were, until its own files joined the fit on
-// 2026-11-27): every one of its cases is held out, and it leaves the other
+// never sees): every one of its cases is held out, and it leaves the other
 // files' layer split exactly as it was. Here the H200's files are marked so.
 TEST(KernelTimesSplit, AGpuHeldOutWholeIsHeldOutEverywhereAndMovesNoOtherLayer) {
   std::vector<KernelTimesFile> all = committed_files();

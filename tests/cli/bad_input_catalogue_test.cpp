@@ -1,4 +1,4 @@
-// The bad-input catalogue (issue 12, standing defence): every input file
+// The bad-input catalogue (docs/robustness.md): every input file
 // mplan reads (model, device file, profile, plan) and every flag of every
 // command, under careless and hostile values, each with the exit code and the
 // message it must give (README, "Exit codes": 1 bad input, 2 usage,
@@ -416,7 +416,7 @@ std::vector<Case> catalogue() {
        "--sub-batches 2000000000 is too large for this model", "@p.json"});
   add({"profile_backend_unknown", {}, {"profile", "@good.yaml", "--backend", "tpu", "-o", "@p.json"}, 2,
        "--backend: expected analytic, cpu or cuda", "@p.json"});
-  // Flags of main's GPU work (--target, --jobs/--merge), merged after issue 12.
+  // Flags of the GPU work (--target, --jobs/--merge).
   add({"profile_repeats_zero", {}, {"profile", "@good.yaml", "--backend", "cuda", "--jobs", "@j.json", "--repeats", "0"},
        2, "--repeats: expected 1 to 10000", "@j.json"});
   add({"profile_merge_and_jobs", {}, {"profile", "@good.yaml", "--merge", "@t.json", "--jobs", "@j.json", "-o", "@p.json"},

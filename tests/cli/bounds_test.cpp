@@ -1,4 +1,4 @@
-// `mplan bounds` as a user runs it (issue 2): the four bounds in text and JSON,
+// `mplan bounds` as a user runs it: the four bounds in text and JSON,
 // the per-layer table, --batch, --device, and every way the input can be bad.
 // Also the top level of `mplan`: no sub-command, --version, --help.
 

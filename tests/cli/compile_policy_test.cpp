@@ -129,7 +129,7 @@ TEST_F(CompilePolicy, BoundsLeastBudgetIsWhatCompileAcceptsForABatchnormOnAVecto
 }
 
 TEST_F(CompilePolicy, EveryBufferIsUsedAfterDefragmentation) {
-  // The budget of issue 11's report: defragmentation used to leave buffers
+  // The budget of docs/benchmarks-compare.md's targets: defragmentation used to leave buffers
   // allocated and freed with no step using them.
   const MplanRun r = mplan({"compile", example_model("cifar_small"), "--budget", "1788084", "--workspace", "wr:1MiB",
                             "-o", path("out")});

@@ -1,4 +1,4 @@
-// Installed use (issue 12, item 18): `cmake --install` into a temporary
+// Installed use (docs/robustness.md): `cmake --install` into a temporary
 // prefix gives an mplan that finds its device files and the runtime relative
 // to itself (PREFIX/share/mplan), not through the source tree it was built
 // from; MPLAN_HOME points any mplan at another installation. The test

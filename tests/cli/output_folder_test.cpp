@@ -1,4 +1,4 @@
-// `mplan compile`'s output folder under failure and SIGKILL (issue 12, items
+// `mplan compile`'s output folder under failure and SIGKILL (docs/robustness.md, items
 // 4, 5, 9 and 16): the whole output is written beside the target and swapped
 // in at once, so a failing --dump-lp, a full disk or a kill at any system
 // call leaves the previous output exactly as it was (or the complete new

@@ -1,4 +1,4 @@
-// `mplan profile` as a user runs it (issue 3): the profile file it writes, and
+// `mplan profile` as a user runs it: the profile file it writes, and
 // that a bad flag or an output path it cannot write fails clearly and leaves
 // no file (nor a half-written one) behind.
 
@@ -219,8 +219,7 @@ TEST_F(Profile, BadModelFailsWithItsLocationAndWritesNoFile) {
 // Every profile committed under examples/profiles plans its model and writes
 // its program: the H200's every_vision_op profile, measured when attention's
 // BP1 job ran no kernel, once made codegen fail on a missing workspace. A
-// profile of before 2026-11-27 says so in a warning (0 ms tasks); none may
-// fail.
+// profile with such 0 ms tasks says so in a warning; none may fail.
 TEST_F(Profile, EveryCommittedProfileCompilesItsModel) {
   int compiled = 0;
   for (const auto& entry : fs::directory_iterator(std::string(MPLAN_SOURCE_DIR) + "/examples/profiles")) {

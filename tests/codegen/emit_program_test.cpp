@@ -1,4 +1,4 @@
-// The generated program's structure (STYLE.md §7; issue: the schedule as
+// The generated program's structure (docs/style.md, 7; issue: the schedule as
 // readable code of size O(tasks)): a header saying what generated it and from
 // what, one commented call per step of each class of identical rounds, a table
 // of what differs between those rounds, and a refusal of a plan for another model.

@@ -1,4 +1,4 @@
-// The promise (DESIGN.md): the program computes the same weights as plain
+// The promise (docs/design.md): the program computes the same weights as plain
 // full-batch training whatever the budget. Each model is compiled at three
 // budgets (e2e_util.h says how each is chosen; the test asserts that the plan
 // really splits the batch or really offloads), built, trained 3 steps from the

@@ -1,4 +1,4 @@
-// A concat of one input is the identity (issue 12, item 17), through the whole
+// A concat of one input is the identity, through the whole
 // pipeline: torchvision's DenseNet concatenates a list one tensor long at the
 // first layer of each dense block, and ONNX's Concat takes one or more
 // inputs. The same network with and without such a concat, compiled at two

@@ -1,6 +1,6 @@
 // The CUDA program (issue: "when nvcc is present, the CUDA runtime, the GPU
 // profiler and a generated CUDA program of the small model are built and
-// linked by a test"): cifar_small, every_op and every_vision_op (issue 14's
+// linked by a test"): cifar_small, every_op and every_vision_op (the imported ops'
 // ops) compiled for --target cuda
 // build against runtime/cuda. Where a GPU is, its weights after 3 steps must
 // agree with the CPU program's (fp32, TF32 off; relative 1e-4); elsewhere that

@@ -1,4 +1,4 @@
-// Profiling where only the runtime is (DESIGN.md, Profiler): the job file of
+// Profiling where only the runtime is (docs/design.md, Profiler): the job file of
 // `mplan profile --jobs`, timed by the standalone kernel profiler (its CPU
 // build here; the CUDA build runs the same file on a GPU node), merged into
 // profile.json, which then plans a program that verifies.
@@ -178,7 +178,7 @@ TEST(KernelProfilerPipeline, EveryOpsJobsRunAndMerge) {
   profile_jobs(tdfg, sub_batches, work_dir("kernel-profiler-every-op"), &jobs, &results);
   if (HasFatalFailure()) return;
   // Every task runs a kernel, an add's and a concat's BP1 too (they copy
-  // the gradient to each input's; they had none here before 2026-11-27).
+  // the gradient to each input's; a job without one timed them at 0 ms).
   for (const rt::Job& job : jobs.jobs) EXPECT_FALSE(job.calls.empty()) << job.key;
   for (const rt::JobResult& r : results.results) {
     EXPECT_EQ(r.error, "") << r.key;

@@ -1,6 +1,6 @@
 // The layer-wise policies' plans (planner/policy.h: vDNN's offloads,
 // SuperNeurons' recomputation) run as generated programs and compute the same
-// weights as plain full-batch training (DESIGN.md's promise holds for every
+// weights as plain full-batch training (docs/design.md's promise holds for every
 // plan `mplan compile --policy` can write). cifar_small at the tightest budget
 // SuperNeurons plans (to 4 KiB), where it recomputes; vdnn-all-m offloads the
 // input of every layer at any budget. Each is built, trained 3 steps from the

@@ -1,5 +1,5 @@
 // Plans with recomputation and in-place ReLU train the same weights as plain
-// full-batch training (DESIGN.md's promise). every_op has batchnorm on a
+// full-batch training (docs/design.md's promise). every_op has batchnorm on a
 // feature map and on a vector, dropout, ReLUs computed in place over a conv's
 // and a batchnorm's outputs, LRN and pooling:
 //  - a plan that drops every block it may (mplan's decider, then every

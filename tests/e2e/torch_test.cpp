@@ -85,7 +85,7 @@ TEST(Torch, EveryOpSubBatchesAgreeWithPyTorchAccumulating) {
   expect_agrees_with_torch("examples/models/every_op.yaml", Budget::sub_batch, true);
 }
 
-// A concat of one input is a copy (issue 14: torchvision's DenseNet has one).
+// A concat of one input is a copy (torchvision's DenseNet has one).
 TEST(Torch, ConcatOfOneInputUnlimitedAgreesWithPyTorch) {
   expect_agrees_with_torch("tests/e2e/concat_one.yaml", Budget::unlimited, false);
 }

@@ -1,4 +1,4 @@
-// The vision-model ops against PyTorch (issue 14's numerics): for each op
+// The vision-model ops against PyTorch: for each op
 // family a small PyTorch model (tests/e2e/vision_models.py) is exported with
 // tools/mplan_export.py, planned at an unlimited and at a tight budget (the
 // batch split into sub-batches), compiled and trained 3 SGD steps by the

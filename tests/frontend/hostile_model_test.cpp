@@ -1,4 +1,4 @@
-// Model files under attack (issue 12): what once crashed or answered in
+// Model files under attack: what once crashed or answered in
 // jargon now gets a located, plain message. Items: 7 (nesting limit), 8
 // (UTF-8), 13/6 (batch bounds), 14 (content after '...'), 15 (messages: deep
 // YAML, expression nesting, tabs, CR-only endings, merge keys, units), 17

@@ -1,4 +1,4 @@
-// The ops the vision models added (issue 14; docs/model-format.md): their
+// The ops the vision models added (docs/model-format.md): their
 // fields, shapes and parameter counts, and the errors that point at the node.
 
 #include <gtest/gtest.h>

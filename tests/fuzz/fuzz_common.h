@@ -1,5 +1,5 @@
 #pragma once
-// Shared by the fuzz targets (issue 12): the small model the plan and
+// Shared by the fuzz targets: the small model the plan and
 // profile targets check their inputs against. Each target is built twice:
 // as a libFuzzer binary (bench/fuzz.sh, clang) and as a replay test over its
 // regression inputs and seed corpus (ctest, any compiler; replay_main.cpp).

@@ -1,4 +1,4 @@
-// Replays a fuzz target over files (issue 12): every regression input (a
+// Replays a fuzz target over files: every regression input (a
 // crash once found and fixed) and every seed must run through the target
 // without a crash or a sanitizer report. Arguments: files or folders.
 

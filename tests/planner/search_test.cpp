@@ -162,7 +162,7 @@ TEST(Batchnorm, OneRoundWhenTheBatchFitsEvenIfSplittingSimulatesFaster) {
 TEST(Batchnorm, SplitOnlyWhereOneRoundCostsMoreThanTheTolerance) {
   // ResNet-50 (batch 128) on the K40: at 8 GiB one round needs no copies, so
   // it is one round; at 3 GiB one round would offload and recompute and be
-  // far slower (+23% with the per-architecture cost model of issue 13) than
+  // far slower (+23% with the per-architecture cost model, docs/cost-model.md) than
   // two rounds: split, and the plan says why.
   Loaded l = load("resnet50");
   const AnalyticCostModel cost = device("k40");
@@ -214,7 +214,7 @@ TEST(Batchnorm, FewerThanTwoValuesPerChannelIsRefusedWithTheLeastBudget) {
   EXPECT_TRUE(rounds_for(3, 1, 2).empty());
 }
 
-// The prefetch thrash of issue 11: ResNet-50 at 2 GiB with sub-batch 64
+// The prefetch thrash: ResNet-50 at 2 GiB with sub-batch 64
 // prefetched 27 GiB back for 11 GiB offloaded and was 76% slower than
 // loading on demand. The plan is never slower than on-demand loading (both
 // are simulated) and brings back about what it sent out.

@@ -82,7 +82,7 @@ inline PlanResult simulate_modnn(const Tdfg& tdfg, const CostModel& cost, int64_
   std::unique_ptr<Decider> decider = make_modnn_decider(rules);
   PlanResult r = simulate_iteration(tdfg, cost, o, *decider);
   if (r.feasible) {
-    // The header the plan search fills (the verifier checks it against the model, issue 12).
+    // The header the plan search fills (the verifier checks it against the model).
     search::fill_header(&r.plan, tdfg, cost, r.plan.resident_region_bytes + r.plan.arena_bytes, 1);
     expect_consistent(tdfg, r.plan);
     const std::vector<Violation> v = verify_plan(r.plan, tdfg);
@@ -132,7 +132,7 @@ inline PlanResult simulate_with(const Tdfg& tdfg, const CostModel& cost, int64_t
   o.copy_engines = copy_engines;
   PlanResult r = simulate_iteration(tdfg, cost, o, decider);
   if (r.feasible) {
-    // The header the plan search fills (the verifier checks it against the model, issue 12).
+    // The header the plan search fills (the verifier checks it against the model).
     search::fill_header(&r.plan, tdfg, cost, r.plan.resident_region_bytes + r.plan.arena_bytes, 1);
     expect_consistent(tdfg, r.plan);
     const std::vector<Violation> v = verify_plan(r.plan, tdfg);

@@ -1,4 +1,4 @@
-// The verifier against hostile plans (issue 12, items 11 and 11b): figures
+// The verifier against hostile plans (docs/robustness.md): figures
 // near INT64_MAX that wrapped into small ones, summary figures the steps do not
 // give, a header that no longer matches the model, and host slots that share
 // host bytes so that an offload overwrites a copy still to be read. Each of

@@ -266,7 +266,7 @@ TEST(AnalyticModel, BackwardFilterSplitsAtTheArchitecturesChunk) {
 // A pointwise convolution (1x1, stride 1, no padding) runs its GEMM family at
 // the architecture's pointwise factor; a 1x1 at stride 2, a padded 1x1 and a
 // 3x3 do not, and nor do the FFT and Winograd families (the H100's GEMM
-// kernels' bias differs by 0.69-1.22x between pointwise and other layers: issue 13).
+// kernels' bias differs by 0.69-1.22x between pointwise and other layers: docs/cost-model.md).
 TEST(AnalyticModel, PointwiseConvolutionsRunAtTheirOwnFactor) {
   EXPECT_TRUE(conv_is_pointwise(make_conv_shape(256, 56, 56, 64, 1, 1, 1, 0)));
   EXPECT_FALSE(conv_is_pointwise(make_conv_shape(256, 56, 56, 512, 1, 1, 2, 0)));  // ResNet's projection
@@ -449,7 +449,7 @@ TEST(AnalyticModel, OffersOnlyTheAlgorithmsTheArchitecturesCudnnRuns) {
 // Backward-filter of layers with few weights (1x1, 3-channel first layers)
 // splits its b*P*Q reduction over as many CTAs as fill the GPU: it costs about
 // what the forward pass costs, not several times more. (The first model capped
-// the split and predicted these 3-8.6x too slow on P100 and V100: issue 13.)
+// the split and predicted these 3-8.6x too slow on P100 and V100: docs/cost-model.md.)
 TEST(AnalyticModel, BackwardFilterOfSmallWeightLayersIsNotCappedBySmCount) {
   for (const char* name : {"p100", "v100", "k40"}) {
     const Device device = device_or_die(name);

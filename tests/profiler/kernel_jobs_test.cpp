@@ -1,9 +1,8 @@
 // The job file of `mplan profile --jobs` (profiler/kernel_jobs.h): each job
 // must run the kernels the program runs for its task, or a measured profile
-// times something else. Until 2026-11-27 every BP1 of a multi-input op (add,
-// concat, mul, matmul, attention) had no kernel, because the task's shape
-// dropped the layer's inputs, and every measured profile timed it at 0 ms
-// (docs/gpu-validation.md, fourth H200 session).
+// times something else. A task shape that dropped the layer's inputs once
+// gave every BP1 of a multi-input op (add, concat, mul, matmul, attention) no
+// kernel, and measured profiles timed it at 0 ms.
 
 #include <gtest/gtest.h>
 
@@ -75,8 +74,8 @@ TEST(KernelJobs, EveryJobOfTheExampleModelsRunsAKernel) {
 
 // The update's job runs the program's update: one sgd_step per layer with
 // parameters (frontend update_invocation), over all parameters once, so that
-// a measured update pays every launch (until 2026-11-27 it was one merged
-// call, 7 us for 79 layers on the H200).
+// a measured update pays every launch (one merged call timed 7 us for 79
+// layers on the H200).
 void expect_update_job_as_program(const Model& model) {
   const Tdfg tdfg = build_tdfg(model);
   const Invocation program = update_invocation(model);
@@ -150,8 +149,8 @@ TEST(KernelJobs, AnInputReadTwiceIsAddedToAndKeepsItsOwnSignature) {
   EXPECT_EQ(adds(*twice), (std::vector<bool>{false, true})) << twice->key;
 }
 
-// A profile that records 0 ms for tasks that run kernels (as the H200's of
-// 2026-11-27 do for every add's BP1) is named by op and task, for compile's
+// A profile that records 0 ms for tasks that run kernels (as one whose jobs
+// ran no kernel for add's BP1 does) is named by op and task, for compile's
 // and merge's warning; once they are timed, nothing is said. The test sets
 // the times itself, so that it does not depend on the committed file staying
 // as measured.

@@ -253,7 +253,7 @@ TEST(Profile, SubBatchLists) {
   EXPECT_EQ(*parse_sub_batches("all", 3), (std::vector<int64_t>{1, 2, 3}));
   EXPECT_EQ(*parse_sub_batches("32,1,8", 64), (std::vector<int64_t>{1, 8, 32}));
   EXPECT_FALSE(parse_sub_batches("0,4", 64).ok());
-  // Sizes above the model's batch are profiled too (issue 12, item 19), up to 2^31 - 1.
+  // Sizes above the model's batch are profiled too up to 2^31 - 1.
   EXPECT_EQ(*parse_sub_batches("128", 64), (std::vector<int64_t>{128}));
   EXPECT_FALSE(parse_sub_batches("2147483648", 64).ok());
   EXPECT_FALSE(parse_sub_batches("all", 1 << 20).ok());

@@ -8,10 +8,10 @@
 // The bounds are PyTorch's envelope: PyTorch 1.13's fp32 CPU convolutions on
 // the same shapes and data err by at most 6.2e-7 forward and backward-data and
 // 3.7e-6 backward-filter (the stem's 8,192-term sums); the bounds allow
-// 1.5e-6 and 5e-6. "direct" summed each output in a float running sum until
-// 2026-11-28 and erred by up to 2.1e-6 forward and backward-data on the
-// 256- and 512-channel layers; a plan that ran it there trained ResNet-18 to
-// weight updates 30 times further from float64 than PyTorch's
+// 1.5e-6 and 5e-6. A "direct" that summed each output in a float running sum
+// erred by up to 2.1e-6 forward and backward-data on the 256- and
+// 512-channel layers; a plan that ran it there trained ResNet-18 to weight
+// updates 30 times further from float64 than PyTorch's
 // (docs/generated-program.md, "Accuracy of the CPU reference").
 
 #include <gtest/gtest.h>

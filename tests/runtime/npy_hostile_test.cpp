@@ -1,4 +1,4 @@
-// The .npy reader against hostile headers (issue 12, item 10): a shape of
+// The .npy reader against hostile headers (docs/robustness.md): a shape of
 // 10^12 with no data (bad_alloc before), a shape whose product overflows
 // (SIGSEGV before), an empty shape field (std::out_of_range before), a header
 // length of 4 GiB. Each is refused with a message naming the file, before

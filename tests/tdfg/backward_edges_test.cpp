@@ -1,4 +1,4 @@
-// What each task of each op reads and writes (DESIGN.md, TDFG: the backward
+// What each task of each op reads and writes (docs/design.md, TDFG: the backward
 // edges must be exact, since liveness, offloading and recomputation follow them).
 //
 // Most models here are  conv0 -> <op under test "t"> -> flatten -> fc -> loss,
