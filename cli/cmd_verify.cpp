@@ -50,6 +50,14 @@ void run_verify(const VerifyOptions& o) {
   const Tdfg tdfg = build_tdfg(model);
   VerifiedFigures figures;
   const std::vector<Violation> violations = verify_plan(plan, tdfg, &figures);
+  // Legal but wasteful (prefetches freed unread): on stderr, the first few.
+  constexpr size_t kWarningsShown = 5;
+  for (size_t i = 0; i < figures.warnings.size() && i < kWarningsShown; ++i)
+    fmt::print(stderr, "warning: {}\n", figures.warnings[i]);
+  if (figures.prefetches_freed_unread > 0)
+    fmt::print(stderr, "warning: {} prefetch{} ({}) freed before any step read {}\n", figures.prefetches_freed_unread,
+               figures.prefetches_freed_unread == 1 ? "" : "es", format_bytes(figures.bytes_prefetched_unread),
+               figures.prefetches_freed_unread == 1 ? "it" : "them");
   if (violations.empty()) {
     // The verifier's own figures, recomputed from the steps (equal to the
     // summary's, or there would be a violation), never the file's.

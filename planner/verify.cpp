@@ -23,6 +23,7 @@ const char* violation_kind_name(ViolationKind kind) {
     case ViolationKind::update_early: return "update_early";
     case ViolationKind::event: return "event";
     case ViolationKind::timing: return "timing";
+    case ViolationKind::chain: return "chain";
   }
   return "?";
 }

@@ -21,6 +21,9 @@
 // - the update comes after every BP2 of every round;
 // - every event is recorded exactly once, before every step that waits for it;
 // - simulated times agree with stream order and events, and are finite;
+// - every read of a block shared by in-place tasks sees the content its
+//   place in the task order implies: a recomputation reruns the chain of
+//   the block's writers from the first, in order, before any reader;
 // - every sum and product of the plan's figures without int64
 //   overflow; the header against the TDFG (model name and digest, task and
 //   block names, resident bytes) and against its formulas (arena_bytes,
@@ -53,6 +56,7 @@ enum class ViolationKind {
   update_early,       // the update not ordered after every BP2 of every round
   event,              // an event recorded never or twice, after a waiter, or out of range
   timing,             // simulated start/end times contradict stream order or events
+  chain,              // a read of a block whose in-place writers were not (re)run in full, in order, from the first
 };
 const char* violation_kind_name(ViolationKind kind);  // "overlap", "unproduced", ...
 
@@ -85,6 +89,11 @@ struct VerifiedFigures {
   int64_t bytes_loaded = 0;
   int32_t prefetch_count_at_least = 0;  // prefetches of blocks that tasks write
   int32_t input_instances = 0;    // (input block, round) instances loaded
+  // Legal but wasteful: prefetches whose buffer was freed before any step
+  // read it (the bandwidth was spent for nothing), with what each was.
+  int32_t prefetches_freed_unread = 0;
+  int64_t bytes_prefetched_unread = 0;
+  std::vector<std::string> warnings;
 };
 std::vector<Violation> verify_plan(const Plan& plan, const Tdfg& tdfg, VerifiedFigures* figures);
 

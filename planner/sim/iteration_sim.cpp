@@ -8,6 +8,7 @@
 
 #include "core/bytes.h"
 #include "planner/microbatch/benchmark_table.h"
+#include "planner/prefetch_pruning.h"
 #include "planner/microbatch/desirable_set.h"
 #include "planner/sim/decider.h"
 
@@ -641,6 +642,15 @@ PlanResult IterationSim::run() {
           ? static_cast<double>(result.plan.summary.peak_arena_bytes) / static_cast<double>(summary.peak_live_bytes) - 1
           : 0.0;
   result.feasible = true;
+  // A block prefetched and then evicted unread (a defragmentation) cost its
+  // copy for nothing: removed from the plan (planner/prefetch_pruning.h).
+  const PrunedPrefetches pruned = remove_unread_prefetches(result.plan, tdfg_);
+  if (pruned.removed > 0) {
+    std::vector<int32_t> kept;
+    for (int32_t step : recompute_steps_)
+      if (const int32_t at = pruned.new_step_index[static_cast<size_t>(step)]; at >= 0) kept.push_back(at);
+    recompute_steps_ = std::move(kept);
+  }
   result.recompute_steps = std::move(recompute_steps_);
   result.recomputed_tasks = static_cast<int32_t>(result.recompute_steps.size());
   result.offloaded_blocks.assign(offloaded_.begin(), offloaded_.end());

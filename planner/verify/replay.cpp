@@ -185,6 +185,12 @@ void Verifier::do_free(int32_t s, const Step& step) {
         fmt::format("{} is freed again (first at step {})", buffer_name(step.buffer), st.free_step));
     return;
   }
+  if (st.ready_by_prefetch && !st.read_since_ready) {
+    figures_.prefetches_freed_unread += 1;
+    figures_.bytes_prefetched_unread += b.bytes;
+    figures_.warnings.push_back(fmt::format("step {}: {} is freed unread: its prefetch at step {} was for nothing",
+                                            s, buffer_name(step.buffer), st.ready_step));
+  }
   st.life = Life::freed;
   st.free_step = s;
   live_.erase({b.offset, step.buffer});
@@ -246,6 +252,7 @@ void Verifier::check_read(int32_t s, BufferId id, const Clock& clock, const std:
                     instance(b).last_write_step));
     return;
   }
+  st.read_since_ready = true;
   if (st.ready_step >= 0 && !happens_before(st.ready_step, clock)) {
     ViolationKind kind = is_copy              ? ViolationKind::copy_unready
                          : st.ready_by_prefetch ? ViolationKind::unprefetched
@@ -294,6 +301,7 @@ void Verifier::after_write(int32_t s, BufferId id, int k, int32_t version, bool 
   st.ready_by_prefetch = by_prefetch;
   st.reads_since_write = kNoClock;
   st.last_write_slot = k;
+  st.read_since_ready = false;
   note_use(id, s, k);
 }
 
@@ -308,6 +316,33 @@ bool Verifier::matches_block(int32_t s, BufferId id, BlockId block, int32_t roun
     return false;
   }
   return true;
+}
+
+// A block written by several tasks in turn (a chain of in-place tasks,
+// gradients that accumulate) holds, for a task at a given place in the task
+// order, the content of the last of its writers before that task. The
+// content read must be that one: a recomputation that reruns only part of
+// an in-place chain, or one of its later writers on its own output, leaves
+// the block with another writer's content (docs/plan-format.md, "Recomputation").
+void Verifier::check_writer_chain(int32_t s, BufferId id, TaskId reader, bool recompute, const std::string& who) {
+  const Buffer& b = plan_.buffers[id];
+  if (b.block == kNoBlock || b.resident || !valid_block(b.block)) return;
+  const std::vector<TaskId>& writers = tdfg_.blocks[b.block].writers;
+  const int32_t expected = static_cast<int32_t>(std::lower_bound(writers.begin(), writers.end(), reader) -
+                                                writers.begin()) - 1;
+  if (expected < 0) return;  // read before any writer: the block's first content comes from elsewhere
+  const BufferState& st = buffers_[id];
+  const InstanceState& inst = instance(b);
+  if (st.version < 0 || static_cast<size_t>(st.version) >= inst.writer_of_version.size()) return;
+  const int32_t actual = inst.writer_of_version[static_cast<size_t>(st.version)];
+  if (actual == expected) return;
+  add(s, ViolationKind::chain,
+      fmt::format("{}{} reads {} as {} left it, but in the task order it reads what {} writes: {}", who,
+                  recompute ? " (recomputed)" : "", buffer_name(id),
+                  actual >= 0 ? task_name(writers[static_cast<size_t>(actual)]) : std::string("another step"),
+                  task_name(writers[static_cast<size_t>(expected)]),
+                  actual < expected ? "the chain of its writers was not rerun in full"
+                                    : "a later writer ran on its own output without the chain's first writer"));
 }
 
 void Verifier::do_compute(int32_t s, const Step& step, int k, const Clock& clock) {
@@ -352,6 +387,7 @@ void Verifier::do_compute(int32_t s, const Step& step, int k, const Clock& clock
     if (!usable(s, id, (who + " reads").c_str())) continue;
     if (!matches_block(s, id, task_reads[i], step.round, who)) continue;
     check_read(s, id, clock, who, /*is_copy=*/false);
+    check_writer_chain(s, id, step.task, step.recompute, who);
     BufferState& st = buffers_[id];
     note_use(id, s, k);
     st.reads_since_write[k] = s;
@@ -365,6 +401,12 @@ void Verifier::do_compute(int32_t s, const Step& step, int k, const Clock& clock
     InstanceState& inst = instance(b);
     inst.version += 1;
     inst.last_write_step = s;
+    const std::vector<TaskId>& writers = tdfg_.blocks[b.block].writers;
+    const auto at = std::lower_bound(writers.begin(), writers.end(), step.task);
+    if (inst.writer_of_version.size() <= static_cast<size_t>(inst.version))
+      inst.writer_of_version.resize(static_cast<size_t>(inst.version) + 1, -1);
+    inst.writer_of_version[static_cast<size_t>(inst.version)] =
+        at != writers.end() && *at == step.task ? static_cast<int32_t>(at - writers.begin()) : -1;
     after_write(s, id, k, inst.version, /*by_prefetch=*/false);
   }
   // The workspace: the choice's buffer, written (first) by this step.

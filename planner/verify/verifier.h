@@ -87,12 +87,18 @@ struct BufferState {
   std::array<BufferId, kDeviceStreams> must_follow_owner = {kNoBuffer, kNoBuffer, kNoBuffer, kNoBuffer};
   Clock reads_since_write = kNoClock;
   int32_t last_write_slot = -1;
+  bool read_since_ready = false;  // a compute step or an offload read its content since it was made valid
 };
 
 // A block instance (block, round): how many writes were issued so far.
 struct InstanceState {
   int32_t version = 0;
   int32_t last_write_step = -1;
+  // Per content version: which of the block's writers (its index in
+  // Block::writers) wrote it. A block shared by in-place tasks passes through
+  // its writers in order; a reader must see the content its place in the
+  // task order implies, recomputed or not.
+  std::vector<int32_t> writer_of_version;
 };
 
 struct HostSlotState {
@@ -288,6 +294,7 @@ class Verifier {
   void after_write(int32_t s, BufferId id, int k, int32_t version, bool by_prefetch);
   // Checks that compute buffer `id` holds block `block` for the step's round.
   bool matches_block(int32_t s, BufferId id, BlockId block, int32_t round, const std::string& who);
+  void check_writer_chain(int32_t s, BufferId id, TaskId reader, bool recompute, const std::string& who);
   void do_compute(int32_t s, const Step& step, int k, const Clock& clock);
   // SuperNeurons §3.4 recomputation (plan.h Step::recompute): a second run of
   // an FP task that has a recompute signature (Task::recompute_reads /
