@@ -1,5 +1,5 @@
 // hardswish: x * relu6(x + 3) / 6, PyTorch's Hardswish (MobileNet v3). Backward
-// reads X (runtime/ops_vision.h).
+// reads X (runtime/ops_activations.h).
 
 #include "ops/activation.h"
 

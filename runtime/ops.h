@@ -17,8 +17,12 @@
 // tensor, or a later sub-batch). Weight gradients always accumulate: the
 // update zeroes them after use (sgd_step), so sub-batches sum into them.
 //
-// The list of kernels is runtime/kernels.def; runtime/kernel_call.h runs them
-// from data (the profilers) and names them (codegen).
+// This header declares convolution, linear, the element-wise ops, pooling,
+// batch norm, LRN, dropout, concat, the loss and the update, and includes the
+// other families' headers (activations, attention, channel ops, embeddings,
+// layer normalisation): it is the one include of the API. The list of
+// kernels is runtime/kernels.def; runtime/kernel_call.h runs them from data
+// (the profilers) and names them (codegen).
 
 #include <charconv>
 #include <cstddef>
@@ -203,5 +207,9 @@ void sgd_step(const Context& ctx, float* w, float* g, float* momentum_buf, int64
 
 }  // namespace mplan::rt
 
-// The kernels of the vision-model ops (issue 14), under the rules above.
-#include "runtime/ops_vision.h"
+// The other families of kernels, under the rules above.
+#include "runtime/ops_activations.h"
+#include "runtime/ops_attention.h"
+#include "runtime/ops_channel.h"
+#include "runtime/ops_embeddings.h"
+#include "runtime/ops_normalization.h"
