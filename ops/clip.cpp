@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "ops/op_helpers.h"
+#include "ops/activation.h"
 
 namespace mplan::ops {
 namespace {
@@ -27,27 +27,24 @@ ShapeOrMessage infer_shape(const Layer& layer, const ShapeInputs& in) {
   return {in.shapes[0], {}};
 }
 
-BackwardNeeds bp1_needs(const Layer&) { return {.output = true}; }
-
-std::vector<WorkEstimate> work(const OpTask& task, int64_t b) { return activation_work(task, b, 2); }
-
-void invoke(const OpTask& task, const InvocationContext& ctx, Invocation& out) {
-  invoke_activation(task, ctx, out, rt::Kernel::clip_forward, rt::Kernel::clip_backward, /*from_output=*/true,
-                    {real(static_cast<float>(task.layer.clip_min)), real(static_cast<float>(task.layer.clip_max))});
+std::vector<rt::Arg> extra(const Layer& layer) {
+  return {real(static_cast<float>(layer.clip_min)), real(static_cast<float>(layer.clip_max))};
 }
+
+constexpr ActivationKernels kKernels{.forward = rt::Kernel::clip_forward,
+                                     .backward = rt::Kernel::clip_backward,
+                                     .backward_reads_output = true,
+                                     .flops_per_element = 2,
+                                     .extra = extra};
 
 }  // namespace
 
-extern const OpSpec clip_spec = {
+extern const OpSpec clip_spec = activation_spec<kKernels>({
     .op = Op::clip,
     .name = "clip",
     .fields = {"min", "max"},
     .read_fields = read_fields,
     .infer_shape = infer_shape,
-    .bp1_needs = bp1_needs,
-    .paper_class = PaperClass::cheap,  // an activation (SuperNeurons §3.4: ACT)
-    .work = work,
-    .invoke = invoke,
-};
+});
 
 }  // namespace mplan::ops

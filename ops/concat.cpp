@@ -62,7 +62,7 @@ extern const OpSpec concat_spec = {
     .op = Op::concat,
     .name = "concat",
     // A concat of one input is the identity: torchvision's DenseNet and ONNX's
-    // Concat have it (issue 12).
+    // Concat have it.
     .min_inputs = 1,
     .max_inputs = -1,
     .infer_shape = infer_shape,

@@ -1,7 +1,7 @@
 // gelu: x * Phi(x), PyTorch's GELU (ViT's and ConvNeXt's MLPs): the erf form,
 // or with `approximate: tanh` the tanh approximation. Backward reads X.
 
-#include "ops/op_helpers.h"
+#include "ops/activation.h"
 
 namespace mplan::ops {
 namespace {
@@ -13,32 +13,23 @@ void read_fields(const MapReader& r, Layer& layer) {
   layer.tanh_approximation = approximate == "tanh";
 }
 
-ShapeOrMessage infer_shape(const Layer&, const ShapeInputs& in) { return {in.shapes[0], {}}; }
-
-BackwardNeeds bp1_needs(const Layer&) { return {.inputs = true}; }
-
 std::string signature(const Layer& layer) { return layer.tanh_approximation ? " approximate=tanh" : ""; }
 
-std::vector<WorkEstimate> work(const OpTask& task, int64_t b) { return activation_work(task, b, 12); }
+std::vector<rt::Arg> extra(const Layer& layer) { return {flag(layer.tanh_approximation)}; }
 
-void invoke(const OpTask& task, const InvocationContext& ctx, Invocation& out) {
-  invoke_activation(task, ctx, out, rt::Kernel::gelu_forward, rt::Kernel::gelu_backward, /*from_output=*/false,
-                    {flag(task.layer.tanh_approximation)});
-}
+constexpr ActivationKernels kKernels{.forward = rt::Kernel::gelu_forward,
+                                     .backward = rt::Kernel::gelu_backward,
+                                     .flops_per_element = 12,
+                                     .extra = extra};
 
 }  // namespace
 
-extern const OpSpec gelu_spec = {
+extern const OpSpec gelu_spec = activation_spec<kKernels>({
     .op = Op::gelu,
     .name = "gelu",
     .fields = {"approximate"},
     .read_fields = read_fields,
-    .infer_shape = infer_shape,
-    .bp1_needs = bp1_needs,
-    .paper_class = PaperClass::cheap,  // an activation (SuperNeurons §3.4: ACT)
     .signature = signature,
-    .work = work,
-    .invoke = invoke,
-};
+});
 
 }  // namespace mplan::ops

@@ -53,27 +53,4 @@ std::pair<int64_t, int64_t> channels_and_hw(const Shape& s) {
   return {s.dims.at(0), hw};
 }
 
-void invoke_activation(const OpTask& task, const InvocationContext& ctx, Invocation& out, rt::Kernel forward,
-                       rt::Kernel backward, bool from_output, const std::vector<rt::Arg>& extra) {
-  const rt::Arg count = rt::Arg::of(ctx.samples * task.output.elements());
-  if (task.kind == TaskKind::FP) {
-    std::vector<rt::Arg> args{out.tensor(TensorRole::input), out.tensor(TensorRole::output), count};
-    args.insert(args.end(), extra.begin(), extra.end());
-    out.call(forward, std::move(args));
-  } else if (task.kind == TaskKind::BP1 && writes_gradient(ctx, 0)) {
-    std::vector<rt::Arg> args{out.tensor(from_output ? TensorRole::output : TensorRole::input),
-                              out.tensor(TensorRole::gradient), out.tensor(TensorRole::input_gradient, 0), count};
-    args.insert(args.end(), extra.begin(), extra.end());
-    args.push_back(rt::Arg::of_flag(accumulates(ctx, 0)));
-    out.call(backward, std::move(args));
-  }
-}
-
-std::vector<WorkEstimate> activation_work(const OpTask& task, int64_t b, double flops_per_element) {
-  const double y = elements(task.output, b) * kFloatBytes;
-  const double flops = flops_per_element * elements(task.output, b);
-  if (task.kind == TaskKind::FP) return {streaming(2 * y, 1, flops)};
-  return {streaming(3 * y, 1, 2 * flops)};  // read X (or Y) and dY, write dX
-}
-
 }  // namespace mplan::ops

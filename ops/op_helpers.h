@@ -1,7 +1,8 @@
 #pragma once
 // What several entries of the op table share: field and shape checks with the
 // format's messages, the work of streaming kernels, and building kernel
-// arguments (frontend-internal; each op's entry is in ops/<op>.cpp).
+// arguments (frontend-internal; each op's entry is in ops/<op>.cpp, the
+// element-wise activations' from ops/activation.h).
 
 #include <fmt/format.h>
 
@@ -71,14 +72,6 @@ void for_each_input_gradient(const OpTask& task, const InvocationContext& ctx, E
     done.push_back(inputs[k]);
   }
 }
-
-// The tasks of an element-wise activation (hardswish, silu, gelu, ...): FP
-// runs `forward` (x, y, count, extra...); BP1 runs `backward` (x or, with
-// from_output, y; dy, dx, count, extra..., accumulate). Its work: one read and
-// one write per element forward, two reads and a write backward.
-void invoke_activation(const OpTask& task, const InvocationContext& ctx, Invocation& out, rt::Kernel forward,
-                       rt::Kernel backward, bool from_output, const std::vector<rt::Arg>& extra = {});
-std::vector<WorkEstimate> activation_work(const OpTask& task, int64_t b, double flops_per_element);
 
 // Argument shortcuts.
 inline rt::Arg integer(int64_t v) { return rt::Arg::of(v); }

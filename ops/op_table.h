@@ -29,8 +29,8 @@ namespace mplan {
 
 class MapReader;  // core/yaml_reader.h
 
-// The tasks of a layer in moDNN's TDFG (papers/modnn.txt §II-2): FP, BP1 (the
-// gradient w.r.t. the inputs), BP2 (the weight gradient); and the update.
+// The tasks of a layer in moDNN's TDFG (moDNN §II-2): FP, BP1 (the gradient
+// w.r.t. the inputs), BP2 (the weight gradient); and the update.
 enum class TaskKind { FP, BP1, BP2, update };
 
 // ---- frontend ----------------------------------------------------------------------
@@ -67,8 +67,9 @@ struct LayerTensor {
 
 // ---- tdfg ---------------------------------------------------------------------------
 
-// What a backward task reads from the forward pass (DESIGN.md, TDFG): liveness,
-// offloading and recomputation are only as good as these.
+// What a backward task reads from the forward pass: the TDFG's edges
+// (docs/architecture.md, tdfg), so liveness, offloading and recomputation are
+// only as good as these.
 struct BackwardNeeds {
   bool inputs = false;  // the layer's inputs (Y of the producers, or X)
   bool output = false;  // the layer's Y
@@ -105,8 +106,8 @@ struct SavedBytes {
 // How a kernel uses the device, for the analytic model's efficiency.
 enum class WorkClass { streaming, gemm };
 
-// The work of one kernel of a task at sub-batch b (DESIGN.md, analytic model):
-// arithmetic, memory traffic, independent output items, launches.
+// The work of one kernel of a task at sub-batch b (docs/cost-model.md, "Time
+// of a kernel"): arithmetic, memory traffic, independent output items, launches.
 struct WorkEstimate {
   double flops = 0;
   double bytes = 0;

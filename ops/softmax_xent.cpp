@@ -1,7 +1,7 @@
 // softmax_xent: the loss, softmax cross-entropy over the model's classes. FP
 // writes the probabilities (Y) and the round's summed loss; BP1 is
 // (P - onehot(labels)) / B, so the loss is averaged over the full batch across
-// sub-batches (DESIGN.md; moDNN §III).
+// sub-batches (moDNN §III; docs/generated-program.md, "Semantics").
 
 #include "ops/op_helpers.h"
 

@@ -1,7 +1,7 @@
 #pragma once
 // The runtime's invariant check. The runtime depends on nothing else in mplan
-// (DESIGN.md, "Generated program and runtime"), so it has its own macro rather
-// than core/error.h's MPLAN_CHECK. A broken invariant prints file, line and
+// (docs/architecture.md, runtime: the generated program builds it from its
+// folder alone), so it has its own macro rather than core/error.h's MPLAN_CHECK. A broken invariant prints file, line and
 // the message, then aborts, in every build type.
 
 #include <cstdio>

@@ -87,7 +87,8 @@ void copy_to_host_async(void* host_dst, const void* device_src, size_t bytes, St
 // (copy_to_host_async) runs on a copy engine, where it can queue behind the
 // d2h stream's offloads (which engine a stream gets is the driver's choice):
 // in ResNet-50's 6 GiB program on an H200 the compute stream waited 18.6 ms
-// there for its loss (docs/gpu-validation.md, 2026-11-27b).
+// there for its loss (docs/gpu-validation.md, "What the timeline found, and
+// the three fixes").
 void store_to_host_async(void* host_dst, const void* device_src, size_t bytes, Stream* stream);
 // Fills bytes / 4 words of device memory with `pattern` (zeros, or the poison NaN).
 void fill_u32_async(void* device_dst, uint32_t pattern, size_t bytes, Stream* stream);

@@ -2,8 +2,8 @@
 // The dropout mask's random number: a counter-based hash of (seed, step,
 // global sample index, element index) (in the spirit of Philox, Salmon et al.
 // 2011), so the mask does not depend on how the batch is divided into
-// sub-batches (DESIGN.md, "Semantics kept under sub-batching"), and the CPU and
-// CUDA backends drop exactly the same elements.
+// sub-batches (docs/generated-program.md, "Semantics"), and the CPU and CUDA
+// backends drop exactly the same elements.
 
 #include <cstdint>
 

@@ -1,6 +1,6 @@
 #pragma once
-// The standalone kernel profiler's files (DESIGN.md, Profiler; docs/profile-format.md,
-// "Measuring on a GPU node"): `mplan profile --backend cuda --jobs jobs.json`
+// The standalone kernel profiler's files (docs/profile-format.md, "Measuring
+// on a GPU node"): `mplan profile --backend cuda --jobs jobs.json`
 // writes the kernels of every distinct task at every sub-batch; the profiler
 // (profiler/kernel_profiler, built from the runtime alone) times them on its
 // backend and writes a result file; `mplan profile --merge` turns that into

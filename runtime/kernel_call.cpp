@@ -32,7 +32,7 @@ struct Entry {
 
 const std::array<Entry, kKernelCount>& entries() {
   static const std::array<Entry, kKernelCount> table = {{
-#define MPLAN_KERNEL(name) Entry{#name, Signature<decltype(name)>::params()},
+#define MPLAN_KERNEL(name, ...) Entry{#name, Signature<decltype(name)>::params()},
 #include "runtime/kernels.def"
 #undef MPLAN_KERNEL
   }};

@@ -10,7 +10,8 @@
 //     (run_kernel, tensor slots bound to scratch memory),
 //   - `mplan profile --jobs` writes it to a job file (kernel_call_json.h).
 // run_kernel unpacks the arguments by the kernel's own C++ signature, so the
-// list in runtime/kernels.def is the only place a kernel is named.
+// list in runtime/kernels.def is the only place a kernel is named; its entry
+// also says how much of each tensor the kernel touches (runtime/kernel_extents.h).
 
 #include <cstddef>
 #include <cstdint>
@@ -23,12 +24,12 @@
 namespace mplan::rt {
 
 enum class Kernel : int32_t {
-#define MPLAN_KERNEL(name) name,
+#define MPLAN_KERNEL(name, ...) name,
 #include "runtime/kernels.def"
 #undef MPLAN_KERNEL
 };
 inline constexpr int kKernelCount = 0
-#define MPLAN_KERNEL(name) +1
+#define MPLAN_KERNEL(name, ...) +1
 #include "runtime/kernels.def"
 #undef MPLAN_KERNEL
     ;

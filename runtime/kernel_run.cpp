@@ -24,7 +24,7 @@ void invoke(void (*fn)(const Context&, P...), const Context& ctx, const std::vec
 using Runner = void (*)(const Context&, const std::vector<Arg>&, const Bindings&);
 
 constexpr Runner kRunners[] = {
-#define MPLAN_KERNEL(name) \
+#define MPLAN_KERNEL(name, ...) \
   [](const Context& ctx, const std::vector<Arg>& args, const Bindings& b) { invoke(&name, ctx, args, b); },
 #include "runtime/kernels.def"
 #undef MPLAN_KERNEL

@@ -26,9 +26,9 @@ struct NpyArray {
 
 // Reads path into *array. On failure returns false and sets *error, naming
 // the file and what is wrong. Hostile files are refused before anything is
-// allocated from them (issue 12): every dimension and their product are
-// checked for overflow, and the data the header promises must be exactly
-// what the file holds; the header itself is at most kNpyMaxHeaderBytes.
+// allocated from them (docs/robustness.md): every dimension and their
+// product are checked for overflow, and the data the header promises must be
+// exactly what the file holds; the header itself is at most kNpyMaxHeaderBytes.
 bool npy_read(const std::string& path, NpyArray* array, std::string* error);
 
 // The same over bytes in memory (`name` names them in messages); the reader

@@ -17,8 +17,12 @@
 // tensor, or a later sub-batch). Weight gradients always accumulate: the
 // update zeroes them after use (sgd_step), so sub-batches sum into them.
 //
-// The list of kernels is runtime/kernels.def; runtime/kernel_call.h runs them
-// from data (the profilers) and names them (codegen).
+// This header declares convolution, linear, the element-wise ops, pooling,
+// batch norm, LRN, dropout, concat, the loss and the update, and includes the
+// other families' headers (activations, attention, channel ops, embeddings,
+// layer normalisation): it is the one include of the API. The list of
+// kernels is runtime/kernels.def; runtime/kernel_call.h runs them from data
+// (the profilers) and names them (codegen).
 
 #include <charconv>
 #include <cstddef>
@@ -163,7 +167,8 @@ void lrn_backward(const Context& ctx, const float* x, const float* y, const floa
 // ---- dropout ------------------------------------------------------------------------
 // The mask is a counter-based hash of (seed, step, global sample index, element
 // index within the sample), never of the sub-batch, so every division of the
-// batch drops the same elements (DESIGN.md). Kept elements scale by 1/(1-p).
+// batch drops the same elements (docs/generated-program.md, "Semantics"). Kept
+// elements scale by 1/(1-p).
 // x, y: (n, sample_elements); first_sample: the global index of the call's
 // first sample; mask: one byte per element, 1 = kept.
 void dropout_forward(const Context& ctx, const float* x, float* y, uint8_t* mask, int64_t n,
@@ -189,7 +194,7 @@ void concat_backward(const Context& ctx, const float* dy, float* dx, int64_t n, 
 void softmax_xent_forward(const Context& ctx, const float* logits, const int32_t* labels, float* probs,
                           float* loss, int64_t n, int64_t classes);
 // dlogits = (probs - onehot(labels)) * scale; scale = 1/B averages over the
-// whole mini-batch across sub-batches (DESIGN.md).
+// whole mini-batch across sub-batches (docs/generated-program.md, "Semantics").
 void softmax_xent_backward(const Context& ctx, const float* probs, const int32_t* labels, float* dlogits,
                            int64_t n, int64_t classes, float scale, bool accumulate);
 
@@ -203,5 +208,9 @@ void sgd_step(const Context& ctx, float* w, float* g, float* momentum_buf, int64
 
 }  // namespace mplan::rt
 
-// The kernels of the vision-model ops (issue 14), under the rules above.
-#include "runtime/ops_vision.h"
+// The other families of kernels, under the rules above.
+#include "runtime/ops_activations.h"
+#include "runtime/ops_attention.h"
+#include "runtime/ops_channel.h"
+#include "runtime/ops_embeddings.h"
+#include "runtime/ops_normalization.h"

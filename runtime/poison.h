@@ -3,8 +3,8 @@
 // device memory starts filled with a NaN pattern, and every region whose buffer
 // dies (freed, or offloaded and dropped) is refilled with it after its last
 // user, so a schedule that reads a block after it is freed, or before its copy
-// has landed, computes NaN instead of silently reading stale data (DESIGN.md:
-// "a missing wait in the schedule is a real race that tests catch").
+// has landed, computes NaN instead of silently reading stale data: a missing
+// wait in the schedule is a real race, and this makes the tests catch it.
 
 #include <cstddef>
 #include <cstdint>

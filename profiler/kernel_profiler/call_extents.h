@@ -1,8 +1,9 @@
 #pragma once
-// How much of each tensor a kernel call touches, from its size arguments, so
-// the kernel profiler refuses a job whose slots are too small for its calls
-// (a hand-edited or hostile job file) instead of running a kernel out of
-// bounds. runtime/jobs.h's parse_jobs checks argument kinds; this checks sizes.
+// How much of each tensor a kernel call touches, from its size arguments (the
+// operand extents of runtime/kernels.def, runtime/kernel_extents.h), so the
+// kernel profiler refuses a job whose slots are too small for its calls (a
+// hand-edited or hostile job file) instead of running a kernel out of bounds.
+// runtime/jobs.h's parse_jobs checks argument kinds; this checks sizes.
 
 #include <cstdint>
 #include <string>

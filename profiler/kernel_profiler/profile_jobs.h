@@ -1,7 +1,8 @@
 #pragma once
-// The kernel profiler's measurements (DESIGN.md, Profiler; issue 10 item 6):
-// every job of a job file run on this build's runtime backend, timed with
-// events on a stream (warm-up runs, then timed repeats, the median kept).
+// The kernel profiler's measurements (docs/profile-format.md, "Measuring on a
+// GPU node"): every job of a job file run on this build's runtime backend,
+// timed with events on a stream (warm-up runs, then timed repeats, the median
+// kept).
 // A convolution is timed once per algorithm of the backend that supports its
 // shape, each with the workspace the backend asks for; other jobs once, as
 // "default". Pinned copies are timed in both directions.

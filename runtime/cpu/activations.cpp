@@ -1,11 +1,11 @@
-// The activations of the vision-model ops, element by element, with
+// The activations of runtime/ops_activations.h, element by element, with
 // PyTorch's CPU formulas (aten/src/ATen/native/cpu/Activation.cpp), in float
 // as PyTorch computes them.
 
 #include <algorithm>
 #include <cmath>
 
-#include "runtime/cpu/vision_kernels.h"
+#include "runtime/cpu/activation_kernels.h"
 
 namespace mplan::rt::cpu {
 namespace {

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "runtime/cpu/vision_kernels.h"
+#include "runtime/cpu/attention_kernels.h"
 
 namespace mplan::rt::cpu {
 namespace {
@@ -114,7 +114,7 @@ void attention_backward(const float* q, const float* k, const float* v, const fl
         const float d = static_cast<float>(dot);
         for (int64_t j = 0; j < tk; ++j) ds[t * tk + j] = p[t * tk + j] * (ds[t * tk + j] - d);
       }
-      // dQ = scale * dS K, dK = scale * dS^T Q, dV = P^T dY: in this order (ops_vision.h).
+      // dQ = scale * dS K, dK = scale * dS^T Q, dV = P^T dY: in this order (ops_attention.h).
       if (dq != nullptr)
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, tq, head_dim, tk, scale, ds, tk, k + kv_at, kv_stride,
                     beta_of(accumulate_q), dq + q_at, q_stride);

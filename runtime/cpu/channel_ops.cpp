@@ -1,10 +1,10 @@
-// Channel-wise ops of the vision models: per-channel multiply (squeeze-and-
+// The channel ops of runtime/ops_channel.h: per-channel multiply (squeeze-and-
 // excitation, layer scale), adaptive average pooling, channel shuffle, and
 // the slice of one axis (torch.chunk).
 
 #include <cstring>
 
-#include "runtime/cpu/vision_kernels.h"
+#include "runtime/cpu/channel_kernels.h"
 
 namespace mplan::rt::cpu {
 namespace {

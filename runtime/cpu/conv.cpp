@@ -8,7 +8,6 @@
 #include "runtime/cpu/im2col.h"
 #include "runtime/cpu/op_profile.h"
 #include "runtime/cpu/vector_ops.h"
-#include "runtime/cpu/vision_kernels.h"
 
 namespace mplan::rt::cpu {
 

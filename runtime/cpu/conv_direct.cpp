@@ -16,7 +16,6 @@
 #include "runtime/cpu/conv_depthwise.h"
 #include "runtime/cpu/conv_window.h"
 #include "runtime/cpu/vectorize.h"
-#include "runtime/cpu/vision_kernels.h"
 
 namespace mplan::rt::cpu {
 namespace {

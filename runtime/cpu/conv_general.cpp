@@ -15,7 +15,7 @@
 
 #include <algorithm>
 
-#include "runtime/cpu/vision_kernels.h"
+#include "runtime/cpu/conv_kernels.h"
 
 namespace mplan::rt::cpu {
 namespace {

@@ -128,4 +128,16 @@ void conv_backward_data_tiled_gemm(ConvAlgo algo, const ConvShape& shape, const 
                                    float* workspace, bool accumulate);
 void conv_backward_filter_tiled_gemm(ConvAlgo algo, const ConvShape& shape, const float* x, const float* dy,
                                      float* dw, float* workspace, bool accumulate);
+
+// ---- convolutions the general algorithms do not take (conv_general.cpp) ------------------------
+// Dilated convolutions (any groups) and depthwise ones (groups = c, one input
+// channel per group): a direct loop nest per output plane, no workspace. The
+// dispatcher (conv.cpp) routes such shapes here whatever the planned
+// algorithm, and reports only "direct" as supported for them.
+bool conv_takes_general_path(const ConvShape& shape);
+void conv_forward_general(const ConvShape& shape, const float* x, const float* w, float* y, bool accumulate);
+void conv_backward_data_general(const ConvShape& shape, const float* w, const float* dy, float* dx, bool accumulate);
+void conv_backward_filter_general(const ConvShape& shape, const float* x, const float* dy, float* dw,
+                                  bool accumulate);
+
 }  // namespace mplan::rt::cpu

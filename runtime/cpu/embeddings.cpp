@@ -7,7 +7,7 @@
 #include <cstring>
 #include <vector>
 
-#include "runtime/cpu/vision_kernels.h"
+#include "runtime/cpu/embedding_kernels.h"
 
 namespace mplan::rt::cpu {
 namespace {

@@ -1,6 +1,6 @@
 #pragma once
 // The ops of the CPU backend, forward and backward, for every layer of the model
-// table (DESIGN.md "Model file"): NCHW float32, explicit pointers and sizes, in the
+// table (docs/model-format.md): NCHW float32, explicit pointers and sizes, in the
 // style of llm.c. These are plain synchronous functions; the backend-neutral
 // API (runtime/ops.h) runs them on the CPU streams (runtime/cpu/ops.cpp).
 //
@@ -61,7 +61,7 @@ void global_avg_pool_backward(const float* dy, float* dx, int64_t n, int64_t c, 
 
 // ---- batch normalisation, training mode (PyTorch semantics) ----------------------
 // Statistics over the n*hw values of each channel of this call (the sub-batch:
-// DESIGN.md, "batch-norm statistics are per sub-batch"). Saves the batch mean and
+// docs/generated-program.md, "Semantics"). Saves the batch mean and
 // 1/sqrt(biased var + eps) for backward; updates the running statistics with
 // momentum, the running variance from the unbiased variance, as PyTorch does.
 
@@ -104,7 +104,8 @@ void lrn_backward(const float* x, const float* dy, float* dx, int64_t n, int64_t
 // ---- dropout ---------------------------------------------------------------------
 // The mask is a counter-based hash of (seed, step, global sample index, element
 // index within the sample), not of the sub-batch, so every sub-batch division
-// drops the same elements (DESIGN.md). Kept elements are scaled by 1/(1-p).
+// drops the same elements (docs/generated-program.md, "Semantics"). Kept
+// elements are scaled by 1/(1-p).
 
 // The uniform [0, 1) number that decides element `element` of sample `sample`.
 float dropout_uniform(uint64_t seed, uint64_t step, uint64_t sample, uint64_t element);
@@ -136,7 +137,8 @@ void flatten_backward(const float* dy, float* dx, int64_t count, bool accumulate
 void softmax_xent_forward(const float* logits, const int32_t* labels, float* probs,
                           float* loss_sum, int64_t n, int64_t classes, bool accumulate_loss);
 // dlogits = (probs - onehot(labels)) * scale, scale = 1 / full mini-batch size, so
-// the loss is averaged over the whole batch across sub-batches (DESIGN.md).
+// the loss is averaged over the whole batch across sub-batches
+// (docs/generated-program.md, "Semantics").
 void softmax_xent_backward(const float* probs, const int32_t* labels, float* dlogits, int64_t n,
                            int64_t classes, float scale, bool accumulate);
 

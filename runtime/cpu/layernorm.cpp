@@ -7,7 +7,7 @@
 #include <cmath>
 #include <vector>
 
-#include "runtime/cpu/vision_kernels.h"
+#include "runtime/cpu/normalization_kernels.h"
 
 namespace mplan::rt::cpu {
 

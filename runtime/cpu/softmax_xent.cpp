@@ -1,6 +1,6 @@
 // Softmax cross-entropy, the loss, averaged over the full mini-batch across
-// sub-batches (DESIGN.md; moDNN §III: sub-batches with accumulated gradients
-// equal full-batch training).
+// sub-batches (docs/generated-program.md, "Semantics"; moDNN §III:
+// sub-batches with accumulated gradients equal full-batch training).
 
 #include <cmath>
 

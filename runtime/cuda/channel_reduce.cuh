@@ -2,7 +2,7 @@
 // Per-channel sums over a tensor laid out (n, c, hw), one block of
 // kReduceThreads per channel, in double and without atomics (deterministic):
 // batch norm's statistics and gradients (batchnorm.cu) and layer norm's
-// parameter gradients (vision_norm.cu). For .cu files only.
+// parameter gradients (normalization.cu). For .cu files only.
 //
 // Why a block per channel with 1024 threads: ResNet-50's first batch norm has
 // 64 channels; 64 blocks of 256 threads, each with one load in flight, took

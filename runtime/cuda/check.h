@@ -9,7 +9,9 @@
 // CUDNN_WARN_DEPRECATED so that every such use warns, except inside
 // MPLAN_CUDNN_LEGACY_BEGIN / MPLAN_CUDNN_LEGACY_END, which silence exactly that
 // warning (-Wdeprecated-declarations) around the code that calls the legacy API
-// on purpose (issue 10: "use it, and silence only that warning, only there").
+// on purpose: its algorithm enums are the ids the planner chooses among
+// (runtime/cuda/conv.cpp), so the API is used and only that warning is
+// silenced, only there.
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>

@@ -1,5 +1,5 @@
 // Convolutions of the CUDA backend (runtime/ops.h) on cuDNN's legacy
-// convolution API, deprecated in cuDNN 9 but present (issue 10): the planned
+// convolution API, deprecated in cuDNN 9 but present: the planned
 // algorithm is cuDNN's enum value for the direction, its workspace is the
 // plan's, micro-batches run one after another sharing it (mu-cuDNN §II-III),
 // and filter gradients accumulate (output scale beta = 1; mu-cuDNN §II:
@@ -308,8 +308,7 @@ const float kOne = 1.0f, kZero = 0.0f;
 // algorithm that fits and says so once, as for any planned algorithm that
 // cannot run.
 // MPLAN_CONV_GRAPH=0 in the environment turns the graph API off: the kernel
-// profiler times the legacy algorithms alone (for a GPU session short of
-// device time) and a planned graph configuration runs as a legacy algorithm,
+// profiler times the legacy algorithms alone (when device time is short) and a planned graph configuration runs as a legacy algorithm,
 // said as any fallback is.
 bool graph_enabled() {
   static const bool enabled = [] {

@@ -26,11 +26,11 @@
 // (its stream); a plan is run from one host thread at a time, as the program
 // and the profiler do (cuDNN does not promise more for every engine).
 //
-// NOT YET RUN ON A GPU (written in a session without one): a configuration
-// cuDNN does not offer or refuses (NOT_SUPPORTED, BAD_PARAM) is reported to
-// the caller, which falls back to the legacy algorithms and says so; any other
-// failure is an error, as on the legacy path. The GPU tests check each
-// configuration's numerics against the CPU.
+// A configuration cuDNN does not offer or refuses (NOT_SUPPORTED, BAD_PARAM)
+// is reported to the caller, which falls back to the legacy algorithms and
+// says so; any other failure is an error, as on the legacy path. The GPU
+// tests (tests/gpu/conv_test.cpp) check each configuration's numerics against
+// the CPU.
 
 #include <cudnn.h>
 

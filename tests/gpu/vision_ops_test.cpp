@@ -1,21 +1,26 @@
-// The CUDA backend's vision-model ops (runtime/ops_vision.h) against the CPU
-// backend's kernels (runtime/cpu/vision_kernels.h), on small random shapes
-// with odd sizes (tails of the grid-stride loops): the activations (at the
-// -3/+3 knees of hardswish and hardsigmoid, both GELU forms, clip at values
+// The CUDA backend's vision-model ops (runtime/ops_activations.h,
+// ops_channel.h, ops_normalization.h, ops_attention.h, ops_embeddings.h)
+// against the CPU backend's kernels (runtime/cpu/*_kernels.h), on small random
+// shapes with odd sizes (tails of the grid-stride loops): the activations (at
+// the -3/+3 knees of hardswish and hardsigmoid, both GELU forms, clip at values
 // exactly on its bounds), per-channel multiply (per sample and shared),
 // adaptive average pooling (windows that do not divide the input, and
-// upsampling), channel shuffle, slices at an offset, layer norm (both
-// layouts), batched matmul (b and b^T), softmax (a row of large values),
-// multi-head attention (separate q, k, v and a packed [q | k | v]) and the
-// vision transformer's embeddings. Every gradient an op writes is checked
-// written and accumulated, from a random starting buffer.
+// upsampling), channel shuffle, slices at an offset, layer norm (both layouts),
+// batched matmul (b and b^T), softmax (a row of large values), multi-head
+// attention (separate q, k, v and a packed [q | k | v]) and the vision
+// transformer's embeddings. Every gradient an op writes is checked written and
+// accumulated, from a random starting buffer.
 
 #include <cmath>
 #include <iterator>
 #include <string>
 #include <utility>
 
-#include "runtime/cpu/vision_kernels.h"
+#include "runtime/cpu/activation_kernels.h"
+#include "runtime/cpu/attention_kernels.h"
+#include "runtime/cpu/channel_kernels.h"
+#include "runtime/cpu/embedding_kernels.h"
+#include "runtime/cpu/normalization_kernels.h"
 #include "tests/gpu/gpu_test_util.h"
 
 namespace mplan::gpu_test {
@@ -444,7 +449,7 @@ void check_attention(const AttentionCase& a) {
   }
 }
 
-// The API has no causal mask (ops_vision.h): every query attends to every key.
+// The API has no causal mask (ops_attention.h): every query attends to every key.
 TEST(GpuVisionOps, AttentionMatchesCpuSeparateAndPacked) {
   MPLAN_REQUIRE_GPU();
   check_attention({"separate q, k, v; cross-attention tq != tk", /*n=*/2, /*heads=*/3, /*tq=*/7, /*tk=*/9,

@@ -23,7 +23,6 @@
 #include <vector>
 
 #include "runtime/cpu/conv_kernels.h"
-#include "runtime/cpu/vision_kernels.h"
 
 namespace mplan::rt::cpu {
 namespace {

@@ -1,4 +1,4 @@
-// The CPU kernels of the vision-model ops (runtime/cpu/vision_kernels.h)
+// The CPU kernels of the vision-model ops (runtime/cpu/*_kernels.h)
 // against PyTorch in float64 (tests/runtime/vision_reference.py, when
 // /usr/bin/python3 has torch): every forward and backward, written into a
 // buffer full of NaN (a kernel that reads what it should overwrite fails) and
@@ -15,8 +15,12 @@
 #include <map>
 #include <string>
 
+#include "runtime/cpu/activation_kernels.h"
+#include "runtime/cpu/attention_kernels.h"
+#include "runtime/cpu/channel_kernels.h"
 #include "runtime/cpu/conv_kernels.h"
-#include "runtime/cpu/vision_kernels.h"
+#include "runtime/cpu/embedding_kernels.h"
+#include "runtime/cpu/normalization_kernels.h"
 #include "runtime/npy.h"
 #include "tests/runtime/runtime_test_util.h"
 

@@ -1,13 +1,13 @@
-// Layer normalisation and row softmax of the vision-model ops
-// (vision_kernels.h), as runtime/cpu/layernorm.cpp and runtime/cpu/attention.cpp:
-// one thread per normalised position (per row), statistics in double; the
-// parameter gradients one block per channel.
+// Layer normalisation and row softmax (normalization_kernels.h), as
+// runtime/cpu/layernorm.cpp and runtime/cpu/attention.cpp: one thread per
+// normalised position (per row), statistics in double; the parameter
+// gradients one block per channel.
 
 #include "runtime/cuda/channel_reduce.cuh"
 #include "runtime/cuda/check.h"
 #include "runtime/cuda/grid.cuh"
+#include "runtime/cuda/normalization_kernels.h"
 #include "runtime/cuda/stream.h"
-#include "runtime/cuda/vision_kernels.h"
 
 namespace mplan::rt::cuda {
 namespace {

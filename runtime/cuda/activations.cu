@@ -1,10 +1,10 @@
-// The activations of the vision-model ops (vision_kernels.h), one thread per
-// element, with the CPU kernels' formulas (runtime/cpu/activations.cpp).
+// The activations (activation_kernels.h), one thread per element, with the
+// CPU kernels' formulas (runtime/cpu/activations.cpp).
 
+#include "runtime/cuda/activation_kernels.h"
 #include "runtime/cuda/check.h"
 #include "runtime/cuda/grid.cuh"
 #include "runtime/cuda/stream.h"
-#include "runtime/cuda/vision_kernels.h"
 
 namespace mplan::rt::cuda {
 namespace {
