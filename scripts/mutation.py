@@ -72,7 +72,7 @@ MUTANTS = [
      ["planner"]),
     ("vDNN findPrefetchLayer not stopping at a conv",
      "planner/deciders/vdnn_decider.cpp",
-     "      if (op_spec(layers[id].op).paper_class == PaperClass::conv) return;",
+     "      if (tdfg.tasks[tdfg.fp_of[id]].paper_class == PaperClass::conv) return;",
      "",
      ["planner"]),
     # ---- mplan's levers ----
@@ -176,6 +176,12 @@ MUTANTS = [
      "      if (consumers[p] != 1 || is_loss(p)) continue;",
      "      if (is_loss(p)) continue;",
      ["tdfg", "planner"]),
+    # ---- the last pass over a plan (planner/prefetch_pruning.h) ----
+    ("unread prefetches kept",
+     "planner/sim/iteration_sim.cpp",
+     "  const PrunedPrefetches pruned = remove_unread_prefetches(result.plan, tdfg_);",
+     "  const PrunedPrefetches pruned;",
+     ["planner"]),
 ]
 
 
