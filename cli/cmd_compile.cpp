@@ -150,6 +150,10 @@ void setup_compile(CLI::App& command) {
   command.add_flag("--no-recompute", o->no_recompute,
                    "Never drop and recompute blocks (mplan's planner otherwise does where it costs less than "
                    "offloading them)");
+  command.add_flag("--no-recompute-convolutions", o->no_recompute_convolutions,
+                   "Recompute only the cheap layers, never a convolution (mplan's planner otherwise recomputes a "
+                   "convolution, with its first run's algorithm, where its offload would stall the compute "
+                   "stream for longer)");
   command.add_flag("--no-early-offload", o->no_early_offload,
                    "Offload blocks only when an allocation needs their room (mplan's planner otherwise copies "
                    "long-lived blocks out early when the round does not fit)");

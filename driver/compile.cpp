@@ -50,6 +50,7 @@ std::optional<Error> check_policy_flags(const CompileFlags& f, PolicyKind policy
                        : f.workspace_given      ? "--workspace"
                        : !f.dump_lp.empty()     ? "--dump-lp"
                        : f.no_recompute         ? "--no-recompute"
+                       : f.no_recompute_convolutions ? "--no-recompute-convolutions"
                        : f.no_early_offload     ? "--no-early-offload"
                        : f.batchnorm_given      ? "--batchnorm"
                                                 : nullptr;
@@ -59,7 +60,10 @@ std::optional<Error> check_policy_flags(const CompileFlags& f, PolicyKind policy
   }
   if (policy == PolicyKind::modnn) {
     // moDNN as published has neither lever.
-    const char* flag = f.no_recompute ? "--no-recompute" : f.no_early_offload ? "--no-early-offload" : nullptr;
+    const char* flag = f.no_recompute                ? "--no-recompute"
+                       : f.no_recompute_convolutions ? "--no-recompute-convolutions"
+                       : f.no_early_offload          ? "--no-early-offload"
+                                                     : nullptr;
     if (flag != nullptr)
       return usage(fmt::format("{} is a lever of mplan's planner; --policy modnn has none to turn off", flag));
   }
@@ -102,6 +106,7 @@ Result<PlanOptions> plan_options(const CompileFlags& f) {
   o.prefetch = !f.no_prefetch;
   o.select_algorithms = !f.lean_algorithms;
   o.recompute = !f.no_recompute;
+  o.recompute_convolutions = !f.no_recompute_convolutions;
   o.early_offload = !f.no_early_offload;
   return o;
 }

@@ -26,7 +26,7 @@ std::function<std::unique_ptr<Decider>()> modnn_factory(const ModnnRules& rules)
 
 std::string rules_text(const ModnnRules& r, bool stacked) {
   std::vector<std::string> parts;
-  if (r.recompute) parts.push_back("recomputation");
+  if (r.recompute) parts.push_back(r.recompute_convolutions ? "recomputation with convolutions" : "recomputation");
   if (r.early_offload) parts.push_back("early offloads");
   if (!r.prefetch) parts.push_back("on-demand loads");
   if (!r.queued_prefetch) parts.push_back("moDNN's published prefetch rule");
@@ -251,19 +251,27 @@ void SchedulerSearch::search_candidate(Search& search, Candidate c, int64_t larg
   // Every combination of the levers that are on (recomputation, early
   // offloads, prefetching): a plan is never worse than loading on demand, or
   // than any lever left out.
+  // Recomputing convolutions is priced per victim, greedily; whether it pays
+  // over the whole iteration is the simulation's to say, so it is a variant
+  // like the others.
   std::vector<ModnnRules> variants;
+  auto same_levers = [](const ModnnRules& a, const ModnnRules& b) {
+    return a.recompute == b.recompute && a.recompute_convolutions == b.recompute_convolutions &&
+           a.early_offload == b.early_offload && a.prefetch == b.prefetch;
+  };
   for (bool recompute : {base_.recompute, false}) {
-    for (bool early : {base_.early_offload, false}) {
-      for (bool prefetch : {base_.prefetch, false}) {
-        ModnnRules r = base_;
-        r.recompute = recompute;
-        r.early_offload = early;
-        r.prefetch = prefetch;
-        const bool same_as_base = recompute == base_.recompute && early == base_.early_offload && prefetch == base_.prefetch;
-        const bool seen = std::any_of(variants.begin(), variants.end(), [&](const ModnnRules& q) {
-          return q.recompute == r.recompute && q.early_offload == r.early_offload && q.prefetch == r.prefetch;
-        });
-        if (!same_as_base && !seen) variants.push_back(r);
+    for (bool convolutions : {base_.recompute_convolutions, false}) {
+      for (bool early : {base_.early_offload, false}) {
+        for (bool prefetch : {base_.prefetch, false}) {
+          ModnnRules r = base_;
+          r.recompute = recompute;
+          r.recompute_convolutions = recompute && convolutions;
+          r.early_offload = early;
+          r.prefetch = prefetch;
+          const bool seen = std::any_of(variants.begin(), variants.end(),
+                                        [&](const ModnnRules& q) { return same_levers(q, r); });
+          if (!same_levers(r, base_) && !seen) variants.push_back(r);
+        }
       }
     }
   }
@@ -273,6 +281,7 @@ void SchedulerSearch::search_candidate(Search& search, Candidate c, int64_t larg
   {
     ModnnRules r = base_;
     r.recompute = false;
+    r.recompute_convolutions = false;
     r.early_offload = false;
     r.queued_prefetch = false;
     variants.push_back(r);
@@ -318,9 +327,7 @@ void SchedulerSearch::search_candidate(Search& search, Candidate c, int64_t larg
   }
   if (large_block_bytes > 0) {
     c.large_block_bytes = large_block_bytes;
-    const bool best_is_base = best_rules.recompute == base_.recompute &&
-                              best_rules.early_offload == base_.early_offload && best_rules.prefetch == base_.prefetch &&
-                              best_rules.queued_prefetch == base_.queued_prefetch;
+    const bool best_is_base = same_levers(best_rules, base_) && best_rules.queued_prefetch == base_.queued_prefetch;
     for (int i = 0; i < (best_is_base ? 1 : 2); ++i) {
       const ModnnRules& r = i == 0 ? base_ : best_rules;
       c.decider = modnn_factory(r);
@@ -373,6 +380,7 @@ PlanResult SchedulerSearch::run() {
   base_.lookahead_tasks = opt_.prefetch_lookahead_tasks;
   base_.refetch_cost = true;
   base_.recompute = !published_ && opt_.recompute;
+  base_.recompute_convolutions = base_.recompute && opt_.recompute_convolutions;
   base_.early_offload = !published_ && opt_.early_offload;
   base_.queued_prefetch = !published_;
 

@@ -57,6 +57,9 @@ struct PlanOptions {
   // recompute cheap blocks where that costs less than offloading them, and
   // copy long-lived blocks to the host early when the round does not fit.
   bool recompute = true;
+  // With recompute: convolutions may be recomputed too (with their first
+  // run's algorithm; the undivided workspace mode only).
+  bool recompute_convolutions = true;
   bool early_offload = true;
   // Batch normalisation: what the rounds of a model with batchnorm layers may
   // be (statistics are per round). prefer_one: one round, full-batch

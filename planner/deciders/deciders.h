@@ -38,6 +38,12 @@ struct ModnnRules {
   // anyway may be dropped when room is needed; a dropped block costs its
   // recomputation, an offloaded one its copies.
   bool recompute = false;
+  // With recompute: convolutions too (Checkmate and MONeT recompute any
+  // layer): a conv output may be dropped and rerun with its first run's
+  // algorithm, where the offload it saves would hold the compute stream up
+  // for longer than the conv takes. Only in the undivided workspace mode
+  // (IterationSim::algorithms_recomputable).
+  bool recompute_convolutions = false;
   // Early offload (vDNN §III-B's overlap, decided by need): when the round's
   // liveness peak exceeds the arena, the blocks made first in the forward pass
   // and needed again only in the backward pass are copied to the host right

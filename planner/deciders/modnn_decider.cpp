@@ -26,12 +26,14 @@ class ModnnDecider final : public Decider {
   void start_round(IterationSim& sim, int32_t r) override {
     early_bytes_ = 0;
     early_target_bytes_ = rules_.early_offload ? excess_bytes(sim, r) : 0;
-    if (std::getenv("MPLAN_DEBUG_EARLY")) fprintf(stderr, "round %d early target %lld capacity %lld\n", r, (long long)early_target_bytes_, (long long)sim.memory().capacity_bytes());
   }
 
   // Cheap blocks whose recomputation needs nothing kept longer than it is anyway.
   bool may_drop(const IterationSim& sim, BlockId b) override {
     if (!rules_.recompute) return false;
+    if (!rules_.recompute_convolutions)
+      for (TaskId w : sim.tdfg().blocks[b].writers)
+        if (sim.tdfg().tasks[w].has_algorithms) return false;
     return recompute_is_free_of_extensions(sim, b);
   }
 
@@ -122,8 +124,7 @@ int64_t ModnnDecider::excess_bytes(IterationSim& sim, int32_t r) const {
   }
   const int64_t excess = peak - sim.memory().capacity_bytes();
   if (excess <= 0) return 0;
-  double margin = rules_.early_offload_margin;
-  if (const char* m = std::getenv("MPLAN_MARGIN")) margin = std::atof(m);
+  const double margin = rules_.early_offload_margin;
   // Bytes one copy direction moves in a millisecond (from a 64 MiB copy).
   const int64_t probe = int64_t{64} << 20;
   const double bytes_per_ms = static_cast<double>(probe) / sim.cost().device_to_host_ms(probe);

@@ -67,10 +67,9 @@ OffloadScheme OffloadSchemeFinder::find(IterationSim& sim, const RoomRequest& re
           const double recompute_ms = sim.recompute_ms(inst);
           if (recompute_ms <= g.copy_ms + refetch_ms) {
             g.drop = true;
-            g.needs_copy = false;
-            g.copy_ms = 0;
-            g.future_ms = recompute_ms;
-            g.refetch_ms = 0;
+            g.recompute_ms = recompute_ms;
+            for (TaskId w : sim.tdfg().blocks[sim.block_of(inst)].writers)
+              g.drop_if_copy_stalls = g.drop_if_copy_stalls || sim.tdfg().tasks[w].has_algorithms;
           }
         }
       }
@@ -89,6 +88,8 @@ OffloadScheme OffloadSchemeFinder::find(IterationSim& sim, const RoomRequest& re
     return std::make_tuple(a.delay_ms + a.future_ms, a.transfer_ms, -a.soonest_next_use, a.begin);
   };
   const size_t n = scan_.size();
+  drop_.assign(n, false);
+  std::vector<bool> best_drop;
   size_t j = 0;  // the window [i, j): first segment past it
   for (size_t i = 0; i < n; ++i) {
     if (!scan_[i].acceptable) continue;
@@ -112,6 +113,19 @@ OffloadScheme OffloadSchemeFinder::find(IterationSim& sim, const RoomRequest& re
       if (g.victim < 0) continue;
       c.soonest_next_use = std::min(c.soonest_next_use, g.next_use);
       ready_ms = std::max(ready_ms, g.users_end_ms);
+      if (g.drop && g.drop_if_copy_stalls) {
+        // A convolution's recomputation costs as much compute as its first
+        // run: worth it only where its offload would hold the writer up by
+        // more (a copy hidden behind the compute stream costs nothing now).
+        const double copy_end = std::max(copy_free_ms, g.writer_end_ms) + g.copy_ms;
+        drop_[k] = g.recompute_ms <= std::max(0.0, copy_end - ready_ms) + g.refetch_ms;
+      } else {
+        drop_[k] = g.drop;
+      }
+      if (drop_[k]) {
+        c.future_ms += g.recompute_ms;
+        continue;
+      }
       c.future_ms += g.future_ms;
       c.refetch_ms += g.refetch_ms;
       if (g.needs_copy) {
@@ -126,12 +140,13 @@ OffloadScheme OffloadSchemeFinder::find(IterationSim& sim, const RoomRequest& re
       best = c;
       best_i = i;
       best_j = j;
+      best_drop.assign(drop_.begin() + static_cast<std::ptrdiff_t>(i), drop_.begin() + static_cast<std::ptrdiff_t>(j));
     }
   }
   for (size_t k = best_i; best.found && k < best_j; ++k) {
     if (scan_[k].victim < 0) continue;
     best.victims.push_back(scan_[k].victim);
-    best.drop.push_back(scan_[k].drop);
+    best.drop.push_back(best_drop[k - best_i]);
   }
   return best;
 }

@@ -57,7 +57,9 @@ class OffloadSchemeFinder {
     int64_t begin = 0, end = 0;
     int32_t victim = -1;             // -1: free
     bool acceptable = false;
-    bool drop = false;
+    bool drop = false;               // dropped rather than offloaded (when drop_if_copy_stalls: and the copy stalls)
+    bool drop_if_copy_stalls = false;  // a writer has algorithms: dropped only where the offload would stall
+    double recompute_ms = 0;
     double users_end_ms = 0;
     double writer_end_ms = 0;
     double copy_ms = 0;
@@ -68,6 +70,7 @@ class OffloadSchemeFinder {
   };
   SchemeCosts costs_;
   std::vector<Segment> scan_;
+  std::vector<bool> drop_;  // per segment, in the window being priced: dropped
   // What scan_ was made for.
   int64_t scan_generation_ = -1;
   size_t scan_steps_ = 0;

@@ -99,8 +99,22 @@ bool IterationSim::droppable(int32_t inst) const {
 
 double IterationSim::recompute_ms(int32_t inst) {
   double ms = 0;
-  for (TaskId w : tdfg_.blocks[block_of(inst)].writers) ms += options_of(w, round_of(inst)).front().time_ms;
+  const int32_t r = round_of(inst);
+  for (TaskId w : tdfg_.blocks[block_of(inst)].writers) {
+    const int32_t chosen = choice_at(w, r);
+    ms += chosen >= 0 ? choices_[static_cast<size_t>(chosen)].time_ms : options_of(w, r).front().time_ms;
+  }
   return ms;
+}
+
+int32_t& IterationSim::choice_at(TaskId t, int32_t r) {
+  const size_t rounds = opt_.sub_batches.size() + 1;  // and the update's kOnceRound
+  if (choice_at_.empty()) choice_at_.assign(tdfg_.tasks.size() * rounds, -1);
+  return choice_at_[static_cast<size_t>(t) * rounds + static_cast<size_t>(r + 1)];
+}
+
+bool IterationSim::algorithms_recomputable() const {
+  return opt_.workspace_pool_bytes == 0 && opt_.fixed_configurations.empty() && !opt_.micro_batch_dynamic;
 }
 
 bool IterationSim::in_pool(TaskId t, int32_t r) const {
@@ -375,11 +389,39 @@ bool IterationSim::recompute(int32_t inst) {
   std::optional<Reservation> res =
       reserve(RoomRequest{instance_bytes(inst), kComputeSlot, here(), RoomRequest::Purpose::recompute});
   if (!res) return false;
+  // Each writer reruns the option of its first run in the round (a
+  // convolution its algorithm), with a workspace of that size: the same
+  // kernel on the same inputs, so the same values (docs/plan-format.md,
+  // "Recomputation").
+  std::vector<TaskOption> rerun;
+  std::vector<std::optional<Reservation>> workspaces;
+  for (TaskId w : writers) {
+    const int32_t chosen = choice_at(w, r);
+    if (chosen < 0) {
+      rerun.push_back(options_of(w, r).front());
+      workspaces.emplace_back();
+      continue;
+    }
+    const TaskChoice& c = choices_[static_cast<size_t>(chosen)];
+    rerun.push_back(TaskOption{c.algorithm, c.time_ms, c.workspace_bytes});
+    workspaces.emplace_back();
+    if (c.workspace_bytes == 0) continue;
+    workspaces.back() = reserve(RoomRequest{c.workspace_bytes, kComputeSlot, here(), RoomRequest::Purpose::workspace});
+    if (!workspaces.back()) {
+      for (const std::optional<Reservation>& w2 : workspaces)
+        if (w2) cancel(*w2);
+      cancel(*res);
+      return false;
+    }
+  }
   InstanceState& s = inst_[inst];
   s.buffer = commit(*res, b, kNoTask, r, inst);
   touch(inst);
-  for (TaskId w : writers) {
-    const int32_t step = compute_step(w, r, options_of(w, r).front(), kNoBuffer, /*recompute=*/true, kNoSlotSteps);
+  for (size_t i = 0; i < writers.size(); ++i) {
+    const TaskId w = writers[i];
+    const BufferId workspace = workspaces[i] ? commit(*workspaces[i], kNoBlock, w, r, -1) : kNoBuffer;
+    const int32_t step = compute_step(w, r, rerun[i], workspace, /*recompute=*/true, kNoSlotSteps);
+    if (workspace != kNoBuffer) free_buffer(workspace);
     recompute_steps_.push_back(step);
     for (BlockId x : tdfg_.tasks[w].recompute_writes) {
       InstanceState& xs = inst_[instance(r, x)];
@@ -440,7 +482,8 @@ void IterationSim::start_round(int32_t r) {
       bool recomputable = true;
       for (TaskId w : block.writers) {
         const Task& wt = tdfg_.tasks[w];
-        recomputable = recomputable && wt.kind == TaskKind::FP && !wt.recompute_writes.empty() && !wt.has_algorithms;
+        recomputable = recomputable && wt.kind == TaskKind::FP && !wt.recompute_writes.empty() &&
+                       (!wt.has_algorithms || algorithms_recomputable());
       }
       bool backward = false;
       for (int32_t p : uses_[y]) backward = backward || tdfg_.tasks[order_[p]].kind != TaskKind::FP;
@@ -501,12 +544,17 @@ bool IterationSim::try_task(int32_t r, int32_t k, size_t* option, std::optional<
 }
 
 // Evicts every block on the device (moDNN §IV-B.1: "offloading all data and
-// then reloading required data"); droppable ones are dropped.
+// then reloading required data"); a droppable one is dropped where its
+// recomputation costs no more than its round trip over the link (always for
+// the cheap layers; a convolution only where the link is the slower way).
 void IterationSim::defragment_all() {
   std::vector<int32_t> live;
   for (const auto& [stamp, inst] : lru_) live.push_back(inst);
   for (int32_t i : live) {
-    if (droppable(i) && !inst_[i].host_valid) drop(i);
+    const bool drop_it = droppable(i) && !inst_[i].host_valid &&
+                         recompute_ms(i) <= cost_.device_to_host_ms(instance_bytes(i)) +
+                                                cost_.host_to_device_ms(instance_bytes(i));
+    if (drop_it) drop(i);
     else evict(i);
   }
   summary_.defragmentation_count++;
@@ -566,6 +614,7 @@ void IterationSim::issue_task(int32_t r, int32_t k, size_t option, const std::op
     s.used_since_arrival = false;
     touch(instance(r, b));
   }
+  choice_at(t, r) = static_cast<int32_t>(choices_.size());
   choices_.push_back(std::move(choice));
   if (choices_.back().workspace != kNoBuffer) free_buffer(choices_.back().workspace);
 }

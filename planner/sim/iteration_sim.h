@@ -281,6 +281,13 @@ class IterationSim {
   std::vector<std::map<int64_t, OptionSet>> options_cache_;  // per task: sub-batch -> options
   std::vector<double> fast_time_cache_;  // per (round size index, position)
   std::vector<TaskChoice> choices_;
+  // Per (task, round): the index of its choice in choices_, -1 before it ran.
+  std::vector<int32_t> choice_at_;
+  int32_t& choice_at(TaskId t, int32_t r);
+  // Whether tasks with algorithms may be recomputed: in the undivided
+  // workspace mode, where a recomputation can rerun its first run's option
+  // with a workspace of its own (no pool, no micro-batches).
+  bool algorithms_recomputable() const;
   SlotSteps extra_after_ = kNoSlotSteps;
   SlotSteps last_copy_ = kNoSlotSteps;
   PlanSummary summary_;

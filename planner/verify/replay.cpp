@@ -411,11 +411,19 @@ void Verifier::do_compute(int32_t s, const Step& step, int k, const Clock& clock
   }
   // The workspace: the choice's buffer, written (first) by this step.
   const TaskChoice* choice = choice_of_[cell];
-  // A recomputation runs without workspace (only tasks without algorithms are recomputed).
-  const BufferId want = choice != nullptr && !step.recompute ? choice->workspace : kNoBuffer;
-  if (choice != nullptr && step.workspace != want)
+  // A recomputation reruns the choice's option with a workspace of its own,
+  // at least as large as the choice's (none where the choice needs none).
+  if (choice != nullptr && !step.recompute && step.workspace != choice->workspace)
     add(s, ViolationKind::bad_step,
-        fmt::format("{} uses workspace buffer {}, but its choice names {}", who, step.workspace, want));
+        fmt::format("{} uses workspace buffer {}, but its choice names {}", who, step.workspace, choice->workspace));
+  if (choice != nullptr && step.recompute) {
+    const bool needs = choice->workspace_bytes > 0;
+    const bool has = step.workspace != kNoBuffer && valid_buffer(step.workspace);
+    if (needs != has || (has && plan_.buffers[step.workspace].bytes < choice->workspace_bytes))
+      add(s, ViolationKind::bad_step,
+          fmt::format("{} (recomputed) uses workspace buffer {}, but its choice's option needs {}", who,
+                      step.workspace, format_bytes(choice->workspace_bytes)));
+  }
   if (step.workspace != kNoBuffer && usable(s, step.workspace, (who + " uses workspace").c_str())) {
     const Buffer& w = plan_.buffers[step.workspace];
     if (w.workspace_of != step.task) {
@@ -432,8 +440,10 @@ void Verifier::do_compute(int32_t s, const Step& step, int k, const Clock& clock
 // SuperNeurons §3.4 recomputation (plan.h Step::recompute): a second run of
 // an FP task that has a recompute signature (Task::recompute_reads /
 // recompute_writes: batchnorm from its saved statistics, dropout's mask
-// again), after the task's own run in the round. What it reads must be
-// current like any read; what it writes becomes the block's latest content.
+// again, a convolution with its first run's algorithm), after the task's own
+// run in the round. What it reads must be current like any read; what it
+// writes becomes the block's latest content. Its workspace is checked with
+// the first run's choice (do_compute).
 void Verifier::check_recompute_step(int32_t s, const Step& step, const Task& task, size_t cell, const std::string& who) {
   if (task.kind != TaskKind::FP || task.recompute_writes.empty())
     add(s, ViolationKind::coverage,
@@ -441,8 +451,6 @@ void Verifier::check_recompute_step(int32_t s, const Step& step, const Task& tas
                     who));
   else if (compute_count_[cell] == 0)
     add(s, ViolationKind::coverage, fmt::format("{} is recomputed before its first run", who));
-  if (step.workspace != kNoBuffer)
-    add(s, ViolationKind::bad_step, fmt::format("the recomputation of {} uses a workspace", who));
 }
 
 // moDNN: gradients accumulate over every round before the update (§IV-A).

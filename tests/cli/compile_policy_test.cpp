@@ -83,6 +83,10 @@ TEST_F(CompilePolicy, PlannerLeversAreRefusedWhereAPolicyHasNone) {
                                 "--no-early-offload", "-o", path("m")});
   EXPECT_NE(modnn.exit_code, 0) << modnn.describe();
   EXPECT_TRUE(contains(modnn.err, "has none to turn off")) << modnn.describe();
+  const MplanRun convolutions = mplan({"compile", example_model("cifar_small"), "--budget", "64MiB", "--policy",
+                                       "modnn", "--no-recompute-convolutions", "-o", path("c")});
+  EXPECT_NE(convolutions.exit_code, 0) << convolutions.describe();
+  EXPECT_TRUE(contains(convolutions.err, "--no-recompute-convolutions is a lever")) << convolutions.describe();
   const MplanRun bad = mplan({"compile", example_model("every_op"), "--budget", "64MiB", "--batchnorm", "sometimes",
                               "-o", path("b")});
   EXPECT_NE(bad.exit_code, 0) << bad.describe();

@@ -1,0 +1,188 @@
+// Recomputing convolutions (Checkmate §4, MONeT §3: any layer may be
+// recomputed, not only the cheap ones of SuperNeurons §3.4). On a GPU that
+// outruns its PCIe link, a convolution's output is cheaper to compute again
+// than to copy to the host and back. The scenario: ResNet-50, batch 128, on
+// the recorded H200 profile, one round (the full-batch statistics plain
+// training computes), at half the memory of its unlimited plan. Without
+// recomputed convolutions that plan costs about +56% over the unlimited one
+// (docs/benchmarks-tight.md); with them, about +6%.
+//
+// A recomputed convolution reruns its first run's algorithm with a workspace
+// of its own, so it computes the same values; the verifier checks the
+// workspace against the first run's choice.
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+
+#include "frontend/parse.h"
+#include "planner/planner.h"
+#include "planner/verify.h"
+#include "profiler/profile.h"
+#include "tdfg/tdfg.h"
+#include "verify_plans.h"
+
+namespace mplan {
+namespace {
+
+using testing::describe;
+using testing::has_kind;
+
+struct TightResnet50 {
+  std::unique_ptr<Model> model;
+  Tdfg tdfg;
+  std::unique_ptr<RecordedCostModel> cost;
+  double unlimited_ms = 0;
+  int64_t memory_bytes = 0;  // M: the unlimited plan's resident region plus its arena peak
+  Plan plan;                 // at M / 2, one round
+};
+
+PlanResult plan_at(const TightResnet50& r, int64_t budget, WorkspaceUse workspace,
+                   bool recompute_convolutions = true) {
+  PlanOptions o;
+  o.recompute_convolutions = recompute_convolutions;
+  o.budget_bytes = budget;
+  o.batchnorm_rounds = PlanOptions::BatchnormRounds::one;
+  o.workspace = workspace;
+  if (workspace == WorkspaceUse::wd) o.workspace_bytes = 256 << 20;
+  PlanResult result = plan_iteration(r.tdfg, *r.cost, o);
+  for (const Task& task : r.tdfg.tasks) result.plan.task_names.push_back(task.name);
+  for (const Block& b : r.tdfg.blocks) result.plan.block_names.push_back(b.name);
+  return result;
+}
+
+const TightResnet50& tight_resnet50() {
+  static const TightResnet50 r = [] {
+    TightResnet50 t;
+    Result<Model> model = load_model(std::string(MPLAN_SOURCE_DIR) + "/examples/models/resnet50.yaml");
+    EXPECT_TRUE(model.ok());
+    if (!model.ok()) return t;
+    t.model = std::make_unique<Model>(std::move(model).value());
+    t.tdfg = build_tdfg(*t.model);
+    Result<Profile> profile = load_profile(std::string(MPLAN_SOURCE_DIR) + "/examples/profiles/resnet50-h200.json");
+    EXPECT_TRUE(profile.ok());
+    if (!profile.ok()) return t;
+    Result<std::unique_ptr<RecordedCostModel>> cost = RecordedCostModel::create(*profile, t.tdfg, {}, "resnet50");
+    EXPECT_TRUE(cost.ok());
+    if (!cost.ok()) return t;
+    PlanOptions unlimited;
+    unlimited.budget_bytes = (*cost)->device_memory_bytes();
+    t.cost = std::move(cost).value();
+    const PlanResult u = plan_iteration(t.tdfg, *t.cost, unlimited);
+    EXPECT_TRUE(u.feasible) << u.note;
+    t.unlimited_ms = u.plan.summary.simulated_ms;
+    t.memory_bytes = u.plan.resident_region_bytes + u.plan.summary.peak_arena_bytes;
+    PlanResult half = plan_at(t, t.memory_bytes / 2, WorkspaceUse::undivided);
+    EXPECT_TRUE(half.feasible) << half.note;
+    t.plan = std::move(half.plan);
+    return t;
+  }();
+  return r;
+}
+
+bool recomputes_a_convolution(const Plan& plan, const Tdfg& tdfg) {
+  for (const Step& s : plan.steps)
+    if (s.kind == StepKind::compute && s.recompute && tdfg.tasks[static_cast<size_t>(s.task)].has_algorithms)
+      return true;
+  return false;
+}
+
+// The recomputed convolution with a workspace (its first run's choice needs one).
+int recomputed_conv_with_workspace(const Plan& plan, const Tdfg& tdfg) {
+  for (const Step& s : plan.steps)
+    if (s.kind == StepKind::compute && s.recompute && tdfg.tasks[static_cast<size_t>(s.task)].has_algorithms &&
+        s.workspace >= 0)
+      return s.index;
+  return -1;
+}
+
+TEST(ConvRecompute, ResNet50AtHalfItsMemoryInOneRoundRecomputesConvolutions) {
+  const TightResnet50& r = tight_resnet50();
+  ASSERT_GT(r.unlimited_ms, 0);
+  EXPECT_EQ(r.plan.sub_batches.size(), 1u);
+  EXPECT_TRUE(recomputes_a_convolution(r.plan, r.tdfg));
+  const auto v = verify_plan(r.plan, r.tdfg);
+  EXPECT_TRUE(v.empty()) << describe(v);
+  const double overhead = r.plan.summary.simulated_ms / r.unlimited_ms - 1;
+  std::printf("resnet50 one round at M/2: %+.1f%% over unlimited\n", 100 * overhead);
+  // Offloading and cheap-layer recomputation alone give about +56% here.
+  EXPECT_LT(overhead, 0.15);
+}
+
+// The same plan with the cheap layers alone recomputed (--no-recompute-convolutions)
+// is much slower: the convolutions' outputs go over PCIe.
+TEST(ConvRecompute, WithoutRecomputedConvolutionsThePlanIsSlower) {
+  const TightResnet50& r = tight_resnet50();
+  ASSERT_TRUE(r.cost);
+  const PlanResult cheap_only = plan_at(r, r.memory_bytes / 2, WorkspaceUse::undivided, false);
+  ASSERT_TRUE(cheap_only.feasible) << cheap_only.note;
+  EXPECT_FALSE(recomputes_a_convolution(cheap_only.plan, r.tdfg));
+  const double overhead = cheap_only.plan.summary.simulated_ms / r.unlimited_ms - 1;
+  std::printf("resnet50 one round at M/2, cheap layers recomputed only: %+.1f%%\n", 100 * overhead);
+  EXPECT_GT(cheap_only.plan.summary.simulated_ms, 1.2 * r.plan.summary.simulated_ms);
+}
+
+// Every recomputed convolution reruns the algorithm its first run chose
+// (codegen reads it from the choice), with a workspace at least that large.
+TEST(ConvRecompute, ARecomputedConvolutionHasItsFirstRunsWorkspace) {
+  const TightResnet50& r = tight_resnet50();
+  int checked = 0;
+  for (const Step& s : r.plan.steps) {
+    if (s.kind != StepKind::compute || !s.recompute || !r.tdfg.tasks[static_cast<size_t>(s.task)].has_algorithms)
+      continue;
+    for (const TaskChoice& c : r.plan.choices) {
+      if (c.task != s.task || c.round != s.round) continue;
+      if (c.workspace_bytes == 0) {
+        EXPECT_EQ(s.workspace, kNoBuffer) << "step " << s.index;
+      } else {
+        ASSERT_GE(s.workspace, 0) << "step " << s.index;
+        EXPECT_GE(r.plan.buffers[static_cast<size_t>(s.workspace)].bytes, c.workspace_bytes) << "step " << s.index;
+      }
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 0);
+}
+
+// At 0.4 M the plan recomputes a convolution whose algorithm needs a
+// workspace; without it, or with a smaller one, the rerun could not run the
+// first run's algorithm.
+TEST(ConvRecompute, AWorkspaceMissingOrTooSmallIsReported) {
+  const TightResnet50& r = tight_resnet50();
+  ASSERT_TRUE(r.cost);
+  const PlanResult tighter = plan_at(r, r.memory_bytes * 2 / 5, WorkspaceUse::undivided);
+  ASSERT_TRUE(tighter.feasible) << tighter.note;
+  ASSERT_TRUE(verify_plan(tighter.plan, r.tdfg).empty());
+  const int at = recomputed_conv_with_workspace(tighter.plan, r.tdfg);
+  ASSERT_GE(at, 0) << "no recomputed convolution with a workspace";
+  {
+    Plan plan = tighter.plan;
+    plan.steps[static_cast<size_t>(at)].workspace = kNoBuffer;
+    const auto v = verify_plan(plan, r.tdfg);
+    EXPECT_TRUE(has_kind(v, ViolationKind::bad_step)) << describe(v);
+  }
+  {
+    Plan plan = tighter.plan;
+    Buffer& w = plan.buffers[static_cast<size_t>(plan.steps[static_cast<size_t>(at)].workspace)];
+    w.bytes = 256;
+    const auto v = verify_plan(plan, r.tdfg);
+    bool named = false;
+    for (const Violation& x : v) named |= x.kind == ViolationKind::bad_step && x.message.find("recomputed") != std::string::npos;
+    EXPECT_TRUE(named) << describe(v);
+  }
+}
+
+// In the WD pool every conv workspace lies at the pool's start, one at a
+// time: a recomputation could not have one of its own, so no convolution is
+// recomputed there.
+TEST(ConvRecompute, NoConvolutionIsRecomputedInTheWorkspacePool) {
+  const TightResnet50& r = tight_resnet50();
+  ASSERT_TRUE(r.cost);
+  const PlanResult pooled = plan_at(r, r.memory_bytes / 2, WorkspaceUse::wd);
+  ASSERT_TRUE(pooled.feasible) << pooled.note;
+  EXPECT_FALSE(recomputes_a_convolution(pooled.plan, r.tdfg));
+}
+
+}  // namespace
+}  // namespace mplan
