@@ -165,6 +165,24 @@ PlanResult finish(Search& search, const SearchInput& in, int64_t budget, std::st
 
 namespace {
 
+// Chen et al. 2016 §4 take k = sqrt(n) for n layers; the search tries every
+// k up to 16 and then powers of two and sqrt(n), up to n (k = n keeps only
+// the last layer's output: the most memory saved, the most recomputed).
+std::vector<int> checkpoint_segments(const Tdfg& tdfg) {
+  int layers = 0;
+  for (const Task& t : tdfg.tasks)
+    if (t.kind == TaskKind::FP) layers = std::max(layers, static_cast<int>(t.layer) + 1);
+  std::vector<int> out;
+  for (int k = 1; k <= std::min(layers, 16); ++k) out.push_back(k);
+  for (int k = 32; k <= layers; k *= 2) out.push_back(k);
+  const int root = static_cast<int>(std::lround(std::sqrt(static_cast<double>(layers))));
+  if (root > 16) out.push_back(root);
+  if (layers > 16) out.push_back(layers);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
 struct LayerWise {
   std::vector<int64_t> rounds;
   int copy_engines = 1;
@@ -271,6 +289,18 @@ PlanResult search_plan(const SearchInput& in) {
     case PolicyKind::vdnn_conv_m: return vdnn(VdnnOffload::conv, VdnnAlgorithms::memory_optimal);
     case PolicyKind::vdnn_conv_p: return vdnn(VdnnOffload::conv, VdnnAlgorithms::performance_optimal);
     case PolicyKind::superneurons: return single(cost.copy_engines(), [] { return make_superneurons_decider(); });
+    case PolicyKind::checkpoint: {
+      Search search(tdfg, cost, arena, cost.copy_engines(), false);
+      for (int k : checkpoint_segments(tdfg)) {
+        Candidate c;
+        c.rounds = {batch};
+        c.decider = [k] { return make_checkpoint_decider(k); };
+        c.label = "checkpoint every " + std::to_string(k) + " layers";
+        search.consider(c);
+      }
+      if (!search.have()) return infeasible("no segment length fits: " + search.first_failure());
+      return finish(search, in, budget, search.best_candidate().label);
+    }
     case PolicyKind::vdnn_dyn: {
       std::string pass;
       PlanResult r = search_vdnn_dyn(in, {batch}, &pass);

@@ -18,6 +18,7 @@ constexpr NamedPolicy kPolicies[] = {
     {PolicyKind::vdnn_dyn, "vdnn-dyn"},
     {PolicyKind::vdnn_plus, "vdnn+"},
     {PolicyKind::superneurons, "superneurons"},
+    {PolicyKind::checkpoint, "checkpoint"},
     {PolicyKind::modnn, "modnn"},
     {PolicyKind::mplan, "mplan"},
 };

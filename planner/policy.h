@@ -20,6 +20,10 @@
 //   superneurons  liveness, LRU tensor cache of conv outputs, cost-aware
 //                 recomputation (batchnorm included), per-step fastest
 //                 algorithm that fits (§3.2-3.5)
+//   checkpoint    Chen et al. 2016 §4, as torch.utils.checkpoint users write
+//                 it: the whole batch, the output of every k-th layer kept
+//                 and the rest recomputed in the backward pass, no copies;
+//                 the best k
 //   modnn         moDNN Algorithm 1 as published: one copy stream, the Eq. 3
 //                 sub-batch, offloading only (no recomputation, no early offloads)
 //   mplan         mplan's own plan (planner/planner.h plan_iteration): its search over
@@ -41,6 +45,7 @@ enum class PolicyKind {
   vdnn_dyn,
   vdnn_plus,
   superneurons,
+  checkpoint,
   modnn,
   mplan,
 };

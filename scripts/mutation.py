@@ -192,6 +192,12 @@ MUTANTS = [
      "  return opt_.workspace_pool_bytes == 0 && opt_.fixed_configurations.empty() && !opt_.micro_batch_dynamic;",
      "  return true;",
      ["planner"]),
+    # ---- the checkpointing baseline (planner/deciders/checkpoint_decider.cpp) ----
+    ("checkpoints dropped too",
+     "planner/deciders/checkpoint_decider.cpp",
+     "return !checkpoint_[static_cast<size_t>(b)];",
+     "return true;",
+     ["planner"]),
     # ---- the last pass over a plan (planner/prefetch_pruning.h) ----
     ("unread prefetches kept",
      "planner/sim/iteration_sim.cpp",

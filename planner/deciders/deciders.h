@@ -71,6 +71,11 @@ std::unique_ptr<Decider> make_vdnn_decider(VdnnOffload offload, VdnnAlgorithms a
 // SuperNeurons §3.2-3.5 (planner/deciders/superneurons.cpp).
 std::unique_ptr<Decider> make_superneurons_decider();
 
+// Chen et al. 2016 §4: every layer's output dropped after its last forward
+// use but every segment_layers-th (the checkpoints), recomputed in the
+// backward pass; no offloading (planner/deciders/checkpoint_decider.cpp).
+std::unique_ptr<Decider> make_checkpoint_decider(int segment_layers);
+
 // Unlimited memory, fastest options, no copies but the input loads.
 std::unique_ptr<Decider> make_ideal_decider();
 

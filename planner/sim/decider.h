@@ -38,8 +38,9 @@ class Decider {
 
   // Whether block b, in the current round, may be dropped after it is made
   // and recomputed when needed (asked once per block per round, only for
-  // blocks the simulator can recompute: outputs of cheap FP tasks with a
-  // recompute signature that are read again in the backward pass). The
+  // blocks the simulator can recompute: outputs of FP tasks with a
+  // recompute signature that are read again in the backward pass, a
+  // convolution's only in the undivided workspace mode). The
   // inputs of its recomputation then live until its last use.
   virtual bool may_drop(const IterationSim& /*sim*/, BlockId /*b*/) { return false; }
 

@@ -1,0 +1,116 @@
+// The checkpointing baseline (Chen et al. 2016 §4; planner/deciders/
+// checkpoint_decider.cpp): the output of every k-th layer is kept through
+// the forward pass, every other one is dropped after its last forward use
+// and recomputed in the backward pass; nothing is copied, the batch is not
+// split, and the policy takes the best k. On cifar_resnet (K40 file), one
+// round of 64.
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "frontend/parse.h"
+#include "planner/deciders/deciders.h"
+#include "planner/planner.h"
+#include "planner/sub_batch.h"
+#include "planner/verify.h"
+#include "profiler/analytic_model.h"
+#include "profiler/device.h"
+#include "tdfg/tdfg.h"
+#include "tests/planner/policy_plan.h"
+
+namespace mplan {
+namespace {
+
+struct Setup {
+  Model model;
+  Tdfg tdfg;
+  std::unique_ptr<AnalyticCostModel> cost;
+};
+
+const Setup& setup() {
+  static const Setup s = [] {
+    Setup out;
+    Result<Model> model = load_model(std::string(MPLAN_SOURCE_DIR) + "/examples/models/cifar_resnet.yaml");
+    EXPECT_TRUE(model.ok());
+    out.model = std::move(model).value();
+    out.tdfg = build_tdfg(out.model);
+    Result<Device> device = load_device("k40");
+    EXPECT_TRUE(device.ok());
+    out.cost = std::make_unique<AnalyticCostModel>(*device);
+    return out;
+  }();
+  return s;
+}
+
+PlanResult checkpoint_every(int k, int64_t arena_bytes) {
+  SimOptions o;
+  o.sub_batches = {setup().model.batch};
+  o.arena_bytes = arena_bytes;
+  std::unique_ptr<Decider> decider = make_checkpoint_decider(k);
+  return simulate_iteration(setup().tdfg, *setup().cost, o, *decider);
+}
+
+// The outputs that no writer's layer ends a segment of k.
+bool is_checkpoint(const Tdfg& tdfg, BlockId b, int k) {
+  for (TaskId w : tdfg.blocks[static_cast<size_t>(b)].writers) {
+    const Task& t = tdfg.tasks[static_cast<size_t>(w)];
+    if (t.kind == TaskKind::FP && (t.layer + 1) % k == 0) return true;
+  }
+  return false;
+}
+
+TEST(CheckpointPolicy, OnlyTheOutputsBetweenCheckpointsAreRecomputedAndNothingIsCopied) {
+  const Tdfg& tdfg = setup().tdfg;
+  for (int k : {1, 3, 8}) {
+    SCOPED_TRACE("k = " + std::to_string(k));
+    const PlanResult r = checkpoint_every(k, int64_t{1} << 30);
+    ASSERT_TRUE(r.feasible) << r.note;
+    int recomputed = 0;
+    for (const Step& s : r.plan.steps) {
+      EXPECT_NE(s.kind, StepKind::offload) << "step " << s.index;
+      if (s.kind != StepKind::compute || !s.recompute) continue;
+      ++recomputed;
+      for (BlockId b : tdfg.tasks[static_cast<size_t>(s.task)].recompute_writes)
+        if (tdfg.blocks[static_cast<size_t>(b)].kind == BlockKind::output)
+          EXPECT_FALSE(is_checkpoint(tdfg, b, k)) << "step " << s.index << " recomputes the checkpoint "
+                                                   << tdfg.blocks[static_cast<size_t>(b)].name;
+    }
+    // k = 1 keeps every output; longer segments recompute more.
+    if (k == 1) EXPECT_EQ(recomputed, 0);
+    else EXPECT_GT(recomputed, 0);
+    Plan plan = r.plan;
+    plan.budget_bytes = plan.resident_region_bytes + plan.arena_bytes;
+    plan.resident_bytes = tdfg.resident_bytes();
+    plan.batch = setup().model.batch;
+    plan.model_name = setup().model.name;
+    plan.model_digest = model_digest(setup().model);
+    const auto v = verify_plan(plan, tdfg);
+    EXPECT_TRUE(v.empty()) << (v.empty() ? "" : to_string(v.front()));
+  }
+}
+
+// Checkpointing saves memory: below the arena that keeps every output (k =
+// 1), a longer segment still fits, and the policy finds it, in one round.
+TEST(CheckpointPolicy, TheBestSegmentFitsWhereKeepingEveryOutputDoesNot) {
+  const Tdfg& tdfg = setup().tdfg;
+  const PlanResult all = checkpoint_every(1, int64_t{1} << 30);
+  ASSERT_TRUE(all.feasible) << all.note;
+  const int64_t arena = all.plan.summary.peak_arena_bytes * 6 / 10;
+  EXPECT_FALSE(checkpoint_every(1, arena).feasible);
+  PlanOptions o;
+  o.budget_bytes = resident_region_bytes(tdfg) + arena;
+  const PlanResult best = testing::plan_with(PolicyKind::checkpoint, tdfg, *setup().cost, o);
+  ASSERT_TRUE(best.feasible) << best.note;
+  EXPECT_EQ(best.plan.sub_batches.size(), 1u);
+  EXPECT_NE(best.note.find("checkpoint every"), std::string::npos) << best.note;
+  EXPECT_EQ(best.note.find("checkpoint every 1 layers"), std::string::npos) << best.note;
+  EXPECT_TRUE(verify_plan(best.plan, tdfg).empty());
+  // mplan's own search is at or below it.
+  const PlanResult mine = testing::plan_with(PolicyKind::mplan, tdfg, *setup().cost, o);
+  ASSERT_TRUE(mine.feasible) << mine.note;
+  EXPECT_LE(mine.iteration_ms(), best.iteration_ms() * (1 + 1e-9));
+}
+
+}  // namespace
+}  // namespace mplan
