@@ -141,7 +141,7 @@ void setup_compare(CLI::App& command) {
   });
 }
 
-const Registration registration("compare", "Compare scheduling policies (ideal, vDNN, SuperNeurons, checkpointing, moDNN, mplan) "
+const Registration registration("compare", "Compare scheduling policies (ideal, vDNN, SuperNeurons, checkpointing, DTR, moDNN, mplan) "
                                            "on one model, device and budget",
                                 setup_compare, 60);
 

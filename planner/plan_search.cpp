@@ -289,6 +289,7 @@ PlanResult search_plan(const SearchInput& in) {
     case PolicyKind::vdnn_conv_m: return vdnn(VdnnOffload::conv, VdnnAlgorithms::memory_optimal);
     case PolicyKind::vdnn_conv_p: return vdnn(VdnnOffload::conv, VdnnAlgorithms::performance_optimal);
     case PolicyKind::superneurons: return single(cost.copy_engines(), [] { return make_superneurons_decider(); });
+    case PolicyKind::dtr: return single(cost.copy_engines(), [] { return make_dtr_decider(); });
     case PolicyKind::checkpoint: {
       Search search(tdfg, cost, arena, cost.copy_engines(), false);
       for (int k : checkpoint_segments(tdfg)) {

@@ -19,6 +19,7 @@ constexpr NamedPolicy kPolicies[] = {
     {PolicyKind::vdnn_plus, "vdnn+"},
     {PolicyKind::superneurons, "superneurons"},
     {PolicyKind::checkpoint, "checkpoint"},
+    {PolicyKind::dtr, "dtr"},
     {PolicyKind::modnn, "modnn"},
     {PolicyKind::mplan, "mplan"},
 };

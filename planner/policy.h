@@ -24,6 +24,9 @@
 //                 it: the whole batch, the output of every k-th layer kept
 //                 and the rest recomputed in the backward pass, no copies;
 //                 the best k
+//   dtr           Kirisame et al. 2021: the whole batch, every output
+//                 evictable, the least cost / (size x staleness) evicted
+//                 when an allocation fails and recomputed on demand; no copies
 //   modnn         moDNN Algorithm 1 as published: one copy stream, the Eq. 3
 //                 sub-batch, offloading only (no recomputation, no early offloads)
 //   mplan         mplan's own plan (planner/planner.h plan_iteration): its search over
@@ -46,6 +49,7 @@ enum class PolicyKind {
   vdnn_plus,
   superneurons,
   checkpoint,
+  dtr,
   modnn,
   mplan,
 };

@@ -192,11 +192,16 @@ MUTANTS = [
      "  return opt_.workspace_pool_bytes == 0 && opt_.fixed_configurations.empty() && !opt_.micro_batch_dynamic;",
      "  return true;",
      ["planner"]),
-    # ---- the checkpointing baseline (planner/deciders/checkpoint_decider.cpp) ----
+    # ---- the recomputation baselines (planner/deciders/checkpoint_decider.cpp, dtr_decider.cpp) ----
     ("checkpoints dropped too",
      "planner/deciders/checkpoint_decider.cpp",
      "return !checkpoint_[static_cast<size_t>(b)];",
      "return true;",
+     ["planner"]),
+    ("DTR evicts the dearest tensor first",
+     "planner/deciders/dtr_decider.cpp",
+     "        if (h < least) {\n          least = h;",
+     "        if (-h < least) {\n          least = -h;",
      ["planner"]),
     # ---- the last pass over a plan (planner/prefetch_pruning.h) ----
     ("unread prefetches kept",

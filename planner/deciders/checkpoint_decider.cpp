@@ -39,13 +39,7 @@ class CheckpointDecider final : public Decider {
   std::optional<int64_t> make_room(IterationSim&, const RoomRequest&) override { return std::nullopt; }
 
   size_t choose_option(IterationSim& sim, int32_t, int32_t, const std::vector<TaskOption>& options) override {
-    const int64_t largest_free = sim.memory().largest_free_bytes();
-    size_t lean = 0;
-    for (size_t i = 0; i < options.size(); ++i) {
-      if (options[i].workspace_bytes == 0 || align_up(options[i].workspace_bytes) <= largest_free) return i;
-      if (options[i].workspace_bytes < options[lean].workspace_bytes) lean = i;
-    }
-    return lean;
+    return fastest_fitting_option(sim, options);
   }
 
   // After a forward task, its inputs and outputs that the forward pass needs

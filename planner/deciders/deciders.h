@@ -76,6 +76,15 @@ std::unique_ptr<Decider> make_superneurons_decider();
 // backward pass; no offloading (planner/deciders/checkpoint_decider.cpp).
 std::unique_ptr<Decider> make_checkpoint_decider(int segment_layers);
 
+// Kirisame et al. 2021 (DTR): evict by cost / (size x staleness) when an
+// allocation fails, recompute on demand; no copies
+// (planner/deciders/dtr_decider.cpp).
+std::unique_ptr<Decider> make_dtr_decider();
+
+// SuperNeurons §3.5: the fastest option whose workspace fits the largest
+// free range of the arena, else the one of least workspace.
+size_t fastest_fitting_option(const IterationSim& sim, const std::vector<TaskOption>& options);
+
 // Unlimited memory, fastest options, no copies but the input loads.
 std::unique_ptr<Decider> make_ideal_decider();
 

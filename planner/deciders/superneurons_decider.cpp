@@ -85,13 +85,7 @@ class SuperNeuronsDecider final : public Decider {
 
   // §3.5: the fastest algorithm whose workspace fits the free memory now.
   size_t choose_option(IterationSim& sim, int32_t, int32_t, const std::vector<TaskOption>& options) override {
-    const int64_t largest_free = sim.memory().largest_free_bytes();
-    size_t lean = 0;
-    for (size_t i = 0; i < options.size(); ++i) {
-      if (options[i].workspace_bytes == 0 || align_up(options[i].workspace_bytes) <= largest_free) return i;
-      if (options[i].workspace_bytes < options[lean].workspace_bytes) lean = i;
-    }
-    return lean;
+    return fastest_fitting_option(sim, options);
   }
 
   // Alg. 2 LRU.out: offload the least recently used unlocked tensors (not
