@@ -4,7 +4,8 @@
 // (driver/compare.h), in one table:
 // feasible, sub-batch, simulated time, overhead against the ideal, bytes
 // moved each way, peak bytes, recomputed tasks, planner time, and whether the
-// independent verifier accepts the plan. A policy that cannot fit the budget
+// independent verifier accepts the plan (and how many prefetches it found
+// freed unread). docs/planner.md, "mplan compare", has the JSON fields. A policy that cannot fit the budget
 // says so (and why, with --json) instead of failing the command.
 
 #include <fmt/format.h>
@@ -45,6 +46,7 @@ nlohmann::json json_row(const driver::CompareRow& row, double ideal_ms) {
     j["recomputed_tasks"] = o.recomputed_tasks;
     j["stall_ms"] = s.stall_ms;
     j["violations"] = row.violations;
+    j["prefetches_freed_unread"] = row.prefetches_freed_unread;
     if (!row.first_violation.empty()) j["first_violation"] = row.first_violation;
   }
   j["planner_ms"] = o.planner_ms;
@@ -85,6 +87,7 @@ void print_table(const driver::CompareResult& r, bool min_budget) {
     std::string line;
     if (planned(o)) {
       std::string verified = row.violations < 0 ? "-" : row.violations == 0 ? "ok" : fmt::format("{} err", row.violations);
+      if (row.prefetches_freed_unread > 0) verified += fmt::format(", {} unread", row.prefetches_freed_unread);
       line = fmt::format("{:<13} {:<8} {:>9} {:>11} {:>8.1f}% {:>11} {:>11} {:>11} {:>6} {:>10.1f} {:<8}",
                          policy_name(o.policy), o.feasible ? "yes" : "no", o.plan.sub_batch,
                          ms_text(o.iteration_ms()), 100.0 * (o.iteration_ms() / ideal_ms - 1),
@@ -127,7 +130,7 @@ void setup_compare(CLI::App& command) {
   auto* batch = command.add_option("--batch", options->batch, "Mini-batch B (default: the model's batch)");
   command.add_option("--policies", options->policies,
                      "Comma-separated policies (default: all): ideal, vdnn-all-m, vdnn-all-p, vdnn-conv-m, "
-                     "vdnn-conv-p, vdnn-dyn, vdnn+, superneurons, modnn, mplan");
+                     "vdnn-conv-p, vdnn-dyn, vdnn+, superneurons, checkpoint, dtr, modnn, mplan");
   command.add_flag("--min-budget", options->min_budget,
                    "Also find each policy's minimum feasible budget (a grid from moDNN's Eq. 2 minimum to twice "
                    "the ideal's need, then bisection to 0.1% of the ideal's need; slower)");

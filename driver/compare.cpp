@@ -122,8 +122,10 @@ Result<CompareResult> compare(const CompareSettings& s) {
     if (row.planned.feasible || kind == PolicyKind::ideal) {
       row.peak_bytes = plan.resident_region_bytes + plan.summary.peak_arena_bytes;
       if (s.verify) {
-        const std::vector<Violation> v = verify_plan(plan, tdfg);
+        VerifiedFigures figures;
+        const std::vector<Violation> v = verify_plan(plan, tdfg, &figures);
         row.violations = static_cast<int>(v.size());
+        row.prefetches_freed_unread = static_cast<int>(figures.prefetches_freed_unread);
         if (!v.empty()) row.first_violation = to_string(v.front());
       }
     }

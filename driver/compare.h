@@ -46,6 +46,7 @@ struct CompareRow {
   int64_t peak_bytes = 0;          // resident region + arena peak
   int violations = -1;             // -1: not verified
   std::string first_violation;
+  int prefetches_freed_unread = 0;  // the verifier's warning (wasted copies); with violations >= 0
   int64_t min_budget_bytes = -2;   // -2: not asked; -1: infeasible even at twice the ideal's need
 };
 

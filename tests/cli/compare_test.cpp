@@ -1,5 +1,5 @@
 // `mplan compare` on every example model: at 4 GiB on the K40 it exits 0, reports every policy, every
-// feasible plan passes the verifier, and mplan is feasible and at or below
+// feasible plan passes the verifier without a prefetch freed unread, and mplan is feasible and at or below
 // every feasible baseline's simulated time, the baselines planned here in
 // process (planner/policy.h), not read from compare's table.
 
@@ -46,6 +46,8 @@ TEST_P(CompareEveryExample, EveryPolicyReportedAndMplanAtOrBelowTheBaselines) {
     seen.insert(name);
     if (!row.at("feasible").get<bool>()) continue;
     EXPECT_EQ(row.at("violations").get<int>(), 0) << GetParam() << " " << name;
+    // No policy's plan prefetches a block it frees before a read (planner/prefetch_pruning.h).
+    EXPECT_EQ(row.at("prefetches_freed_unread").get<int>(), 0) << GetParam() << " " << name;
     if (name == "mplan") mplan_ms = row.at("simulated_ms").get<double>();
   }
   EXPECT_EQ(seen, expected) << GetParam();
