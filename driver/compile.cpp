@@ -13,6 +13,7 @@
 #include "planner/plan_json.h"
 #include "planner/trace.h"
 #include "planner/verify.h"
+#include "tdfg/bounds.h"
 #include "profiler/install_paths.h"
 #include "tdfg/tdfg.h"
 
@@ -233,6 +234,8 @@ Result<CompileResult> compile(const CompileSettings& s) {
   if (plan.block_names.empty())
     for (const Block& b : tdfg.blocks) plan.block_names.push_back(b.name);
   if (Status ok = verified(plan, tdfg); !ok) return ok.error();
+  if (s.plan.workspace == WorkspaceUse::undivided)
+    out.lower_bound = iteration_lower_bound(tdfg, costs, plan.arena_bytes, batch, least_batchnorm_round(tdfg));
 
   // The training program: train.cpp and CMakeLists.txt (codegen/codegen.h),
   // against the runtime this mplan ships (installed, $MPLAN_HOME, or its source tree).
@@ -250,6 +253,17 @@ Result<CompileResult> compile(const CompileSettings& s) {
                {kModelCopyFile, input->yaml}};
   for (const codegen::GeneratedFile& file : out.program.files) out.files.push_back({file.path, file.text});
   return out;
+}
+
+std::string lower_bound_text(const Plan& plan, const IterationLowerBound& bound) {
+  if (!bound.found) return "";
+  std::string rounds;
+  for (size_t i = 0; i < bound.rounds.size() && i < 8; ++i) rounds += (i ? "+" : "") + std::to_string(bound.rounds[i]);
+  if (bound.rounds.size() > 8) rounds += fmt::format("+... ({} rounds)", bound.rounds.size());
+  const double distance = bound.ms > 0 ? 100.0 * (plan.summary.simulated_ms / bound.ms - 1.0) : 0.0;
+  return fmt::format("lower bound: {:.3f} ms (rounds {}, every task at its fastest option that fits, nothing "
+                     "waiting; no plan at this budget is faster); the plan is {:+.1f}% above it\n",
+                     bound.ms, rounds, distance);
 }
 
 std::string plan_summary_text(const Plan& plan, const std::string& device_line) {

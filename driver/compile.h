@@ -15,6 +15,7 @@
 #include "codegen/target.h"
 #include "core/error.h"
 #include "driver/cost_source.h"
+#include "planner/lower_bound.h"
 #include "planner/planner.h"
 
 namespace mplan::driver {
@@ -66,6 +67,9 @@ struct CompileResult {
   std::vector<std::string> model_notes;  // what an ONNX import noted
   std::string device_line;            // "device: ..."
   std::vector<std::string> warnings;  // for stderr: the cost model's, a budget allowed above the device's memory
+  // The proven lower bound at the budget (planner/lower_bound.h); not found
+  // in the workspace modes that split a kernel into micro-batches.
+  IterationLowerBound lower_bound;
   codegen::GeneratedProgram program;  // train.cpp, CMakeLists.txt and what runs otherwise than planned
   // Everything the output folder gets: plan.json, trace.json, memory.svg,
   // model.yaml (the model, for `mplan verify DIR`) and the program.
@@ -84,5 +88,9 @@ Result<CompileResult> compile(const CompileSettings& settings);
 // What compile prints about the plan: model, cost model, budget, batch,
 // time, copies, memory and notes, one fact a line.
 std::string plan_summary_text(const Plan& plan, const std::string& device_line);
+
+// "lower bound: ..." for compile's output: the bound, the rounds that attain
+// it and the plan's distance to it; empty when there is none.
+std::string lower_bound_text(const Plan& plan, const IterationLowerBound& bound);
 
 }  // namespace mplan::driver

@@ -203,6 +203,12 @@ MUTANTS = [
      "        if (h < least) {\n          least = h;",
      "        if (-h < least) {\n          least = -h;",
      ["planner"]),
+    # ---- the iteration lower bound (planner/lower_bound.h) ----
+    ("lower bound: options that do not fit counted",
+     "planner/lower_bound.cpp",
+     "      if (task_arena_bytes(tdfg, t, samples, o.workspace_bytes) <= arena_bytes) best = std::min(best, o.time_ms);",
+     "      best = std::min(best, o.time_ms);",
+     ["planner"]),
     # ---- the last pass over a plan (planner/prefetch_pruning.h) ----
     ("unread prefetches kept",
      "planner/sim/iteration_sim.cpp",

@@ -49,6 +49,19 @@ TEST_F(CompilePolicy, UnknownPolicyFailsListingTheNames) {
   EXPECT_FALSE(fs::exists(path("out/plan.json")));
 }
 
+// The lower bound (planner/lower_bound.h): printed with the plan's distance
+// to it in the undivided workspace mode, not where kernels may be split.
+TEST_F(CompilePolicy, CompilePrintsTheLowerBoundWhereItHolds) {
+  const MplanRun c = mplan({"compile", example_model("cifar_small"), "--budget", "3MiB", "-o", path("a")});
+  ASSERT_EQ(c.exit_code, 0) << c.describe();
+  EXPECT_TRUE(contains(c.out, "lower bound: ")) << c.describe();
+  EXPECT_TRUE(contains(c.out, "% above it")) << c.describe();
+  const MplanRun pooled = mplan(
+      {"compile", example_model("cifar_small"), "--budget", "3MiB", "--workspace", "wd:auto", "-o", path("b")});
+  ASSERT_EQ(pooled.exit_code, 0) << pooled.describe();
+  EXPECT_FALSE(contains(pooled.out, "lower bound: ")) << pooled.describe();
+}
+
 TEST_F(CompilePolicy, VdnnConvPWritesAPlanThatInspectReads) {
   const MplanRun c = mplan(
       {"compile", example_model("cifar_small"), "--budget", "64MiB", "--policy", "vdnn-conv-p", "-o", path("out")});

@@ -1,0 +1,135 @@
+// The iteration lower bound (planner/lower_bound.h):
+// - on every_op and every_vision_op (batch 8), it equals the least time over
+//   every partition of the batch into rounds, enumerated here, each round's
+//   tasks at their fastest option that fits the arena (computed here from
+//   the cost model's options), plus the update;
+// - on tiny graphs it is never above the time of any feasible plan: every
+//   policy, and mplan's search at every sub-batch, at budgets from 1.01x the
+//   least one upward.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <functional>
+#include <limits>
+#include <string>
+
+#include "frontend/parse.h"
+#include "planner/lower_bound.h"
+#include "planner/planner.h"
+#include "planner/sub_batch.h"
+#include "profiler/analytic_model.h"
+#include "profiler/device.h"
+#include "tdfg/bounds.h"
+#include "tdfg/tdfg.h"
+
+namespace mplan {
+namespace {
+
+struct Loaded {
+  Model model;
+  Tdfg tdfg;
+};
+
+Loaded load(const std::string& stem) {
+  Result<Model> model = load_model(std::string(MPLAN_SOURCE_DIR) + "/examples/models/" + stem + ".yaml");
+  EXPECT_TRUE(model.ok());
+  Loaded l{std::move(model).value(), {}};
+  l.tdfg = build_tdfg(l.model);
+  return l;
+}
+
+AnalyticCostModel k40() {
+  Result<Device> d = load_device("k40");
+  EXPECT_TRUE(d.ok());
+  return AnalyticCostModel(*d);
+}
+
+// A round of s samples, by the definition: every task but the update at its
+// fastest option whose workspace fits the arena with the task's blocks.
+double round_by_hand(const Tdfg& tdfg, const CostModel& cost, int64_t arena, int64_t s) {
+  double ms = 0;
+  for (TaskId t = 0; t < static_cast<TaskId>(tdfg.tasks.size()); ++t) {
+    if (t == tdfg.update_task) continue;
+    double best = std::numeric_limits<double>::infinity();
+    for (const TaskOption& o : cost.options(tdfg, t, s))
+      if (task_arena_bytes(tdfg, t, s, o.workspace_bytes) <= arena) best = std::min(best, o.time_ms);
+    ms += best;
+  }
+  return ms;
+}
+
+// The least time over every partition of n into parts of at least `least`.
+double best_partition(int64_t n, int64_t least, const std::function<double(int64_t)>& round) {
+  double best = std::numeric_limits<double>::infinity();
+  std::function<void(int64_t, int64_t, double)> walk = [&](int64_t left, int64_t largest, double sum) {
+    if (left == 0) {
+      best = std::min(best, sum);
+      return;
+    }
+    for (int64_t s = std::min(left, largest); s >= least; --s) walk(left - s, s, sum + round(s));
+  };
+  walk(n, n, 0);
+  return best;
+}
+
+TEST(LowerBound, IsTheBestPartitionOfTheBatchEnumerated) {
+  const AnalyticCostModel cost = k40();
+  for (const char* stem : {"every_op", "every_vision_op"}) {
+    const Loaded l = load(stem);
+    const int64_t least = least_batchnorm_round(l.tdfg);
+    const int64_t roomy = max_task_arena_bytes(l.tdfg, cost, l.model.batch, /*fastest=*/true);
+    const int64_t tight = max_task_arena_bytes(l.tdfg, cost, least, /*fastest=*/false);
+    for (int64_t arena : {roomy, (roomy + tight) / 2, tight}) {
+      SCOPED_TRACE(std::string(stem) + " arena " + std::to_string(arena));
+      const IterationLowerBound bound = iteration_lower_bound(l.tdfg, cost, arena, l.model.batch, least);
+      ASSERT_TRUE(bound.found);
+      const double update = fastest_option(cost, l.tdfg, l.tdfg.update_task, l.model.batch).time_ms;
+      const double want =
+          best_partition(l.model.batch, least, [&](int64_t s) { return round_by_hand(l.tdfg, cost, arena, s); });
+      EXPECT_NEAR(bound.ms, want + update, 1e-9 * want);
+      int64_t total = 0;
+      for (int64_t s : bound.rounds) total += s;
+      EXPECT_EQ(total, l.model.batch);
+    }
+    // Below the least arena no round fits.
+    EXPECT_FALSE(iteration_lower_bound(l.tdfg, cost, tight / 2, l.model.batch, least).found);
+  }
+}
+
+TEST(LowerBound, NoPlanIsFasterOnTinyGraphs) {
+  const AnalyticCostModel cost = k40();
+  int plans = 0;
+  for (const char* stem : {"every_op", "every_vision_op", "cifar_small"}) {
+    const Loaded l = load(stem);
+    const MemoryBounds bounds = compute_bounds(l.tdfg, l.model.batch);
+    for (double factor : {1.01, 1.5, 3.0, 20.0}) {
+      PlanOptions o;
+      o.budget_bytes = static_cast<int64_t>(factor * static_cast<double>(bounds.least_round_min_bytes));
+      const int64_t arena = align_down(o.budget_bytes - resident_region_bytes(l.tdfg));
+      const IterationLowerBound bound =
+          iteration_lower_bound(l.tdfg, cost, arena, l.model.batch, least_batchnorm_round(l.tdfg));
+      ASSERT_TRUE(bound.found) << stem << " x" << factor;
+      auto check = [&](const PlanResult& r, const std::string& what) {
+        if (!r.feasible) return;
+        ++plans;
+        EXPECT_GE(r.plan.summary.simulated_ms, bound.ms * (1 - 1e-9)) << stem << " x" << factor << " " << what;
+      };
+      for (PolicyKind policy : all_policies()) {
+        if (policy == PolicyKind::ideal) continue;
+        o.policy = policy;
+        check(plan_iteration(l.tdfg, cost, o), policy_name(policy));
+      }
+      o.policy = PolicyKind::mplan;
+      for (int64_t b = 1; b <= l.model.batch; b += (l.model.batch > 8 ? 3 : 1)) {
+        o.sub_batch = b;
+        check(plan_iteration(l.tdfg, cost, o), "mplan at sub-batch " + std::to_string(b));
+      }
+      o.sub_batch = 0;
+    }
+  }
+  EXPECT_GT(plans, 100);
+}
+
+}  // namespace
+}  // namespace mplan
