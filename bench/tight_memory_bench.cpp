@@ -27,8 +27,10 @@
 
 #include "core/bytes.h"
 #include "frontend/parse.h"
+#include "planner/lower_bound.h"
 #include "planner/planner.h"
 #include "profiler/profile.h"
+#include "tdfg/bounds.h"
 #include "tdfg/tdfg.h"
 
 namespace {
@@ -49,6 +51,7 @@ struct Cell {
   int32_t recomputed = 0;
   int64_t bytes_copied = 0;
   double planner_s = 0;
+  double above_bound = -1;  // the plan's time over the lower bound at its budget, -1: none
 };
 
 struct Row {
@@ -85,6 +88,9 @@ Cell plan_cell(const Tdfg& tdfg, const CostModel& cost, int64_t budget, PlanOpti
   c.rounds = r.plan.sub_batches.size();
   c.recomputed = r.recomputed_tasks;
   c.bytes_copied = r.plan.summary.bytes_to_host + r.plan.summary.bytes_to_device;
+  const IterationLowerBound bound =
+      iteration_lower_bound(tdfg, cost, r.plan.arena_bytes, r.plan.batch, least_batchnorm_round(tdfg));
+  if (bound.found) c.above_bound = r.plan.summary.simulated_ms / bound.ms - 1;
   return c;
 }
 
@@ -147,13 +153,19 @@ std::string markdown(const std::vector<Row>& rows, const std::string& command, d
   out += fraction_table(rows, "The default plan (may split the batch)", &Row::default_plan);
   out += fraction_table(rows, "One round, convolutions never recomputed (`--no-recompute-convolutions`)",
                         &Row::cheap_only);
-  out += "\n## What the one-round plans do\n\n| model | F | recomputed steps | bytes copied | planner |\n"
-         "|---|---|---|---|---|\n";
+  out += "\n## What the one-round plans do\n\nAbove the bound: the plan's time over the lower bound at its budget "
+         "(`planner/lower_bound.h`; it counts no copies or recomputation, docs/planner.md).\n\n"
+         "| model | F | recomputed steps | bytes copied | above the bound | planner |\n"
+         "|---|---|---|---|---|---|\n";
   for (const Row& r : rows)
-    for (size_t i = 0; i < r.one_round.size(); ++i)
-      if (r.one_round[i].feasible)
-        out += fmt::format("| {} | {} | {} | {} | {:.1f} s |\n", r.model, kFractions[i], r.one_round[i].recomputed,
-                           format_bytes(r.one_round[i].bytes_copied), r.one_round[i].planner_s);
+    for (size_t i = 0; i < r.one_round.size(); ++i) {
+      const Cell& c = r.one_round[i];
+      if (!c.feasible) continue;
+      out += fmt::format("| {} | {} | {} | {} | {} | {:.1f} s |\n", r.model, kFractions[i], c.recomputed,
+                         format_bytes(c.bytes_copied),
+                         c.above_bound < 0 ? std::string("-") : fmt::format("{:+.1f}%", 100 * c.above_bound),
+                         c.planner_s);
+    }
   return out;
 }
 
