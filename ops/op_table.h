@@ -189,7 +189,7 @@ struct OpSpec {
 
   // Fields (besides name, op, in), read into a Layer with the format's
   // defaults; null when the op has none. Fails at the offending node.
-  std::vector<std::string> fields;
+  std::vector<std::string> fields = {};
   void (*read_fields)(const MapReader& entry, Layer& layer) = nullptr;
   int min_inputs = 1;
   int max_inputs = 1;  // -1: any number

@@ -91,8 +91,8 @@ struct Task {
   // (reads saved, leaves the running statistics alone); FP(dropout) writes Y
   // and the mask again (the mask is a pure function of seed, step, sample and
   // element, runtime/cpu/dropout.cpp).
-  std::vector<BlockId> recompute_reads;
-  std::vector<BlockId> recompute_writes;
+  std::vector<BlockId> recompute_reads = {};
+  std::vector<BlockId> recompute_writes = {};
 };
 
 struct Tdfg {

@@ -37,7 +37,9 @@ std::map<std::string, std::vector<float>> trained(bool with_identity_concat, Bud
   Compiled compiled = compile_model(path, budget, tag);
   EXPECT_EQ(compiled.error, "");
   if (!compiled.error.empty()) return {};
-  if (budget == Budget::sub_batch) EXPECT_GT(compiled.plan.sub_batches.size(), 1u);
+  if (budget == Budget::sub_batch) {
+    EXPECT_GT(compiled.plan.sub_batches.size(), 1u);
+  }
   const std::string build_error = build_program(compiled.dir);
   EXPECT_EQ(build_error, "");
   if (!build_error.empty()) return {};

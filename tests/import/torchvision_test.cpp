@@ -92,9 +92,13 @@ void plan_and_verify(const Model& model, Budget budget, const std::string& what)
   ASSERT_TRUE(plan.ok()) << what << ": " << plan.error().to_string();
   const std::vector<Violation> violations = verify_plan(*plan, tdfg);
   EXPECT_TRUE(violations.empty()) << what << ": " << (violations.empty() ? "" : to_string(violations[0]));
-  if (budget == Budget::sub_batch) EXPECT_GT(plan->sub_batches.size(), 1u) << what << ": the batch must be split";
+  if (budget == Budget::sub_batch) {
+    EXPECT_GT(plan->sub_batches.size(), 1u) << what << ": the batch must be split";
+  }
   const int64_t offloads = plan->summary.offload_count;
-  if (budget == Budget::offload) EXPECT_GT(offloads, 0) << what << ": blocks must be offloaded";
+  if (budget == Budget::offload) {
+    EXPECT_GT(offloads, 0) << what << ": blocks must be offloaded";
+  }
   std::printf("  %-34s budget %9.1f MiB: %zu sub-batch(es), %lld offloads, %.1f ms simulated\n", what.c_str(),
               static_cast<double>(options.budget_bytes) / (1 << 20), plan->sub_batches.size(),
               static_cast<long long>(offloads), plan->summary.simulated_ms);

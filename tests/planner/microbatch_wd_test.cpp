@@ -238,7 +238,9 @@ TEST(MicrobatchWd, MergedIlpOnSharedTablesMatchesBruteForceOverUnmergedProblem) 
       merged_instances += merged->integer_variables > 0;
       for (int k = 0; k < n_kernels; ++k)
         for (int later = k + 1; later < n_kernels; ++later)
-          if (table_of[k] == table_of[later]) EXPECT_LE(merged->chosen[k], merged->chosen[later]);
+          if (table_of[k] == table_of[later]) {
+            EXPECT_LE(merged->chosen[k], merged->chosen[later]);
+          }
     }
   }
   EXPECT_GT(merged_instances, 100);
@@ -296,7 +298,9 @@ TEST(MicrobatchWd, ManyRepeatedKernelsMatchKnapsack) {
       EXPECT_EQ(wd->total_time_ms, knapsack_best_ms(kernels, pool)) << "pool " << pool;
       // Tables differ when all their configurations fit; at a small pool the
       // configurations that fit may coincide and merge further.
-      if (pool == most) EXPECT_EQ(wd->kernel_classes, 3);
+      if (pool == most) {
+        EXPECT_EQ(wd->kernel_classes, 3);
+      }
       EXPECT_LE(wd->kernel_classes, 3);
       EXPECT_EQ(wd->binary_variables, 0);
       EXPECT_LE(wd->integer_variables, distinct_columns);  // less where a column exceeds the pool

@@ -494,12 +494,15 @@ TEST(PlanFormatDoc, OpTableGivesEveryTasksReadsAndWritesInOrder) {
   for (const auto& r : table.rows) {
     const std::string key = row_key(r.at(0));
     for (size_t column : {size_t{1}, size_t{3}, size_t{5}, size_t{7}, size_t{9}})
-      if (!is_none(r.at(column)))
+      if (!is_none(r.at(column))) {
         EXPECT_TRUE(checked.count({key, column}))
             << "row " << key << ", column '" << kOpColumns[column]
             << "': no layer of the example models checks it (add one to " << "examples/models/every_op.yaml or "
             << "every_vision_op.yaml)";
-    if (plain(r.at(8)) != "never") EXPECT_TRUE(shared.count(key)) << "row " << key << ": no layer computed in place";
+      }
+    if (plain(r.at(8)) != "never") {
+      EXPECT_TRUE(shared.count(key)) << "row " << key << ": no layer computed in place";
+    }
   }
 }
 

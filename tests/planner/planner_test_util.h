@@ -165,7 +165,9 @@ inline void expect_consistent(const Tdfg& tdfg, const Plan& plan) {
           EXPECT_TRUE(has_data.count(id)) << task.name << " reads " << tdfg.blocks[b.block].name
                                           << " before it holds data";
           EXPECT_GE(s.start_ms + 1e-9, writer_end[id]);
-          if (!b.resident) EXPECT_EQ(b.round, s.round);
+          if (!b.resident) {
+            EXPECT_EQ(b.round, s.round);
+          }
         }
         for (size_t i = 0; i < writes.size(); ++i) {
           BufferId id = s.writes[i];

@@ -76,13 +76,17 @@ TEST(CheckpointPolicy, OnlyTheOutputsBetweenCheckpointsAreRecomputedAndNothingIs
       if (s.kind != StepKind::compute || !s.recompute) continue;
       ++recomputed;
       for (BlockId b : tdfg.tasks[static_cast<size_t>(s.task)].recompute_writes)
-        if (tdfg.blocks[static_cast<size_t>(b)].kind == BlockKind::output)
+        if (tdfg.blocks[static_cast<size_t>(b)].kind == BlockKind::output) {
           EXPECT_FALSE(is_checkpoint(tdfg, b, k)) << "step " << s.index << " recomputes the checkpoint "
                                                    << tdfg.blocks[static_cast<size_t>(b)].name;
+        }
     }
     // k = 1 keeps every output; longer segments recompute more.
-    if (k == 1) EXPECT_EQ(recomputed, 0);
-    else EXPECT_GT(recomputed, 0);
+    if (k == 1) {
+      EXPECT_EQ(recomputed, 0);
+    } else {
+      EXPECT_GT(recomputed, 0);
+    }
     Plan plan = r.plan;
     plan.budget_bytes = plan.resident_region_bytes + plan.arena_bytes;
     plan.resident_bytes = tdfg.resident_bytes();

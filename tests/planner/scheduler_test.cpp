@@ -58,7 +58,9 @@ void expect_steps(const Plan& plan, const std::vector<Expected>& want) {
     } else {
       EXPECT_EQ(s.buffer, want[i].buffer);
     }
-    if (want[i].offset >= 0) EXPECT_EQ(plan.buffers[s.buffer].offset, want[i].offset);
+    if (want[i].offset >= 0) {
+      EXPECT_EQ(plan.buffers[s.buffer].offset, want[i].offset);
+    }
   }
 }
 
@@ -154,7 +156,9 @@ TEST(Scheduler, OneCopyEngineSharesTheCopyStream) {
   ASSERT_TRUE(plan.ok()) << plan.error().to_string();
   EXPECT_EQ(plan->copy_engines, 1);
   for (const Step& s : plan->steps) {
-    if (s.kind == StepKind::offload || s.kind == StepKind::prefetch) EXPECT_EQ(s.stream, StreamKind::copy);
+    if (s.kind == StepKind::offload || s.kind == StepKind::prefetch) {
+      EXPECT_EQ(s.stream, StreamKind::copy);
+    }
   }
   expect_consistent(g.tdfg, *plan);
 }

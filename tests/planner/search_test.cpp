@@ -316,8 +316,9 @@ TEST(Search, AmongEquallyFastPlansTheOneThatCopiesLessWins) {
   const PlanSummary& a = searched->summary;
   const PlanSummary& b = no_early->summary;
   EXPECT_LE(a.simulated_ms, b.simulated_ms * (1 + 1e-9));
-  if (std::abs(a.simulated_ms - b.simulated_ms) <= 1e-9 * b.simulated_ms)
+  if (std::abs(a.simulated_ms - b.simulated_ms) <= 1e-9 * b.simulated_ms) {
     EXPECT_LE(a.bytes_to_host + a.bytes_to_device, b.bytes_to_host + b.bytes_to_device);
+  }
   EXPECT_EQ(a.bytes_to_host, 0) << "an offload that nothing reads back";
 }
 

@@ -217,7 +217,7 @@ TEST(WorkspaceModes, TightLimitsSplitKernelsIntoMicroBatches) {
   Loaded l = load("cifar_small");
   testing::FakeCost cost;
   const int64_t budget = minimum_budget(l.tdfg, cost).bytes * 40;
-  for (const std::string& mode : {"wr:1MiB", "wd:3MiB"}) {
+  for (const std::string mode : {"wr:1MiB", "wd:3MiB"}) {
     SCOPED_TRACE(mode);
     Result<Plan> plan = plan_with(l.tdfg, cost, budget, mode);
     ASSERT_TRUE(plan.ok()) << plan.error().to_string();
@@ -267,7 +267,7 @@ TEST(WorkspaceModes, WdAutoIsAtLeastAsFastAsThePoolsItTries) {
   ASSERT_TRUE(best.ok()) << best.error().to_string();
   expect_valid(l.tdfg, *best);
   expect_inside_pool(l.tdfg, *best, report.pool_bytes);
-  for (const std::string& mode : {"wd:0", "wd:64MiB"}) {
+  for (const std::string mode : {"wd:0", "wd:64MiB"}) {
     Result<Plan> other = plan_with(l.tdfg, cost, budget, mode);
     if (!other.ok()) continue;
     EXPECT_LE(best->summary.simulated_ms, other->summary.simulated_ms + 1e-9) << mode;

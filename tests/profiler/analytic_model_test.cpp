@@ -46,8 +46,9 @@ void expect_per_sample_non_increasing(const Device& device, const TaskShape& sha
     for (const TaskOption& o : options) {
       const double per_sample = o.time_ms / b;
       auto it = previous.find(o.algorithm);
-      if (it != previous.end())
+      if (it != previous.end()) {
         EXPECT_LE(per_sample, it->second * (1 + 1e-12)) << task_signature(shape) << " " << o.algorithm << " b=" << b;
+      }
       previous[o.algorithm] = per_sample;
     }
   }

@@ -130,7 +130,9 @@ TEST(HostAndDevice, ThePlannersTimesAreABusyStreamsAndTheProfilersAnIdleOnes) {
     ASSERT_EQ(busy.size(), idle.size());
     for (const TaskOption& b : busy)
       for (const TaskOption& i : idle)
-        if (b.algorithm == i.algorithm) EXPECT_LT(b.time_ms, i.time_ms) << b.algorithm;
+        if (b.algorithm == i.algorithm) {
+          EXPECT_LT(b.time_ms, i.time_ms) << b.algorithm;
+        }
   }
   // The tiny layer's fastest option on a busy stream is host-bound: a larger
   // sub-batch costs it nothing more.

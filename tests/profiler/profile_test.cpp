@@ -176,8 +176,9 @@ TEST(Profile, IdenticalLayersShareOneEntry) {
   for (const ProfileEntry& e : profile.entries) {
     if (e.signature.rfind("conv ", 0) != 0) continue;
     ++conv_entries;
-    if (e.signature.find("in=[16, 32, 32] out=[16, 32, 32] kernel=3x3") != std::string::npos)
+    if (e.signature.find("in=[16, 32, 32] out=[16, 32, 32] kernel=3x3") != std::string::npos) {
       EXPECT_EQ(e.layers, (std::vector<std::string>{"conv2", "conv3", "conv4"}));
+    }
   }
   // conv1 (3 input channels), conv2 = conv3 = conv4, conv5.
   EXPECT_EQ(conv_entries, 3);
