@@ -123,6 +123,15 @@ PoolExtents pool(Operands& e) {
   return {product({s.n, s.c, s.h, s.w}), product({s.n, s.c, s.p(), s.q()})};
 }
 
+// The compact max pool: its places are bytes (runtime/types.h).
+PoolExtents indexed_pool(Operands& e) {
+  const PoolExtents s = pool(e);
+  const PoolShape& shape = e.arg(0).pool;
+  if (!e.failed() && shape.kernel_h * shape.kernel_w > kMaxIndexedPoolWindow)
+    e.fail("an indexed max pool over a window of more than 255 elements");
+  return s;
+}
+
 // Sizes n, c, hw at arguments at, at+1, at+2 (batch norm, LRN): all n*c*hw
 // values and one per channel.
 struct ChannelExtents {

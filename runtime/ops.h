@@ -119,6 +119,13 @@ void relu_forward(const Context& ctx, const float* x, float* y, int64_t count);
 // dx = dy * (y > 0); needs only y, so dx may equal dy (in place).
 void relu_backward(const Context& ctx, const float* y, const float* dy, float* dx, int64_t count,
                    bool accumulate);
+// The compact form (docs/planner.md, "Memory-saving variants"): forward also
+// writes one bit per element, bit i % 8 of mask[i / 8] = (y[i] > 0), i.e.
+// ceil(count / 8) bytes; backward reads the bits instead of y and gives the
+// same dx bit for bit. y may equal x, dx may equal dy.
+void relu_forward_mask(const Context& ctx, const float* x, float* y, uint8_t* mask, int64_t count);
+void relu_backward_mask(const Context& ctx, const uint8_t* mask, const float* dy, float* dx, int64_t count,
+                        bool accumulate);
 
 // ---- pooling ------------------------------------------------------------------------
 
@@ -127,6 +134,15 @@ void max_pool_forward(const Context& ctx, const PoolShape& shape, const float* x
 // needs x, y and dy (as cuDNN).
 void max_pool_backward(const Context& ctx, const PoolShape& shape, const float* x, const float* y,
                        const float* dy, float* dx, bool accumulate);
+// The compact form: forward also writes, per output, the place of the
+// maximum that backward routes to (the first element equal to y in the
+// window's row-major order, as max_pool_backward picks it) as one byte,
+// (i - window row) * kernel_w + (j - window column), or 255 where no element
+// equals y (a window of NaN); the window has at most 255 elements. Backward
+// reads those bytes instead of x and y and gives the same dx bit for bit.
+void max_pool_forward_indices(const Context& ctx, const PoolShape& shape, const float* x, float* y, uint8_t* index);
+void max_pool_backward_indices(const Context& ctx, const PoolShape& shape, const uint8_t* index, const float* dy,
+                               float* dx, bool accumulate);
 void avg_pool_forward(const Context& ctx, const PoolShape& shape, const float* x, float* y);
 void avg_pool_backward(const Context& ctx, const PoolShape& shape, const float* dy, float* dx, bool accumulate);
 // y (n, c) = mean over hw of x (n, c, hw).

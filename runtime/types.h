@@ -88,4 +88,10 @@ inline int64_t pool_output_size(int64_t in, int64_t kernel, int64_t stride, int6
 inline int64_t PoolShape::p() const { return pool_output_size(h, kernel_h, stride_h, pad_h, ceil_mode); }
 inline int64_t PoolShape::q() const { return pool_output_size(w, kernel_w, stride_w, pad_w, ceil_mode); }
 
+// The compact max pool (max_pool_forward_indices): a byte per output gives
+// the place in its window, so windows have at most kMaxIndexedPoolWindow
+// elements, and kNoPoolIndex marks a window with no element equal to its y.
+inline constexpr int64_t kMaxIndexedPoolWindow = 255;
+inline constexpr uint8_t kNoPoolIndex = 255;
+
 }  // namespace mplan::rt

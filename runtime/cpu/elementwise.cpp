@@ -1,6 +1,7 @@
 // Element-wise ops: helpers, relu, add, concat, flatten. Each loop runs without a
 // branch on its flags inside, so that it vectorises (runtime/cpu/vectorize.h).
 
+#include <algorithm>
 #include <cstring>
 
 #include "runtime/cpu/vectorize.h"
@@ -64,6 +65,27 @@ void relu_forward(const float* x, float* y, int64_t count) {
 void relu_backward(const float* y, const float* dy, float* dx, int64_t count, bool accumulate) {
   OpTimer timer(OpKind::relu);
   relu_grad(y, dy, dx, count, accumulate);
+}
+
+// Eight elements per mask byte, so that each byte is written once (bit i % 8
+// of byte i / 8); the arithmetic of y and dx is relu_to's and relu_grad's.
+void relu_forward_mask(const float* x, float* y, uint8_t* mask, int64_t count) {
+  OpTimer timer(OpKind::relu);
+  relu_to(x, y, count);
+  for (int64_t byte = 0; byte * 8 < count; ++byte) {
+    uint8_t bits = 0;
+    const int64_t end = std::min<int64_t>(8, count - byte * 8);
+    for (int64_t k = 0; k < end; ++k) bits |= static_cast<uint8_t>(y[byte * 8 + k] > 0.0f) << k;
+    mask[byte] = bits;
+  }
+}
+
+void relu_backward_mask(const uint8_t* mask, const float* dy, float* dx, int64_t count, bool accumulate) {
+  OpTimer timer(OpKind::relu);
+  for (int64_t i = 0; i < count; ++i) {
+    const float g = (mask[i >> 3] >> (i & 7)) & 1 ? dy[i] : 0.0f;
+    dx[i] = accumulate ? dx[i] + g : g;
+  }
 }
 
 void add_forward(const float* const* inputs, int input_count, float* y, int64_t count) {

@@ -41,6 +41,9 @@ void linear_backward_bias(const float* dy, float* dbias, int64_t n, int64_t out,
 
 void relu_forward(const float* x, float* y, int64_t count);
 void relu_backward(const float* y, const float* dy, float* dx, int64_t count, bool accumulate);
+// The compact form (runtime/ops.h): one bit per element, y[i] > 0, instead of y.
+void relu_forward_mask(const float* x, float* y, uint8_t* mask, int64_t count);
+void relu_backward_mask(const uint8_t* mask, const float* dy, float* dx, int64_t count, bool accumulate);
 
 // ---- max / avg pooling, PyTorch semantics (pad, ceil_mode; avg pooling with
 // count_include_pad=True, PyTorch's default) ---------------------------------------
@@ -51,6 +54,11 @@ void max_pool_forward(const PoolShape& shape, const float* x, float* y);
 // maximum, as PyTorch's CPU kernel picks it). Needs x, y and dy (as cuDNN).
 void max_pool_backward(const PoolShape& shape, const float* x, const float* y, const float* dy,
                        float* dx, bool accumulate);
+// The compact form (runtime/ops.h): one byte per output, the place in its
+// window of the element max_pool_backward routes to (255: none).
+void max_pool_forward_indices(const PoolShape& shape, const float* x, float* y, uint8_t* index);
+void max_pool_backward_indices(const PoolShape& shape, const uint8_t* index, const float* dy, float* dx,
+                               bool accumulate);
 void avg_pool_forward(const PoolShape& shape, const float* x, float* y);
 void avg_pool_backward(const PoolShape& shape, const float* dy, float* dx, bool accumulate);
 

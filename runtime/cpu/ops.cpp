@@ -164,6 +164,13 @@ void relu_forward(const Context& ctx, const float* x, float* y, int64_t count) {
 void relu_backward(const Context& ctx, const float* y, const float* dy, float* dx, int64_t count, bool accumulate) {
   launch(ctx, [=] { cpu::relu_backward(y, dy, dx, count, accumulate); });
 }
+void relu_forward_mask(const Context& ctx, const float* x, float* y, uint8_t* mask, int64_t count) {
+  launch(ctx, [=] { cpu::relu_forward_mask(x, y, mask, count); });
+}
+void relu_backward_mask(const Context& ctx, const uint8_t* mask, const float* dy, float* dx, int64_t count,
+                        bool accumulate) {
+  launch(ctx, [=] { cpu::relu_backward_mask(mask, dy, dx, count, accumulate); });
+}
 
 // ---- pooling ---------------------------------------------------------------------------
 
@@ -173,6 +180,13 @@ void max_pool_forward(const Context& ctx, const PoolShape& shape, const float* x
 void max_pool_backward(const Context& ctx, const PoolShape& shape, const float* x, const float* y, const float* dy,
                        float* dx, bool accumulate) {
   launch(ctx, [=] { cpu::max_pool_backward(shape, x, y, dy, dx, accumulate); });
+}
+void max_pool_forward_indices(const Context& ctx, const PoolShape& shape, const float* x, float* y, uint8_t* index) {
+  launch(ctx, [=] { cpu::max_pool_forward_indices(shape, x, y, index); });
+}
+void max_pool_backward_indices(const Context& ctx, const PoolShape& shape, const uint8_t* index, const float* dy,
+                               float* dx, bool accumulate) {
+  launch(ctx, [=] { cpu::max_pool_backward_indices(shape, index, dy, dx, accumulate); });
 }
 void avg_pool_forward(const Context& ctx, const PoolShape& shape, const float* x, float* y) {
   launch(ctx, [=] { cpu::avg_pool_forward(shape, x, y); });

@@ -189,6 +189,52 @@ void max_pool_backward(const PoolShape& sh, const float* x, const float* y, cons
   }
 }
 
+void max_pool_forward_indices(const PoolShape& sh, const float* x, float* y, uint8_t* index) {
+  max_pool_forward(sh, x, y);
+  OpTimer timer(OpKind::pool);
+  const int64_t P = sh.p(), Q = sh.q();
+  for (int64_t plane = 0; plane < sh.n * sh.c; ++plane) {
+    const float* xp = x + plane * sh.h * sh.w;
+    for (int64_t p = 0; p < P; ++p) {
+      const AxisWindow rows = axis_window(p, sh.kernel_h, sh.stride_h, sh.pad_h, sh.h);
+      const int64_t row0 = p * sh.stride_h - sh.pad_h;
+      for (int64_t q = 0; q < Q; ++q) {
+        const AxisWindow cols = axis_window(q, sh.kernel_w, sh.stride_w, sh.pad_w, sh.w);
+        const int64_t col0 = q * sh.stride_w - sh.pad_w;
+        // max_pool_backward's choice: the first element equal to y in window order.
+        const float best = y[(plane * P + p) * Q + q];
+        uint8_t place = kNoPoolIndex;
+        for (int64_t i = rows.lo; i < rows.hi && place == kNoPoolIndex; ++i)
+          for (int64_t j = cols.lo; j < cols.hi; ++j)
+            if (xp[i * sh.w + j] == best) {
+              place = static_cast<uint8_t>((i - row0) * sh.kernel_w + (j - col0));
+              break;
+            }
+        index[(plane * P + p) * Q + q] = place;
+      }
+    }
+  }
+}
+
+// max_pool_backward's sums in its order (output by output), from the places.
+void max_pool_backward_indices(const PoolShape& sh, const uint8_t* index, const float* dy, float* dx,
+                               bool accumulate) {
+  OpTimer timer(OpKind::pool);
+  const int64_t P = sh.p(), Q = sh.q();
+  if (!accumulate) fill_f32(dx, sh.n * sh.c * sh.h * sh.w, 0.0f);
+  for (int64_t plane = 0; plane < sh.n * sh.c; ++plane) {
+    float* dxp = dx + plane * sh.h * sh.w;
+    for (int64_t p = 0; p < P; ++p)
+      for (int64_t q = 0; q < Q; ++q) {
+        const int64_t at = (plane * P + p) * Q + q;
+        if (index[at] == kNoPoolIndex) continue;
+        const int64_t i = p * sh.stride_h - sh.pad_h + index[at] / sh.kernel_w;
+        const int64_t j = q * sh.stride_w - sh.pad_w + index[at] % sh.kernel_w;
+        dxp[i * sh.w + j] += dy[at];
+      }
+  }
+}
+
 void avg_pool_forward(const PoolShape& sh, const float* x, float* y) {
   OpTimer timer(OpKind::pool);
   const int64_t P = sh.p(), Q = sh.q();

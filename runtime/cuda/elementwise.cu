@@ -102,6 +102,68 @@ int64_t four_wide_part(int64_t count, std::initializer_list<const void*> pointer
   return count / 4 * 4;
 }
 
+// The compact ReLU (docs/planner.md, "Memory-saving variants"): y as
+// relu_kernel, and bit k of mask[b] = (y[8b + k] > 0) (NaN gives 0). One
+// thread per mask byte, i.e. per eight elements, so no two threads write one
+// byte and no atomics are needed; bits past count stay 0.
+__device__ __forceinline__ unsigned relu_bit(float y, int k) { return y > 0.0f ? 1u << k : 0u; }
+
+// Eight elements per thread as two float4 where x and y are 16-byte aligned.
+__global__ void relu_mask8_kernel(const float4* x, float4* y, uint8_t* mask, int64_t bytes) {
+  MPLAN_FOR_EACH(b, bytes) {
+    const float4 u = x[2 * b], v = x[2 * b + 1];
+    const float4 ru = make_float4(relu_of(u.x), relu_of(u.y), relu_of(u.z), relu_of(u.w));
+    const float4 rv = make_float4(relu_of(v.x), relu_of(v.y), relu_of(v.z), relu_of(v.w));
+    y[2 * b] = ru;
+    y[2 * b + 1] = rv;
+    mask[b] = static_cast<uint8_t>(relu_bit(ru.x, 0) | relu_bit(ru.y, 1) | relu_bit(ru.z, 2) | relu_bit(ru.w, 3) |
+                                   relu_bit(rv.x, 4) | relu_bit(rv.y, 5) | relu_bit(rv.z, 6) | relu_bit(rv.w, 7));
+  }
+}
+
+__global__ void relu_mask_kernel(const float* x, float* y, uint8_t* mask, int64_t count) {
+  MPLAN_FOR_EACH(b, (count + 7) / 8) {
+    unsigned bits = 0;
+    for (int k = 0; k < 8; ++k) {
+      const int64_t i = 8 * b + k;
+      if (i >= count) break;
+      const float v = relu_of(x[i]);
+      y[i] = v;
+      bits |= relu_bit(v, k);
+    }
+    mask[b] = static_cast<uint8_t>(bits);
+  }
+}
+
+// relu_backward_kernel with y[i] > 0 replaced by bit i of the mask.
+__device__ __forceinline__ float masked_gradient(unsigned bits, int k, float dy) {
+  return (bits >> k) & 1u ? dy : 0.0f;
+}
+
+__global__ void relu_backward_mask_kernel(const uint8_t* mask, const float* dy, float* dx, int64_t count,
+                                          bool accumulate) {
+  MPLAN_FOR_EACH(i, count) {
+    const float g = masked_gradient(mask[i >> 3], static_cast<int>(i & 7), dy[i]);
+    dx[i] = accumulate ? __fadd_rn(dx[i], g) : g;
+  }
+}
+
+// Eight elements (one mask byte) per thread as two float4 where dy and dx are
+// 16-byte aligned; element i's arithmetic is the scalar kernel's.
+__global__ void relu_backward_mask8_kernel(const uint8_t* mask, const float4* dy, float4* dx, int64_t bytes,
+                                           bool accumulate) {
+  MPLAN_FOR_EACH(b, bytes) {
+    const unsigned bits = mask[b];
+    const float4 d0 = dy[2 * b], d1 = dy[2 * b + 1];
+    const float4 g0 = make_float4(masked_gradient(bits, 0, d0.x), masked_gradient(bits, 1, d0.y),
+                                  masked_gradient(bits, 2, d0.z), masked_gradient(bits, 3, d0.w));
+    const float4 g1 = make_float4(masked_gradient(bits, 4, d1.x), masked_gradient(bits, 5, d1.y),
+                                  masked_gradient(bits, 6, d1.z), masked_gradient(bits, 7, d1.w));
+    dx[2 * b] = accumulate ? add4(dx[2 * b], g0) : g0;
+    dx[2 * b + 1] = accumulate ? add4(dx[2 * b + 1], g1) : g1;
+  }
+}
+
 __global__ void broadcast_rows_kernel(const float* bias, float* y, int64_t n, int64_t out) {
   MPLAN_FOR_EACH(i, n * out) y[i] = bias[i % out];
 }
@@ -314,6 +376,39 @@ void relu_backward(const float* y, const float* dy, float* dx, int64_t count, bo
   if (count <= four_wide) return;
   relu_backward_kernel<<<blocks_for(count - four_wide), kThreads, 0, stream>>>(
       y + four_wide, dy + four_wide, dx + four_wide, count - four_wide, accumulate);
+  MPLAN_CUDA_CHECK_LAUNCH();
+}
+
+void relu_forward_mask(const float* x, float* y, uint8_t* mask, int64_t count, cudaStream_t stream) {
+  if (count <= 0) return;
+  // Whole bytes (eight elements, 32 bytes of x and y) by the float4 kernel
+  // where x and y are 16-byte aligned, the rest (and all otherwise) by the scalar one.
+  const int64_t wide_bytes = four_wide_part(count, {x, y}) / 8;
+  if (wide_bytes > 0) {
+    relu_mask8_kernel<<<blocks_for(wide_bytes), kThreads, 0, stream>>>(
+        reinterpret_cast<const float4*>(x), reinterpret_cast<float4*>(y), mask, wide_bytes);
+    MPLAN_CUDA_CHECK_LAUNCH();
+  }
+  const int64_t done = 8 * wide_bytes;
+  if (count <= done) return;
+  relu_mask_kernel<<<blocks_for((count - done + 7) / 8), kThreads, 0, stream>>>(x + done, y + done,
+                                                                               mask + wide_bytes, count - done);
+  MPLAN_CUDA_CHECK_LAUNCH();
+}
+
+void relu_backward_mask(const uint8_t* mask, const float* dy, float* dx, int64_t count, bool accumulate,
+                        cudaStream_t stream) {
+  if (count <= 0) return;
+  const int64_t wide_bytes = four_wide_part(count, {dy, dx}) / 8;
+  if (wide_bytes > 0) {
+    relu_backward_mask8_kernel<<<blocks_for(wide_bytes), kThreads, 0, stream>>>(
+        mask, reinterpret_cast<const float4*>(dy), reinterpret_cast<float4*>(dx), wide_bytes, accumulate);
+    MPLAN_CUDA_CHECK_LAUNCH();
+  }
+  const int64_t done = 8 * wide_bytes;
+  if (count <= done) return;
+  relu_backward_mask_kernel<<<blocks_for(count - done), kThreads, 0, stream>>>(mask + wide_bytes, dy + done,
+                                                                              dx + done, count - done, accumulate);
   MPLAN_CUDA_CHECK_LAUNCH();
 }
 

@@ -38,6 +38,14 @@ void add(const float* src, float* dst, int64_t count, cudaStream_t stream);
 void relu_forward(const float* x, float* y, int64_t count, cudaStream_t stream);
 // dx = dy * (y > 0), or += (runtime/cpu/elementwise.cpp relu_backward); dx may be dy.
 void relu_backward(const float* y, const float* dy, float* dx, int64_t count, bool accumulate, cudaStream_t stream);
+// The compact form of relu_forward / relu_backward (docs/planner.md,
+// "Memory-saving variants"; runtime/ops.h): forward also writes bit i % 8 of
+// mask[i / 8] = (y[i] > 0), ceil(count / 8) bytes, bits past count 0; backward
+// reads the bits instead of y, dx as relu_backward's bit for bit. y may be x,
+// dx may be dy.
+void relu_forward_mask(const float* x, float* y, uint8_t* mask, int64_t count, cudaStream_t stream);
+void relu_backward_mask(const uint8_t* mask, const float* dy, float* dx, int64_t count, bool accumulate,
+                        cudaStream_t stream);
 // y[b, o] = bias[o] for the n rows of y (n, out): linear_forward's bias, added
 // by the SGEMM's beta = 1 (runtime/cpu/linear.cpp).
 void broadcast_rows(const float* bias, float* y, int64_t n, int64_t out, cudaStream_t stream);
@@ -73,6 +81,16 @@ void max_pool_forward(const PoolShape& shape, const float* x, float* y, cudaStre
 // Each input element gathers dy from the windows whose first maximum it is.
 void max_pool_backward(const PoolShape& shape, const float* x, const float* y, const float* dy, float* dx,
                        bool accumulate, cudaStream_t stream);
+// The compact form of max_pool_forward / max_pool_backward (docs/planner.md,
+// "Memory-saving variants"; runtime/ops.h): forward also writes, per output,
+// the place in its unclipped window (row * kernel_w + column) of the first
+// element equal to y, 255 where none is (NaN windows; kernel_h * kernel_w <=
+// 255); backward gathers dy by those bytes instead of x and y, dx as
+// max_pool_backward's bit for bit.
+void max_pool_forward_indices(const PoolShape& shape, const float* x, float* y, uint8_t* index,
+                              cudaStream_t stream);
+void max_pool_backward_indices(const PoolShape& shape, const uint8_t* index, const float* dy, float* dx,
+                               bool accumulate, cudaStream_t stream);
 void avg_pool_forward(const PoolShape& shape, const float* x, float* y, cudaStream_t stream);
 void avg_pool_backward(const PoolShape& shape, const float* dy, float* dx, bool accumulate, cudaStream_t stream);
 

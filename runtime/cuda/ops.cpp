@@ -160,6 +160,19 @@ void relu_backward(const Context& ctx, const float* y, const float* dy, float* d
   cuda::relu_backward(y, dy, dx, count, accumulate, L.stream());
 }
 
+// The compact forms (docs/planner.md, "Memory-saving variants"): a bit mask in place of y.
+void relu_forward_mask(const Context& ctx, const float* x, float* y, uint8_t* mask, int64_t count) {
+  if (count <= 0) return;
+  Launch L(ctx);
+  cuda::relu_forward_mask(x, y, mask, count, L.stream());
+}
+
+void relu_backward_mask(const Context& ctx, const uint8_t* mask, const float* dy, float* dx, int64_t count,
+                        bool accumulate) {
+  Launch L(ctx);
+  cuda::relu_backward_mask(mask, dy, dx, count, accumulate, L.stream());
+}
+
 // ---- pooling --------------------------------------------------------------------------------
 
 void max_pool_forward(const Context& ctx, const PoolShape& shape, const float* x, float* y) {
@@ -170,6 +183,17 @@ void max_pool_backward(const Context& ctx, const PoolShape& shape, const float* 
                        float* dx, bool accumulate) {
   Launch L(ctx);
   cuda::max_pool_backward(shape, x, y, dy, dx, accumulate, L.stream());
+}
+// The compact forms: one byte per output (the window's chosen place) in place of x and y.
+void max_pool_forward_indices(const Context& ctx, const PoolShape& shape, const float* x, float* y,
+                              uint8_t* index) {
+  Launch L(ctx);
+  cuda::max_pool_forward_indices(shape, x, y, index, L.stream());
+}
+void max_pool_backward_indices(const Context& ctx, const PoolShape& shape, const uint8_t* index, const float* dy,
+                               float* dx, bool accumulate) {
+  Launch L(ctx);
+  cuda::max_pool_backward_indices(shape, index, dy, dx, accumulate, L.stream());
 }
 void avg_pool_forward(const Context& ctx, const PoolShape& shape, const float* x, float* y) {
   Launch L(ctx);

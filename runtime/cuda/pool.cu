@@ -120,6 +120,74 @@ __global__ void max_pool_backward_kernel(PoolGeometry geometry, const float* x, 
   }
 }
 
+// The compact form (docs/planner.md, "Memory-saving variants"): y as
+// max_pool_forward_kernel, and index[at] = the place, in the unclipped window
+// (origin p * stride_h - pad_h, q * stride_w - pad_w), of the first element in
+// the scan order equal to y, or kNoIndex where none is (a window of NaN).
+// With `>`, the last update of best is at the first element equal to the
+// final best (an equal element before it would have made best at least as
+// large, and `>` would not have fired); the one final best no update reaches
+// is -INFINITY itself, so the first element equal to it is taken while
+// nothing is (best keeps its bits: -INFINITY for -INFINITY).
+constexpr unsigned kNoIndex = kNoPoolIndex;  // runtime/types.h
+
+__global__ void max_pool_forward_indices_kernel(PoolGeometry g, const float* x, float* y, uint8_t* index) {
+  MPLAN_FOR_EACH(at, g.planes * g.p * g.q) {
+    const int64_t plane = at / (g.p * g.q), p = (at / g.q) % g.p, q = at % g.q;
+    const float* xp = x + plane * g.h * g.w;
+    const Window win = window_at(g, p, q);
+    const int64_t h0u = p * g.stride_h - g.pad_h, w0u = q * g.stride_w - g.pad_w;
+    float best = -INFINITY;
+    unsigned place = kNoIndex;
+    for (int64_t i = win.h0; i < win.h1; ++i)
+      for (int64_t j = win.w0; j < win.w1; ++j) {
+        const float v = xp[i * g.w + j];
+        if (v > best || (place == kNoIndex && v == best)) {
+          best = v;
+          place = static_cast<unsigned>((i - h0u) * g.kernel_w + (j - w0u));
+        }
+      }
+    y[at] = best;
+    index[at] = static_cast<uint8_t>(place);
+  }
+}
+
+// max_pool_backward_kernel with the windows' choices read from index: dx[i, j]
+// sums, in the same window order, dy of the covering windows whose chosen
+// place is (i, j), i.e. (i - h0u) * kernel_w + (j - w0u) (covering windows
+// hold (i, j), so that place is in [0, kernel_h * kernel_w) and never
+// kNoIndex). Index as there.
+template <typename Index>
+__global__ void max_pool_backward_indices_kernel(PoolGeometry geometry, const uint8_t* index, const float* dy,
+                                                 float* dx, bool accumulate) {
+  const Index h = static_cast<Index>(geometry.h), w = static_cast<Index>(geometry.w);
+  const Index p_count = static_cast<Index>(geometry.p), q_count = static_cast<Index>(geometry.q);
+  const Index kernel_w = static_cast<Index>(geometry.kernel_w);
+  const Index stride_h = static_cast<Index>(geometry.stride_h), stride_w = static_cast<Index>(geometry.stride_w);
+  const Index pad_h = static_cast<Index>(geometry.pad_h), pad_w = static_cast<Index>(geometry.pad_w);
+  const Index count = static_cast<Index>(geometry.planes) * h * w;
+  for (Index at = blockIdx.x * static_cast<Index>(blockDim.x) + threadIdx.x; at < count;
+       at += static_cast<Index>(blockDim.x) * gridDim.x) {
+    const Index plane = at / (h * w), ij = at - plane * (h * w), i = ij / w, j = ij - i * w;
+    const uint8_t* indexp = index + static_cast<int64_t>(plane) * p_count * q_count;
+    const float* dyp = dy + static_cast<int64_t>(plane) * p_count * q_count;
+    int64_t p0, p1, q0, q1;
+    covering(i, geometry.kernel_h, geometry.stride_h, geometry.pad_h, geometry.p, &p0, &p1);
+    covering(j, geometry.kernel_w, geometry.stride_w, geometry.pad_w, geometry.q, &q0, &q1);
+    float sum = 0.0f;
+    for (Index p = static_cast<Index>(p0); p <= static_cast<Index>(p1); ++p) {
+      const Index row = (i - (p * stride_h - pad_h)) * kernel_w;
+      for (Index q = static_cast<Index>(q0); q <= static_cast<Index>(q1); ++q) {
+        const unsigned chosen = indexp[p * q_count + q];
+        if (chosen == kNoIndex) continue;  // no element equals this window's y: it sends nothing
+        if (static_cast<Index>(chosen) != row + (j - (q * stride_w - pad_w))) continue;
+        sum = __fadd_rn(sum, dyp[p * q_count + q]);
+      }
+    }
+    dx[at] = accumulate ? __fadd_rn(dx[at], sum) : sum;
+  }
+}
+
 __global__ void avg_pool_forward_kernel(PoolGeometry g, const float* x, float* y) {
   MPLAN_FOR_EACH(at, g.planes * g.p * g.q) {
     const int64_t plane = at / (g.p * g.q), p = (at / g.q) % g.p, q = at % g.q;
@@ -170,6 +238,28 @@ void max_pool_backward(const PoolShape& shape, const float* x, const float* y, c
   else
     max_pool_backward_kernel<int64_t>
         <<<blocks_for(g.planes * g.h * g.w), kThreads, 0, stream>>>(g, x, y, dy, dx, accumulate);
+  MPLAN_CUDA_CHECK_LAUNCH();
+}
+
+void max_pool_forward_indices(const PoolShape& shape, const float* x, float* y, uint8_t* index,
+                              cudaStream_t stream) {
+  const PoolGeometry g = geometry_of(shape);
+  if (g.planes * g.p * g.q <= 0) return;
+  max_pool_forward_indices_kernel<<<blocks_for(g.planes * g.p * g.q), kThreads, 0, stream>>>(g, x, y, index);
+  MPLAN_CUDA_CHECK_LAUNCH();
+}
+
+void max_pool_backward_indices(const PoolShape& shape, const uint8_t* index, const float* dy, float* dx,
+                               bool accumulate, cudaStream_t stream) {
+  const PoolGeometry g = geometry_of(shape);
+  if (g.planes * g.h * g.w <= 0) return;
+  // As max_pool_backward: int32_t where count + the grid's threads fit.
+  if (g.planes * g.h * g.w <= INT32_MAX - static_cast<int64_t>(kThreads) * kMaxBlocks)
+    max_pool_backward_indices_kernel<int32_t>
+        <<<blocks_for(g.planes * g.h * g.w), kThreads, 0, stream>>>(g, index, dy, dx, accumulate);
+  else
+    max_pool_backward_indices_kernel<int64_t>
+        <<<blocks_for(g.planes * g.h * g.w), kThreads, 0, stream>>>(g, index, dy, dx, accumulate);
   MPLAN_CUDA_CHECK_LAUNCH();
 }
 

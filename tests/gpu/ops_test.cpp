@@ -1,6 +1,6 @@
 // The CUDA backend's other ops against the CPU backend's kernels
 // (runtime/cpu/kernels.h), on small random shapes: linear, element-wise,
-// pooling (padding, ceil mode, tied maxima), batch norm (running statistics,
+// pooling (padding, ceil mode, tied maxima; the compact forms), batch norm (running statistics,
 // recomputation, backward), LRN (cuDNN's window and the own kernel's),
 // dropout (the same mask bytes, whatever the sub-batch), concat, the loss and SGD.
 
@@ -178,6 +178,51 @@ TEST(GpuOps, MaxPoolMatchesCpuIncludingTiedMaxima) {
       rt::max_pool_backward(kInline, s, dx_in.f32(), dy_out.f32(), ddy.f32(), dx.f32(), accumulate);
       EXPECT_TRUE(close(dx.download(in), expected)) << "backward " << s.h << "x" << s.w << " ceil " << s.ceil_mode
                                                     << " accumulate " << accumulate;
+    }
+  }
+}
+
+// The compact forms (runtime/ops.h) on the GPU give its plain forms' y and dx
+// bit for bit, and the CPU's masks and places.
+TEST(GpuOps, CompactMaxPoolAndReluMatchThePlainFormsBitForBit) {
+  MPLAN_REQUIRE_GPU();
+  for (const rt::PoolShape& s : kPools) {
+    const int64_t in = s.n * s.c * s.h * s.w, out = s.n * s.c * s.p() * s.q();
+    const auto x = pool_input(s, 1), dy = random_floats(out, 2);
+    std::vector<float> y(out);
+    std::vector<uint8_t> places(out);
+    rt::cpu::max_pool_forward_indices(s, x.data(), y.data(), places.data());
+    const DeviceBuffer dx_in(x), ddy(dy);
+    DeviceBuffer plain_y(out * sizeof(float)), compact_y(out * sizeof(float)), dplaces(out);
+    rt::max_pool_forward(kInline, s, dx_in.f32(), plain_y.f32());
+    rt::max_pool_forward_indices(kInline, s, dx_in.f32(), compact_y.f32(), dplaces.u8());
+    EXPECT_EQ(compact_y.download(out), plain_y.download(out)) << "forward " << s.h << "x" << s.w;
+    EXPECT_EQ(dplaces.download<uint8_t>(out), places) << "places " << s.h << "x" << s.w;
+    for (bool accumulate : {false, true}) {
+      const std::vector<float> start = random_floats(in, 3);
+      DeviceBuffer plain_dx(start), compact_dx(start);
+      rt::max_pool_backward(kInline, s, dx_in.f32(), plain_y.f32(), ddy.f32(), plain_dx.f32(), accumulate);
+      rt::max_pool_backward_indices(kInline, s, dplaces.u8(), ddy.f32(), compact_dx.f32(), accumulate);
+      EXPECT_EQ(compact_dx.download(in), plain_dx.download(in)) << "backward " << s.h << "x" << s.w;
+    }
+  }
+  for (int64_t count : {1, 9, 64, 1003, 4096}) {
+    const auto x = random_floats(count, 4), dy = random_floats(count, 5);
+    std::vector<float> y(count);
+    std::vector<uint8_t> mask((count + 7) / 8);
+    rt::cpu::relu_forward_mask(x.data(), y.data(), mask.data(), count);
+    const DeviceBuffer dx_in(x), ddy(dy);
+    DeviceBuffer plain_y(count * sizeof(float)), compact_y(count * sizeof(float)), dmask(mask.size());
+    rt::relu_forward(kInline, dx_in.f32(), plain_y.f32(), count);
+    rt::relu_forward_mask(kInline, dx_in.f32(), compact_y.f32(), dmask.u8(), count);
+    EXPECT_EQ(compact_y.download(count), plain_y.download(count)) << count;
+    EXPECT_EQ(dmask.download<uint8_t>(mask.size()), mask) << count;
+    for (bool accumulate : {false, true}) {
+      const std::vector<float> start = random_floats(count, 6);
+      DeviceBuffer plain_dx(start), compact_dx(start);
+      rt::relu_backward(kInline, plain_y.f32(), ddy.f32(), plain_dx.f32(), count, accumulate);
+      rt::relu_backward_mask(kInline, dmask.u8(), ddy.f32(), compact_dx.f32(), count, accumulate);
+      EXPECT_EQ(compact_dx.download(count), plain_dx.download(count)) << count << " accumulate " << accumulate;
     }
   }
 }
