@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "core/bytes.h"
+#include "driver/planned_model.h"
 #include "frontend/parse.h"
 #include "planner/lower_bound.h"
 #include "planner/planner.h"
@@ -45,6 +46,7 @@ const std::map<std::string, std::vector<double>> kTargets = {
 };
 
 struct Cell {
+  size_t compact_layers = 0;  // layers planned with their memory-saving backward
   bool feasible = false;
   double overhead = 0;
   size_t rounds = 0;
@@ -61,6 +63,7 @@ struct Row {
   double unlimited_ms = 0;
   std::vector<Cell> one_round, default_plan;
   std::vector<Cell> cheap_only;  // one round, --no-recompute-convolutions
+  std::vector<Cell> plain_only;  // one round, --no-memory-saving-variants
 };
 
 std::vector<std::string> split(const std::string& text) {
@@ -72,15 +75,26 @@ std::vector<std::string> split(const std::string& text) {
   return out;
 }
 
-Cell plan_cell(const Tdfg& tdfg, const CostModel& cost, int64_t budget, PlanOptions::BatchnormRounds rounds,
-               double unlimited_ms, bool recompute_convolutions = true) {
+// Which levers a cell turns off.
+struct Levers {
+  bool recompute_convolutions = true;
+  bool variants = true;
+};
+
+// A plan as compile makes it (driver/planned_model.h: the plain model
+// against its memory-saving variants).
+Cell plan_cell(const Model& model, const CostModel& cost, int64_t budget, PlanOptions::BatchnormRounds rounds,
+               double unlimited_ms, Levers levers = {}) {
   PlanOptions o;
-  o.recompute_convolutions = recompute_convolutions;
+  o.recompute_convolutions = levers.recompute_convolutions;
   o.budget_bytes = budget;
   o.batchnorm_rounds = rounds;
   const auto started = std::chrono::steady_clock::now();
-  const PlanResult r = plan_iteration(tdfg, cost, o);
+  const driver::PlannedModel planned = driver::plan_model(
+      model, levers.variants, o, [&](const Tdfg& candidate) { return plan_iteration(candidate, cost, o); });
+  const PlanResult& r = planned.planned;
   Cell c;
+  c.compact_layers = planned.compact_layers.size();
   c.planner_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   c.feasible = r.feasible;
   if (!r.feasible) return c;
@@ -89,7 +103,7 @@ Cell plan_cell(const Tdfg& tdfg, const CostModel& cost, int64_t budget, PlanOpti
   c.recomputed = r.recomputed_tasks;
   c.bytes_copied = r.plan.summary.bytes_to_host + r.plan.summary.bytes_to_device;
   const IterationLowerBound bound =
-      iteration_lower_bound(tdfg, cost, r.plan.arena_bytes, r.plan.batch, least_batchnorm_round(tdfg));
+      driver::lower_bound_over_models(model, planned, cost, r.plan.arena_bytes, r.plan.batch);
   if (bound.found) c.above_bound = r.plan.summary.simulated_ms / bound.ms - 1;
   return c;
 }
@@ -134,9 +148,10 @@ std::string markdown(const std::vector<Row>& rows, const std::string& command, d
   std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
   out += fmt::format("{}, {:.0f} s on this machine). Simulated, on the committed H200 profiles "
                      "(`examples/profiles/<model>-h200.json`). M is the unlimited plan's resident region plus "
-                     "its arena peak; each column plans at F x M. \"One round\" is `--batchnorm one`, the "
-                     "statistics plain training computes; the default (`--batchnorm prefer-one`) may split "
-                     "the batch. Overhead: the plan's simulated time over the unlimited plan's. Targets: "
+                     "its arena peak, every backward plain; each column plans at F x M. \"One round\" is "
+                     "`--batchnorm one`, the statistics plain training computes; the default "
+                     "(`--batchnorm prefer-one`) may split the batch. Overhead: the plan's simulated time over the unlimited plan's, the faster of "
+                     "the plain model's and its memory-saving variants' (docs/planner.md). Targets: "
                      "docs/planner.md, \"The planner's targets\".\n\n",
                      date, seconds);
   out += "## One round\n\n| model | batch | M | unlimited |";
@@ -153,15 +168,18 @@ std::string markdown(const std::vector<Row>& rows, const std::string& command, d
   out += fraction_table(rows, "The default plan (may split the batch)", &Row::default_plan);
   out += fraction_table(rows, "One round, convolutions never recomputed (`--no-recompute-convolutions`)",
                         &Row::cheap_only);
-  out += "\n## What the one-round plans do\n\nAbove the bound: the plan's time over the lower bound at its budget "
-         "(`planner/lower_bound.h`; it counts no copies or recomputation, docs/planner.md).\n\n"
-         "| model | F | recomputed steps | bytes copied | above the bound | planner |\n"
-         "|---|---|---|---|---|---|\n";
+  out += fraction_table(rows, "One round, every backward plain (`--no-memory-saving-variants`)", &Row::plain_only);
+  out += "\n## What the one-round plans do\n\nCompact: the layers planned with their memory-saving backward "
+         "(docs/planner.md, \"Memory-saving variants\"). Above the bound: the plan's time over the lower bound at "
+         "its budget (`planner/lower_bound.h`; it counts no copies or recomputation, docs/planner.md).\n\n"
+         "| model | F | compact | recomputed steps | bytes copied | above the bound | planner |\n"
+         "|---|---|---|---|---|---|---|\n";
   for (const Row& r : rows)
     for (size_t i = 0; i < r.one_round.size(); ++i) {
       const Cell& c = r.one_round[i];
       if (!c.feasible) continue;
-      out += fmt::format("| {} | {} | {} | {} | {} | {:.1f} s |\n", r.model, kFractions[i], c.recomputed,
+      out += fmt::format("| {} | {} | {} | {} | {} | {} | {:.1f} s |\n", r.model, kFractions[i], c.compact_layers,
+                         c.recomputed,
                          format_bytes(c.bytes_copied),
                          c.above_bound < 0 ? std::string("-") : fmt::format("{:+.1f}%", 100 * c.above_bound),
                          c.planner_s);
@@ -224,18 +242,25 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "%s: the unlimited plan: %s\n", m.c_str(), u.note.c_str());
       return 1;
     }
+    // M is the plain model's need (what training keeps without the planner);
+    // the reference time is the fastest unlimited plan compile makes, with
+    // the memory-saving variants where they are faster even then.
     row.memory_bytes = u.plan.resident_region_bytes + u.plan.summary.peak_arena_bytes;
-    row.unlimited_ms = u.plan.summary.simulated_ms;
+    const driver::PlannedModel best = driver::plan_model(
+        *model, true, unlimited, [&](const Tdfg& candidate) { return plan_iteration(candidate, **cost, unlimited); });
+    row.unlimited_ms = std::min(u.plan.summary.simulated_ms, best.planned.plan.summary.simulated_ms);
     std::fprintf(stderr, "%s: M = %s, unlimited %.1f ms\n", m.c_str(), format_bytes(row.memory_bytes).c_str(),
                  row.unlimited_ms);
     for (double f : kFractions) {
       const auto budget = static_cast<int64_t>(f * static_cast<double>(row.memory_bytes));
       row.one_round.push_back(
-          plan_cell(tdfg, **cost, budget, PlanOptions::BatchnormRounds::one, row.unlimited_ms));
+          plan_cell(*model, **cost, budget, PlanOptions::BatchnormRounds::one, row.unlimited_ms));
       row.default_plan.push_back(
-          plan_cell(tdfg, **cost, budget, PlanOptions::BatchnormRounds::prefer_one, row.unlimited_ms));
-      row.cheap_only.push_back(
-          plan_cell(tdfg, **cost, budget, PlanOptions::BatchnormRounds::one, row.unlimited_ms, false));
+          plan_cell(*model, **cost, budget, PlanOptions::BatchnormRounds::prefer_one, row.unlimited_ms));
+      row.cheap_only.push_back(plan_cell(*model, **cost, budget, PlanOptions::BatchnormRounds::one, row.unlimited_ms,
+                                         {.recompute_convolutions = false}));
+      row.plain_only.push_back(plan_cell(*model, **cost, budget, PlanOptions::BatchnormRounds::one, row.unlimited_ms,
+                                         {.variants = false}));
       std::fprintf(stderr, "  F = %.2f: one round %s, default %s\n", f, cell_text(row.one_round.back()).c_str(),
                    cell_text(row.default_plan.back()).c_str());
     }

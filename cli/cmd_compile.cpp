@@ -104,6 +104,7 @@ void run_compile(const driver::CompileFlags& flags) {
   fmt::print("policy: {}{}\n", flags.policy, planned.note.empty() ? "" : " (" + planned.note + ")");
   fmt::print("{}", driver::plan_summary_text(planned.plan, result.device_line));
   fmt::print("{}", driver::lower_bound_text(planned.plan, result.lower_bound));
+  if (!result.variants_line.empty()) fmt::print("{}\n", result.variants_line);
   if (planned.recomputed_tasks > 0)
     fmt::print("recomputed: {} forward steps run again in the backward pass\n", planned.recomputed_tasks);
   fmt::print("wrote: {}, {}, {}, {} (the model, for `mplan verify`)\n", (dir / "plan.json").string(),
@@ -155,6 +156,10 @@ void setup_compile(CLI::App& command) {
                    "Recompute only the cheap layers, never a convolution (mplan's planner otherwise recomputes a "
                    "convolution, with its first run's algorithm, where its offload would stall the compute "
                    "stream for longer)");
+  command.add_flag("--no-memory-saving-variants", o->no_memory_saving_variants,
+                   "Plan every layer's plain backward (mplan's planner otherwise also plans the model with the "
+                   "compact backward of each ReLU and max pool whose input or output it frees, and keeps the "
+                   "faster plan; docs/planner.md)");
   command.add_flag("--no-early-offload", o->no_early_offload,
                    "Offload blocks only when an allocation needs their room (mplan's planner otherwise copies "
                    "long-lived blocks out early when the round does not fit)");

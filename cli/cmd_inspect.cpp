@@ -20,6 +20,7 @@
 #include "planner/plan_json.h"
 #include "planner/trace.h"
 #include "profiler/cost_model.h"
+#include "tdfg/compact_backward.h"
 #include "tdfg/tdfg.h"
 
 namespace mplan::cli {
@@ -200,7 +201,9 @@ void run_inspect(const InspectOptions& o) {
     if (digest != plan.model_digest)
       fail(fmt::format("{} was made for model '{}' (digest {}), but {} has digest {}", path, plan.model_name,
                        plan.model_digest, o.model_path, digest));
-    const Tdfg tdfg = build_tdfg(model);
+    Result<Model> planned = with_compact_backward(model, plan.compact_backward_layers);
+    if (!planned) fail(fmt::format("{}: {}", path, planned.error().message));
+    const Tdfg tdfg = build_tdfg(*planned);
     plan.task_names.clear();
     plan.block_names.clear();
     for (const Task& t : tdfg.tasks) plan.task_names.push_back(t.name);

@@ -16,6 +16,7 @@
 #include "frontend/parse.h"
 #include "planner/plan_json.h"
 #include "planner/verify.h"
+#include "tdfg/compact_backward.h"
 #include "tdfg/tdfg.h"
 
 namespace mplan::cli {
@@ -47,7 +48,10 @@ void run_verify(const VerifyOptions& o) {
     fail(fmt::format("{} was made for model '{}' (digest {}), but {} is model '{}' with digest {}: compile the "
                      "plan again or pass the model it was made from",
                      path, plan.model_name, plan.model_digest, model_path, model.name, digest));
-  const Tdfg tdfg = build_tdfg(model);
+  // The TDFG the plan was made for: the model with the plan's memory-saving variants.
+  Result<Model> planned = with_compact_backward(model, plan.compact_backward_layers);
+  if (!planned) fail(fmt::format("{}: {}", path, planned.error().message));
+  const Tdfg tdfg = build_tdfg(*planned);
   VerifiedFigures figures;
   const std::vector<Violation> violations = verify_plan(plan, tdfg, &figures);
   // Legal but wasteful (prefetches freed unread): on stderr, the first few.

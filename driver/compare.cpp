@@ -3,9 +3,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 #include <sstream>
 
 #include "core/bytes.h"
+#include "driver/planned_model.h"
 #include "frontend/parse.h"
 #include "frontend/validate.h"
 #include "planner/verify.h"
@@ -42,21 +44,28 @@ bool has_batchnorm(const Tdfg& tdfg) {
 // mplan's row: the baselines split batchnorm models by time alone, and so
 // does mplan's row; its note gives compile's default (one round where that
 // costs little more).
-PlanResult mplan_row(const Tdfg& tdfg, const CostModel& cost, const PlanOptions& options) {
+// As compile, it plans the model with and without its memory-saving variants
+// (driver/planned_model.h) and keeps the faster.
+PlannedModel mplan_row(const Model& model, const CostModel& cost, const PlanOptions& options) {
   PlanOptions any = options;
   any.policy = PolicyKind::mplan;
   any.batchnorm_rounds = PlanOptions::BatchnormRounds::any;
-  PlanResult row = plan_iteration(tdfg, cost, any);
-  if (!has_batchnorm(tdfg)) return row;
+  PlannedModel planned =
+      plan_model(model, true, any, [&](const Tdfg& candidate) { return plan_iteration(candidate, cost, any); });
+  PlanResult& row = planned.planned;
+  if (!planned.compact_layers.empty())
+    row.note += fmt::format("{}compact backward of {} layer{}", row.note.empty() ? "" : "; ",
+                            planned.compact_layers.size(), planned.compact_layers.size() == 1 ? "" : "s");
+  if (!has_batchnorm(planned.tdfg)) return planned;
   PlanOptions preferred_options = options;
   preferred_options.policy = PolicyKind::mplan;
-  const PlanResult preferred = plan_iteration(tdfg, cost, preferred_options);
+  const PlanResult preferred = plan_iteration(planned.tdfg, cost, preferred_options);
   if (row.feasible && preferred.feasible && preferred.plan.sub_batches.size() != row.plan.sub_batches.size())
     row.note += fmt::format("; batchnorm split by time, as the baselines do (compile's default "
                             "--batchnorm prefer-one: {:.1f} ms in {} round{})",
                             preferred.iteration_ms(), preferred.plan.sub_batches.size(),
                             preferred.plan.sub_batches.size() == 1 ? "" : "s");
-  return row;
+  return planned;
 }
 
 }  // namespace
@@ -115,15 +124,18 @@ Result<CompareResult> compare(const CompareSettings& s) {
   for (PolicyKind kind : s.policies) {
     CompareRow row;
     options.policy = kind;
-    row.planned = kind == PolicyKind::ideal ? out.ideal
-                  : kind == PolicyKind::mplan ? mplan_row(tdfg, cost, options)
+    std::optional<PlannedModel> mplan;  // its model and TDFG, for the verifier
+    if (kind == PolicyKind::mplan) mplan = mplan_row(model, cost, options);
+    row.planned = kind == PolicyKind::ideal   ? out.ideal
+                  : kind == PolicyKind::mplan ? mplan->planned
                                               : plan_iteration(tdfg, cost, options);
+    const Tdfg& planned_tdfg = mplan ? mplan->tdfg : tdfg;
     const Plan& plan = row.planned.plan;
     if (row.planned.feasible || kind == PolicyKind::ideal) {
       row.peak_bytes = plan.resident_region_bytes + plan.summary.peak_arena_bytes;
       if (s.verify) {
         VerifiedFigures figures;
-        const std::vector<Violation> v = verify_plan(plan, tdfg, &figures);
+        const std::vector<Violation> v = verify_plan(plan, planned_tdfg, &figures);
         row.violations = static_cast<int>(v.size());
         row.prefetches_freed_unread = static_cast<int>(figures.prefetches_freed_unread);
         if (!v.empty()) row.first_violation = to_string(v.front());

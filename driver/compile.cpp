@@ -8,6 +8,7 @@
 #include "core/bytes.h"
 #include "driver/model_input.h"
 #include "driver/paths.h"
+#include "driver/planned_model.h"
 #include "frontend/validate.h"
 #include "planner/memory_svg.h"
 #include "planner/plan_json.h"
@@ -52,6 +53,7 @@ std::optional<Error> check_policy_flags(const CompileFlags& f, PolicyKind policy
                        : !f.dump_lp.empty()     ? "--dump-lp"
                        : f.no_recompute         ? "--no-recompute"
                        : f.no_recompute_convolutions ? "--no-recompute-convolutions"
+                       : f.no_memory_saving_variants ? "--no-memory-saving-variants"
                        : f.no_early_offload     ? "--no-early-offload"
                        : f.batchnorm_given      ? "--batchnorm"
                                                 : nullptr;
@@ -63,6 +65,7 @@ std::optional<Error> check_policy_flags(const CompileFlags& f, PolicyKind policy
     // moDNN as published has neither lever.
     const char* flag = f.no_recompute                ? "--no-recompute"
                        : f.no_recompute_convolutions ? "--no-recompute-convolutions"
+                       : f.no_memory_saving_variants ? "--no-memory-saving-variants"
                        : f.no_early_offload          ? "--no-early-offload"
                                                      : nullptr;
     if (flag != nullptr)
@@ -150,6 +153,7 @@ Result<CompileSettings> check_compile_flags(const CompileFlags& f) {
   s.allow_oversubscribe = f.allow_oversubscribe;
   s.dump_lp = f.dump_lp;
   s.build = f.build;
+  s.memory_saving_variants = !f.no_memory_saving_variants;
   return s;
 }
 
@@ -202,8 +206,8 @@ Result<CompileResult> compile(const CompileSettings& s) {
   if (s.plan.sub_batch > batch)
     return Error{{}, fmt::format("--sub-batch {} is larger than the batch {}", s.plan.sub_batch, batch),
                  ErrorKind::usage};
-  const Tdfg tdfg = build_tdfg(model);
-  Result<LoadedCostModel> cost = make_cost_model(s.cost, model, s.model_path, tdfg, batch);
+  const Tdfg plain_tdfg = build_tdfg(model);
+  Result<LoadedCostModel> cost = make_cost_model(s.cost, model, s.model_path, plain_tdfg, batch);
   if (!cost) return cost.error();
   out.device_line = cost->device_line;
   out.warnings = cost->warnings;
@@ -222,9 +226,17 @@ Result<CompileResult> compile(const CompileSettings& s) {
                                        "--allow-oversubscribe",
                                        budget_text, format_bytes(costs.device_memory_bytes())));
   }
-  out.planned = plan_iteration(tdfg, costs, s.plan);
+  // mplan's own search also plans the model with its memory-saving variants;
+  // the layer-wise policies and moDNN plan the model as their papers do.
+  const bool variants = s.memory_saving_variants && s.plan.policy == PolicyKind::mplan;
+  PlannedModel chosen = plan_model(model, variants, s.plan,
+                                   [&](const Tdfg& candidate) { return plan_iteration(candidate, costs, s.plan); });
+  out.planned = std::move(chosen.planned);
+  out.variants_line = variants_text(chosen);
+  const Tdfg& tdfg = chosen.tdfg;
   if (!out.planned.feasible) return infeasible(s, out.planned, budget_text);
   Plan& plan = out.planned.plan;
+  plan.compact_backward_layers = chosen.compact_layers;
   const CostModelInfo info = costs.info();
   plan.cost_model_kind = info.kind;
   plan.math_mode = info.math_mode;
@@ -235,7 +247,7 @@ Result<CompileResult> compile(const CompileSettings& s) {
     for (const Block& b : tdfg.blocks) plan.block_names.push_back(b.name);
   if (Status ok = verified(plan, tdfg); !ok) return ok.error();
   if (s.plan.workspace == WorkspaceUse::undivided)
-    out.lower_bound = iteration_lower_bound(tdfg, costs, plan.arena_bytes, batch, least_batchnorm_round(tdfg));
+    out.lower_bound = lower_bound_over_models(model, chosen, costs, plan.arena_bytes, batch);
 
   // The training program: train.cpp and CMakeLists.txt (codegen/codegen.h),
   // against the runtime this mplan ships (installed, $MPLAN_HOME, or its source tree).
@@ -244,7 +256,7 @@ Result<CompileResult> compile(const CompileSettings& s) {
   codegen_options.model_file = s.model_path;
   codegen_options.target = s.target;
   codegen_options.runtime_dir = install_paths().runtime_dir;
-  Result<codegen::GeneratedProgram> program = codegen::emit_program(model, tdfg, plan, codegen_options);
+  Result<codegen::GeneratedProgram> program = codegen::emit_program(*chosen.model, tdfg, plan, codegen_options);
   if (!program) return program.error();
   out.program = std::move(program).value();
   out.files = {{"plan.json", plan_to_json(plan)},

@@ -33,6 +33,7 @@ struct CompileFlags {
   bool batch_given = false, sub_batch_given = false, copy_engines_given = false;
   bool no_prefetch = false, lean_algorithms = false;
   bool no_recompute = false, no_recompute_convolutions = false, no_early_offload = false;
+  bool no_memory_saving_variants = false;
   std::string batchnorm = "prefer-one";  // planner/planner.h BatchnormRounds
   bool batchnorm_given = false;
   std::string workspace = "undivided";  // planner/workspace_mode.h
@@ -55,6 +56,9 @@ struct CompileSettings {
   bool allow_oversubscribe = false;
   std::string dump_lp;
   bool build = false;
+  // mplan's search also plans the model with its memory-saving operator
+  // variants and keeps the faster (driver/planned_model.h).
+  bool memory_saving_variants = true;
 };
 
 // Checks every flag that needs no file (a typo costs nothing): sizes, names,
@@ -70,6 +74,9 @@ struct CompileResult {
   // The proven lower bound at the budget (planner/lower_bound.h); not found
   // in the workspace modes that split a kernel into micro-batches.
   IterationLowerBound lower_bound;
+  // Which layers took their memory-saving backward (driver/planned_model.h);
+  // "" where none did.
+  std::string variants_line;
   codegen::GeneratedProgram program;  // train.cpp, CMakeLists.txt and what runs otherwise than planned
   // Everything the output folder gets: plan.json, trace.json, memory.svg,
   // model.yaml (the model, for `mplan verify DIR`) and the program.

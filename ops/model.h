@@ -88,6 +88,12 @@ struct Layer {
   // attention: heads; scale of the scores, 0 for 1/sqrt(head dimension).
   int64_t heads = 1;
   double scale = 0.0;
+
+  // The memory-saving form of the layer's backward (OpSpec::has_compact_backward;
+  // docs/planner.md, "Memory-saving variants"). Not a field of the model
+  // format and not in model_digest: the planner chooses it on its copy of the
+  // model, and the plan names the layers (docs/plan-format.md).
+  bool compact_backward = false;
 };
 
 struct Optimizer {

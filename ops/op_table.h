@@ -215,6 +215,14 @@ struct OpSpec {
   // split batch changes what the model learns: the planner prefers one round
   // and refuses rounds with fewer than two values per channel (planner.md).
   bool batch_statistics = false;
+  // A memory-saving form of BP1 (docs/planner.md, "Memory-saving variants";
+  // MONeT's operator variants): true where this layer can take it. A layer
+  // given Layer::compact_backward has an FP that also writes a compact record
+  // into the saved block (relu: a bit per element; max pool: the place of each
+  // window's maximum), and a BP1 that reads that record and dY only, with the
+  // same dX bit for bit. The entry's saved, bp1_needs, work and invoke read
+  // the flag. Null: the op has no such form.
+  bool (*has_compact_backward)(const Layer& layer) = nullptr;
   // The layer's class in the baselines' papers (planner/deciders).
   PaperClass paper_class = PaperClass::other;
   // The loss: the model's last layer; FP reads the labels and writes the

@@ -182,6 +182,9 @@ struct Plan {
   int format_version = kPlanFormatVersion;
   std::string model_name;
   std::string model_digest;     // model_digest(model) (ops/model.h): 16 hex digits
+  // The layers planned with their memory-saving backward (Layer::compact_backward,
+  // tdfg/compact_backward.h), by name: the TDFG is the model's with these set.
+  std::vector<std::string> compact_backward_layers;
   std::string device;           // CostModel::describe()
   // Which cost model planned (CostModel::info()), so that nobody mistakes a
   // prediction for a measurement: "analytic" (with the calibration's expected

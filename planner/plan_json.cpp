@@ -130,6 +130,7 @@ std::string plan_to_json(const Plan& plan) {
   header["format_version"] = plan.format_version;
   header["model_name"] = plan.model_name;
   header["model_digest"] = plan.model_digest;
+  header["compact_backward"] = plan.compact_backward_layers;
   header["device"] = plan.device;
   header["cost_model"] = Json{{"kind", plan.cost_model_kind},
                               {"math_mode", plan.math_mode},
@@ -315,6 +316,14 @@ class Reader {
                                          plan.format_version, kPlanFormatVersion));
     plan.model_name = text_field(root, "", "model_name");
     plan.model_digest = text_field(root, "", "model_digest");
+    if (root.contains("compact_backward")) {  // optional: plans without variants may omit it
+      const Json& names = field(root, "", "compact_backward");
+      if (!names.is_array()) fail("compact_backward", "must be a list of layer names");
+      for (size_t i = 0; i < names.size(); ++i) {
+        if (!names[i].is_string()) fail(fmt::format("compact_backward[{}]", i), "must be a layer name (a string)");
+        plan.compact_backward_layers.push_back(names[i].get<std::string>());
+      }
+    }
     plan.device = text_field(root, "", "device");
     if (root.contains("cost_model")) {  // optional: plans written before it say nothing
       const Json& cost = field(root, "", "cost_model");
@@ -574,7 +583,8 @@ bool same_all(const std::vector<T>& a, const std::vector<T>& b) {
 
 bool plans_equal(const Plan& a, const Plan& b) {
   return a.format_version == b.format_version && a.model_name == b.model_name &&
-         a.model_digest == b.model_digest && a.device == b.device && a.cost_model_kind == b.cost_model_kind &&
+         a.model_digest == b.model_digest && a.compact_backward_layers == b.compact_backward_layers &&
+         a.device == b.device && a.cost_model_kind == b.cost_model_kind &&
          a.math_mode == b.math_mode && a.cost_model_error == b.cost_model_error && a.budget_bytes == b.budget_bytes &&
          a.resident_bytes == b.resident_bytes && a.resident_region_bytes == b.resident_region_bytes &&
          a.arena_bytes == b.arena_bytes && a.host_bytes == b.host_bytes && a.batch == b.batch &&

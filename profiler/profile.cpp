@@ -333,6 +333,28 @@ Result<Profile> load_profile(const std::string& path) {
   return parse_profile(*text, path);
 }
 
+namespace {
+
+// A task as its profile entry is found: a compact task (a memory-saving
+// variant, docs/planner.md) that the profile does not list is served from its
+// plain form's entry (RecordedCostModel::options scales its times).
+TaskShape plain_form(TaskShape shape) {
+  shape.layer.compact_backward = false;
+  return shape;
+}
+
+// The bytes a task's kernels move at sub-batch b, by the op table's work.
+double traffic_bytes(const TaskShape& shape, int64_t b) {
+  const OpSpec& spec = op_spec(shape.op);
+  if (spec.work == nullptr) return 0;
+  const Layer layer = task_layer(shape);
+  double bytes = 0;
+  for (const WorkEstimate& w : spec.work(OpTask{layer, shape.inputs, shape.output, shape.kind}, b)) bytes += w.bytes;
+  return bytes;
+}
+
+}  // namespace
+
 Status check_profile_covers(const Profile& profile, const Tdfg& tdfg, const std::vector<int64_t>& required,
                             const std::string& file) {
   std::map<std::string, const ProfileEntry*> by_signature;
@@ -343,7 +365,8 @@ Status check_profile_covers(const Profile& profile, const Tdfg& tdfg, const std:
   wanted.erase(std::unique(wanted.begin(), wanted.end()), wanted.end());
   for (TaskId t = 0; t < static_cast<TaskId>(tdfg.tasks.size()); ++t) {
     const Task& task = tdfg.tasks[t];
-    const TaskShape shape = describe_task(tdfg, t);
+    TaskShape shape = describe_task(tdfg, t);
+    if (!by_signature.count(layer_signature(shape))) shape = plain_form(shape);
     const std::string signature = layer_signature(shape);
     const std::string who = task.kind == TaskKind::update
                                 ? std::string("the update")
@@ -429,6 +452,7 @@ Result<std::unique_ptr<RecordedCostModel>> RecordedCostModel::create(Profile pro
 
 const RecordedCostModel::Series& RecordedCostModel::series(const Tdfg& tdfg, TaskId t, const TaskShape& shape) const {
   auto it = by_task_signature_.find(task_signature(shape));
+  if (it == by_task_signature_.end()) it = by_task_signature_.find(task_signature(plain_form(shape)));
   MPLAN_CHECK(it != by_task_signature_.end(),
               "recorded cost model asked about a task its profile does not cover: " + tdfg.tasks.at(t).name);
   return *it->second;
@@ -466,6 +490,13 @@ std::vector<TaskOption> RecordedCostModel::options(const Tdfg& tdfg, TaskId t, i
           result.push_back({lo.algorithm, lo.time_ms + f * (hi.time_ms - lo.time_ms),
                             std::max(lo.workspace_bytes, hi.workspace_bytes)});
     if (result.empty()) result = upper->second;
+  }
+  // A compact task the profile lacks: the plain form's times, scaled by the
+  // ratio of the two forms' memory traffic (these are streaming kernels).
+  if (shape.layer.compact_backward && !by_task_signature_.count(task_signature(shape))) {
+    const double plain = traffic_bytes(plain_form(shape), sub_batch);
+    const double scale = plain > 0 ? traffic_bytes(shape, sub_batch) / plain : 1.0;
+    for (TaskOption& o : result) o.time_ms *= scale;
   }
   // The op's own scratch is given whatever the file says: a profile whose
   // job ran no kernel for attention's BP1 recorded it with no workspace, and

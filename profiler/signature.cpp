@@ -166,7 +166,7 @@ uint64_t task_fingerprint(const Tdfg& tdfg, TaskId t) {
                     w.stride_w, w.pad_h, w.pad_w, w.dilation_h, w.dilation_w, static_cast<int64_t>(layer.pool_mode),
                     static_cast<int64_t>(layer.ceil_mode), layer.lrn_size, static_cast<int64_t>(layer.tanh_approximation),
                     layer.out_h, layer.out_w, layer.axis, layer.begin, layer.end,
-                    static_cast<int64_t>(layer.transpose_b), layer.heads})
+                    static_cast<int64_t>(layer.transpose_b), layer.heads, static_cast<int64_t>(layer.compact_backward)})
     h = mix(h, static_cast<uint64_t>(v));
   h = mix(h, layer.shape.size());
   for (int64_t v : layer.shape) h = mix(h, static_cast<uint64_t>(v));

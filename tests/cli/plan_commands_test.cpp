@@ -13,6 +13,8 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace {
 
@@ -146,6 +148,50 @@ TEST_F(PlanCommands, VerifyRefusesAnotherModel) {
   EXPECT_NE(v.exit_code, 0);
   EXPECT_NE(v.output.find("digest"), std::string::npos) << v.output;
   EXPECT_NE(v.output.find("cifar_small"), std::string::npos) << v.output;
+}
+
+TEST_F(PlanCommands, TheMemorySavingVariantsTravelWithThePlan) {
+  // cifar_small's ReLUs before its max pools take their compact backward: the
+  // plan names them, and verify builds the TDFG they make.
+  CommandRun c = run("compile " + model("cifar_small") + " --budget " + kBudget + " -o " + path("out"));
+  ASSERT_EQ(c.exit_code, 0) << c.output;
+  EXPECT_NE(c.output.find("memory-saving variants: compact backward of "), std::string::npos) << c.output;
+  nlohmann::json plan = nlohmann::json::parse(read(path("out/plan.json")));
+  ASSERT_TRUE(plan["compact_backward"].is_array());
+  ASSERT_FALSE(plan["compact_backward"].empty());
+  EXPECT_EQ(run("verify " + path("out")).exit_code, 0);
+
+  // Without them the plan is another TDFG's: verify finds its blocks wrong.
+  nlohmann::json plain = plan;
+  plain["compact_backward"] = nlohmann::json::array();
+  std::ofstream(path("out/plain.json")) << plain.dump();
+  CommandRun v = run("verify " + path("out/plain.json"));
+  EXPECT_EQ(v.exit_code, 1) << v.output;
+
+  // A layer the model lacks, one with no compact form, a list that is not one.
+  for (const auto& [value, expected] : std::vector<std::pair<nlohmann::json, std::string>>{
+           {nlohmann::json::array({"no_such_layer"}), "'no_such_layer', which the model does not have"},
+           {nlohmann::json::array({"conv1"}), "without a compact backward"},
+           {nlohmann::json("relu1"), "compact_backward"},
+           {nlohmann::json::array({7}), "compact_backward[0]"}}) {
+    nlohmann::json bad = plan;
+    bad["compact_backward"] = value;
+    std::ofstream(path("out/bad.json")) << bad.dump();
+    v = run("verify " + path("out/bad.json"));
+    EXPECT_NE(v.exit_code, 0) << value.dump();
+    EXPECT_NE(v.output.find(expected), std::string::npos) << value.dump() << ": " << v.output;
+    EXPECT_EQ(v.output.find("internal"), std::string::npos) << v.output;
+  }
+
+  c = run("compile " + model("cifar_small") + " --budget " + kBudget + " --no-memory-saving-variants -o " +
+          path("plain"));
+  ASSERT_EQ(c.exit_code, 0) << c.output;
+  EXPECT_EQ(c.output.find("memory-saving variants"), std::string::npos) << c.output;
+  EXPECT_TRUE(nlohmann::json::parse(read(path("plain/plan.json")))["compact_backward"].empty());
+  c = run("compile " + model("cifar_small") + " --budget " + kBudget + " --policy vdnn-all-m "
+          "--no-memory-saving-variants -o " + path("vdnn"));
+  EXPECT_EQ(c.exit_code, 2) << c.output;
+  EXPECT_NE(c.output.find("--no-memory-saving-variants is an option of the planner"), std::string::npos) << c.output;
 }
 
 TEST_F(PlanCommands, VerifyAndInspectRefuseBadFiles) {

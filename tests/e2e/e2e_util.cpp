@@ -14,11 +14,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "driver/planned_model.h"
+#include "planner/deciders/deciders.h"
+#include "planner/sim/iteration_sim.h"
 #include "frontend/parse.h"
 #include "planner/sub_batch.h"
 #include "profiler/analytic_model.h"
 #include "profiler/device.h"
 #include "runtime/npy.h"
+#include "tdfg/compact_backward.h"
 #include "tdfg/tdfg.h"
 
 namespace mplan::e2e {
@@ -77,7 +81,13 @@ Compiled compile_model(const Model& model, Budget budget, const std::string& tag
   Result<Device> device = load_device("k40");
   if (!device) return Compiled{{}, "", device.error().to_string()};
   const AnalyticCostModel cost(*device);
-  const Tdfg tdfg = build_tdfg(model);
+  // The offload budget is the least room the tasks need one by one, which the
+  // model's memory-saving variants would change: that scenario plans the
+  // model with them (where any frees a tensor), so that its blocks are
+  // offloaded with the variants' records among them.
+  const Model with_variants = with_compact_backward(model, compact_backward_layers(model));
+  const Model& budgeted = budget == Budget::offload ? with_variants : model;
+  const Tdfg tdfg = build_tdfg(budgeted);
   PlanOptions options;
   const int64_t resident = resident_region_bytes(tdfg);
   const int64_t batch = model.batch;
@@ -92,9 +102,72 @@ Compiled compile_model(const Model& model, Budget budget, const std::string& tag
       options.budget_bytes = resident + max_task_arena_bytes(tdfg, cost, batch, /*fastest=*/false) + 4096;
       break;
   }
-  Result<Plan> plan = plan_iteration(tdfg, cost, options).take_plan();
+  // As `mplan compile` plans: the model with and without its memory-saving
+  // variants, the faster kept (driver/planned_model.h).
+  if (budget == Budget::offload) {
+    Result<Plan> plan = plan_iteration(tdfg, cost, options).take_plan();
+    if (!plan) return Compiled{{}, "", "make_plan: " + plan.error().to_string()};
+    plan->compact_backward_layers = compact_backward_names(budgeted);
+    return write_plan_program(budgeted, std::move(*plan), tag, target);
+  }
+  driver::PlannedModel planned = driver::plan_model(
+      model, true, options, [&](const Tdfg& candidate) { return plan_iteration(candidate, cost, options); });
+  Result<Plan> plan = std::move(planned.planned).take_plan();
   if (!plan) return Compiled{{}, "", "make_plan: " + plan.error().to_string()};
-  return write_plan_program(model, std::move(*plan), tag, target);
+  plan->compact_backward_layers = planned.compact_layers;
+  return write_plan_program(*planned.model, std::move(*plan), tag, target);
+}
+
+namespace {
+
+// mplan's decider, and every droppable block dropped after its last forward use.
+class DropEverything final : public Decider {
+ public:
+  DropEverything() : inner_(make_modnn_decider(ModnnRules{})) {}
+  bool may_drop(const IterationSim&, BlockId) override { return true; }
+  std::optional<int64_t> make_room(IterationSim& sim, const RoomRequest& r) override {
+    return inner_->make_room(sim, r);
+  }
+  size_t choose_option(IterationSim& sim, int32_t r, int32_t k, const std::vector<TaskOption>& o) override {
+    return inner_->choose_option(sim, r, k, o);
+  }
+  bool defragment_on_failure() const override { return true; }
+  void after_task(IterationSim& sim, int32_t r, int32_t k) override {
+    const Tdfg& tdfg = sim.tdfg();
+    if (tdfg.tasks[sim.task_at(k)].kind != TaskKind::FP) return;
+    for (const std::vector<BlockId>* list : {&sim.inputs_at(k), &sim.outputs_at(k)}) {
+      for (BlockId b : *list) {
+        const int32_t i = sim.instance(r, b);
+        if (!sim.droppable(i)) continue;
+        const std::vector<int32_t>& u = sim.uses(b);
+        auto next = std::upper_bound(u.begin(), u.end(), k);
+        if (next != u.end() && tdfg.tasks[sim.task_at(*next)].kind != TaskKind::FP) sim.drop(i);
+      }
+    }
+  }
+
+ private:
+  std::unique_ptr<Decider> inner_;
+};
+
+}  // namespace
+
+PlanResult drop_everything_plan(const Model& model, const CostModel& cost, int64_t arena_bytes) {
+  const Tdfg tdfg = build_tdfg(model);
+  SimOptions o;
+  o.sub_batches = {model.batch};  // one round: full-batch statistics
+  o.arena_bytes = arena_bytes;
+  DropEverything decider;
+  PlanResult sim = simulate_iteration(tdfg, cost, o, decider);
+  if (!sim.feasible) return sim;
+  Plan& plan = sim.plan;
+  plan.model_name = model.name;
+  plan.model_digest = model_digest(model);
+  plan.device = cost.describe();
+  plan.batch = model.batch;
+  plan.resident_bytes = tdfg.resident_bytes();
+  plan.budget_bytes = plan.resident_region_bytes + plan.arena_bytes;
+  return sim;
 }
 
 Compiled write_plan_program(const Model& model, Plan plan, const std::string& tag, codegen::Target target) {

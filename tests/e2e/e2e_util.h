@@ -30,8 +30,10 @@ enum class Budget { unlimited, sub_batch, offload };
 const char* budget_name(Budget budget);
 
 // Plans `model_path` (a file under examples/models, or any path) at `budget`
-// with the analytic K40 cost model and writes the program to a fresh folder
-// under the test binary dir named `tag`.
+// with the analytic K40 cost model, as `mplan compile` does (the model with
+// and without its memory-saving variants, the faster kept; the offload
+// budget plans the model with its variants where any pays), and writes the
+// program to a fresh folder under the test binary dir named `tag`.
 Compiled compile_model(const std::string& model_path, Budget budget, const std::string& tag,
                        codegen::Target target = codegen::Target::cpu);
 // The same with a Model built in code (for hostile layer names).
@@ -42,6 +44,13 @@ Compiled compile_model(const Model& model, Budget budget, const std::string& tag
 // planner/policy.h) to the folder named `tag`, as compile_model does.
 Compiled write_plan_program(const Model& model, Plan plan, const std::string& tag,
                             codegen::Target target = codegen::Target::cpu);
+
+// A plan of one round (the whole batch) in `arena_bytes` that drops every
+// block it may right after its last forward use and recomputes it when the
+// backward pass reads it (mplan's decider otherwise), with the header filled
+// in; its recompute_steps say which steps recompute. For the tests that
+// every recomputation computes the same values.
+PlanResult drop_everything_plan(const Model& model, const CostModel& cost, int64_t arena_bytes = int64_t{1} << 30);
 
 // Configures and builds dir/build with cmake against a prebuilt runtime
 // library (default: this build's CPU runtime). Returns "" on success, else

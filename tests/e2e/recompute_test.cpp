@@ -44,34 +44,6 @@ std::map<std::string, std::vector<float>> build_and_train(const Compiled& compil
   return read_weights(compiled.dir + "/weights");
 }
 
-// mplan's decider, and every droppable block dropped after its last forward use.
-class DropEverything final : public Decider {
- public:
-  DropEverything() : inner_(make_modnn_decider(ModnnRules{})) {}
-  bool may_drop(const IterationSim&, BlockId) override { return true; }
-  std::optional<int64_t> make_room(IterationSim& sim, const RoomRequest& r) override { return inner_->make_room(sim, r); }
-  size_t choose_option(IterationSim& sim, int32_t r, int32_t k, const std::vector<TaskOption>& o) override {
-    return inner_->choose_option(sim, r, k, o);
-  }
-  bool defragment_on_failure() const override { return true; }
-  void after_task(IterationSim& sim, int32_t r, int32_t k) override {
-    const Tdfg& tdfg = sim.tdfg();
-    if (tdfg.tasks[sim.task_at(k)].kind != TaskKind::FP) return;
-    for (const std::vector<BlockId>* list : {&sim.inputs_at(k), &sim.outputs_at(k)}) {
-      for (BlockId b : *list) {
-        const int32_t i = sim.instance(r, b);
-        if (!sim.droppable(i)) continue;
-        const std::vector<int32_t>& u = sim.uses(b);
-        auto next = std::upper_bound(u.begin(), u.end(), k);
-        if (next != u.end() && tdfg.tasks[sim.task_at(*next)].kind != TaskKind::FP) sim.drop(i);
-      }
-    }
-  }
-
- private:
-  std::unique_ptr<Decider> inner_;
-};
-
 TEST(Recompute, BatchnormDropoutAndInPlaceReluRecomputedTrainTheSameWeights) {
   Result<Model> model = load_model(source_dir() + "/" + kModel);
   ASSERT_TRUE(model.ok()) << model.error().to_string();
@@ -80,19 +52,9 @@ TEST(Recompute, BatchnormDropoutAndInPlaceReluRecomputedTrainTheSameWeights) {
   const AnalyticCostModel cost(*device);
   const Tdfg tdfg = build_tdfg(*model);
 
-  SimOptions o;
-  o.sub_batches = {model->batch};  // one round: full-batch statistics
-  o.arena_bytes = int64_t{1} << 30;
-  DropEverything decider;
-  PlanResult sim = simulate_iteration(tdfg, cost, o, decider);
+  PlanResult sim = drop_everything_plan(*model, cost);
   ASSERT_TRUE(sim.feasible) << sim.note;
   Plan plan = std::move(sim.plan);
-  plan.model_name = model->name;
-  plan.model_digest = model_digest(*model);
-  plan.device = cost.describe();
-  plan.batch = model->batch;
-  plan.resident_bytes = tdfg.resident_bytes();
-  plan.budget_bytes = plan.resident_region_bytes + plan.arena_bytes;
   ASSERT_TRUE(verify_plan(plan, tdfg).empty()) << to_string(verify_plan(plan, tdfg).front());
   std::set<Op> recomputed;
   for (int32_t s : sim.recompute_steps) recomputed.insert(tdfg.tasks[plan.steps[s].task].op);

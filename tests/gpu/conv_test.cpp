@@ -95,7 +95,9 @@ TEST(GpuConv, ForwardEveryAlgorithmMatchesCpu) {
         },
         &graph_ran);
     EXPECT_GE(ran, 1) << describe(s);  // implicit_gemm runs every shape
-    if (graph_must_run(s)) EXPECT_GE(graph_ran, 1) << "no graph-API configuration ran " << describe(s);
+    if (graph_must_run(s)) {
+      EXPECT_GE(graph_ran, 1) << "no graph-API configuration ran " << describe(s);
+    }
   }
 }
 
@@ -119,8 +121,9 @@ TEST(GpuConv, BackwardDataEveryAlgorithmWritesAndAccumulates) {
           },
           &graph_ran);
       EXPECT_GE(ran, 1) << describe(s);
-      if (graph_must_run(s))
+      if (graph_must_run(s)) {
         EXPECT_GE(graph_ran, 1) << "no graph-API configuration ran " << describe(s) << ", accumulate " << accumulate;
+      }
     }
   }
 }
@@ -144,7 +147,9 @@ TEST(GpuConv, BackwardFilterEveryAlgorithmAccumulates) {
         },
         &graph_ran);
     EXPECT_GE(ran, 1) << describe(s);
-    if (graph_must_run(s)) EXPECT_GE(graph_ran, 1) << "no graph-API configuration ran " << describe(s);
+    if (graph_must_run(s)) {
+      EXPECT_GE(graph_ran, 1) << "no graph-API configuration ran " << describe(s);
+    }
   }
 }
 

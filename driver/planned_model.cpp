@@ -1,0 +1,87 @@
+// The plain model against its memory-saving variants (driver/planned_model.h).
+
+#include "driver/planned_model.h"
+
+#include <fmt/format.h>
+
+#include "tdfg/bounds.h"
+#include "tdfg/compact_backward.h"
+
+namespace mplan::driver {
+namespace {
+
+PlannedModel planned_for(Model model, const PlanOf& plan) {
+  PlannedModel out;
+  out.model = std::make_unique<Model>(std::move(model));
+  out.tdfg = build_tdfg(*out.model);
+  out.planned = plan(out.tdfg);
+  out.compact_layers = compact_backward_names(*out.model);
+  return out;
+}
+
+bool has_batch_statistics(const Tdfg& tdfg) {
+  for (const Task& t : tdfg.tasks)
+    if (t.batch_statistics) return true;
+  return false;
+}
+
+// Whether `a` is the better plan: feasible, then (prefer_one) one round
+// within the tolerance of a split plan, then faster.
+bool better(const PlannedModel& a, const PlannedModel& b, const PlanOptions& options) {
+  if (a.planned.feasible != b.planned.feasible) return a.planned.feasible;
+  if (!a.planned.feasible) return false;
+  const size_t rounds_a = a.planned.plan.sub_batches.size(), rounds_b = b.planned.plan.sub_batches.size();
+  if (options.batchnorm_rounds == PlanOptions::BatchnormRounds::prefer_one && rounds_a != rounds_b &&
+      (rounds_a == 1 || rounds_b == 1) && has_batch_statistics(a.tdfg)) {
+    const PlannedModel& one = rounds_a == 1 ? a : b;
+    const PlannedModel& split = rounds_a == 1 ? b : a;
+    const bool one_wins =
+        one.planned.iteration_ms() <= (1.0 + options.batchnorm_tolerance) * split.planned.iteration_ms();
+    return one_wins == (rounds_a == 1);
+  }
+  return a.planned.iteration_ms() < b.planned.iteration_ms();
+}
+
+}  // namespace
+
+PlannedModel plan_model(const Model& model, bool variants, const PlanOptions& options, const PlanOf& plan) {
+  PlannedModel plain = planned_for(with_compact_backward(model, std::vector<LayerId>{}), plan);
+  if (!variants) return plain;
+  const std::vector<LayerId> layers = compact_backward_layers(model);
+  if (layers.empty()) return plain;
+  PlannedModel compact = planned_for(with_compact_backward(model, layers), plan);
+  const bool both = plain.planned.feasible && compact.planned.feasible;
+  if (better(compact, plain, options)) {
+    compact.other_ms = both ? plain.planned.iteration_ms() : 0;
+    return compact;
+  }
+  plain.other_ms = both ? compact.planned.iteration_ms() : 0;
+  return plain;
+}
+
+IterationLowerBound lower_bound_over_models(const Model& model, const PlannedModel& planned, const CostModel& cost,
+                                           int64_t arena_bytes, int64_t batch) {
+  IterationLowerBound bound = iteration_lower_bound(planned.tdfg, cost, arena_bytes, batch,
+                                                    least_batchnorm_round(planned.tdfg));
+  if (planned.compact_layers.empty()) return bound;
+  const Model plain_model = with_compact_backward(model, std::vector<LayerId>{});
+  const Tdfg plain = build_tdfg(plain_model);
+  const IterationLowerBound other =
+      iteration_lower_bound(plain, cost, arena_bytes, batch, least_batchnorm_round(plain));
+  if (other.found && (!bound.found || other.ms < bound.ms)) return other;
+  return bound;
+}
+
+std::string variants_text(const PlannedModel& planned) {
+  if (planned.compact_layers.empty()) return "";
+  std::string names;
+  for (size_t i = 0; i < planned.compact_layers.size() && i < 6; ++i)
+    names += (i ? ", " : "") + planned.compact_layers[i];
+  if (planned.compact_layers.size() > 6) names += fmt::format(", ... ({} layers)", planned.compact_layers.size());
+  std::string out = fmt::format("memory-saving variants: compact backward of {}", names);
+  if (planned.other_ms > 0)
+    out += fmt::format(" ({:.3f} ms against {:.3f} ms without)", planned.planned.iteration_ms(), planned.other_ms);
+  return out;
+}
+
+}  // namespace mplan::driver

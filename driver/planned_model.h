@@ -1,0 +1,50 @@
+#pragma once
+// The model as the planner runs it: the user's model, or the same with the
+// memory-saving operator variants (tdfg/compact_backward.h) where they free a
+// tensor of the backward pass, whichever plans faster (docs/planner.md,
+// "Memory-saving variants"). Both compile and compare plan through it, so a
+// compared row is the plan compile would write.
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "planner/lower_bound.h"
+#include "planner/planner.h"
+#include "tdfg/tdfg.h"
+
+namespace mplan::driver {
+
+struct PlannedModel {
+  std::unique_ptr<Model> model;  // owned: tdfg.model points to it
+  Tdfg tdfg;
+  PlanResult planned;
+  // The layers given their compact backward (Layer::compact_backward); empty
+  // for the plain model.
+  std::vector<std::string> compact_layers;
+  // The other candidate's time where both were planned and feasible; 0 if not.
+  double other_ms = 0;
+};
+
+// A planner: one plan of a TDFG (plan_iteration with the caller's options).
+using PlanOf = std::function<PlanResult(const Tdfg&)>;
+
+// Plans the plain model and, where `variants` and some layer's compact
+// backward frees a tensor, the model with those variants; keeps the faster
+// feasible plan, the plain one on a tie. With batchnorm_rounds prefer_one a
+// plan of one round is kept over a faster split one while it costs at most
+// `batchnorm_tolerance` more (PlanOptions).
+PlannedModel plan_model(const Model& model, bool variants, const PlanOptions& options, const PlanOf& plan);
+
+// The lower bound (planner/lower_bound.h) at `arena_bytes` over both models
+// plan_model may plan, the plain one and `planned`'s: no plan of either is
+// faster.
+IterationLowerBound lower_bound_over_models(const Model& model, const PlannedModel& planned, const CostModel& cost,
+                                           int64_t arena_bytes, int64_t batch);
+
+// One line for compile: which layers took their compact backward, and what
+// that saved ("" for the plain model).
+std::string variants_text(const PlannedModel& planned);
+
+}  // namespace mplan::driver
