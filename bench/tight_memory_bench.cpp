@@ -171,7 +171,7 @@ std::string markdown(const std::vector<Row>& rows, const std::string& command, d
   out += fraction_table(rows, "One round, every backward plain (`--no-memory-saving-variants`)", &Row::plain_only);
   out += "\n## What the one-round plans do\n\nCompact: the layers planned with their memory-saving backward "
          "(docs/planner.md, \"Memory-saving variants\"). Above the bound: the plan's time over the lower bound at "
-         "its budget (`planner/lower_bound.h`; it counts no copies or recomputation, docs/planner.md).\n\n"
+         "its budget (`planner/lower_bound.h`; docs/planner.md, \"The lower bound\").\n\n"
          "| model | F | compact | recomputed steps | bytes copied | above the bound | planner |\n"
          "|---|---|---|---|---|---|---|\n";
   for (const Row& r : rows)

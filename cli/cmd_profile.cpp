@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <set>
 #include <string>
 
 #include "cli/command.h"
@@ -24,6 +25,7 @@
 #include "profiler/kernel_jobs.h"
 #include "profiler/profile.h"
 #include "runtime/jobs.h"
+#include "tdfg/compact_backward.h"
 #include "tdfg/tdfg.h"
 
 namespace mplan::cli {
@@ -50,6 +52,21 @@ std::vector<int64_t> checked_sub_batches(const ProfileOptions& options, const Mo
   return sub_batches;
 }
 
+// The model's TDFG and, where some of its layers have a memory-saving
+// backward that frees a tensor (tdfg/compact_backward.h), the TDFG with those
+// variants: a profile times both forms, so that compile prices the compact
+// ones as measured (docs/profile-format.md).
+struct ProfiledGraphs {
+  explicit ProfiledGraphs(Model m)
+      : model(std::move(m)), compact(with_compact_backward(model, compact_backward_layers(model))),
+        plain(build_tdfg(model)), variants(build_tdfg(compact)) {}
+  ProfiledGraphs(const ProfiledGraphs&) = delete;
+  ProfiledGraphs& operator=(const ProfiledGraphs&) = delete;
+  bool has_variants() const { return !compact_backward_names(compact).empty(); }
+  const Model model, compact;
+  const Tdfg plain, variants;  // of model and of compact
+};
+
 void check_output(const ProfileOptions& options) {
   if (options.output.empty()) fail_usage("-o: expected the path of the profile to write");
   refuse_overwriting_inputs("-o", options.output,
@@ -71,10 +88,17 @@ std::string read_text(const std::string& path, const char* flag) {
 void run_write_jobs(const ProfileOptions& options) {
   if (options.repeats < 1 || options.repeats > 10000) fail_usage("--repeats: expected 1 to 10000");
   refuse_overwriting_inputs("--jobs", options.jobs, {options.model_path});
-  const Model model = unwrap(load_model(options.model_path));
+  const ProfiledGraphs graphs(unwrap(load_model(options.model_path)));
+  const Model& model = graphs.model;
   const std::vector<int64_t> sub_batches = checked_sub_batches(options, model);
-  const Tdfg tdfg = build_tdfg(model);
-  const rt::JobFile jobs = make_jobs(tdfg, sub_batches, options.repeats, /*warmup=*/2);
+  const Tdfg& tdfg = graphs.plain;
+  rt::JobFile jobs = make_jobs(tdfg, sub_batches, options.repeats, /*warmup=*/2);
+  if (graphs.has_variants()) {
+    std::set<std::string> keys;
+    for (const rt::Job& job : jobs.jobs) keys.insert(job.key);
+    for (rt::Job& job : make_jobs(graphs.variants, sub_batches, options.repeats, 2).jobs)
+      if (keys.insert(job.key).second) jobs.jobs.push_back(std::move(job));
+  }
   write_file_atomically(options.jobs, rt::jobs_to_json(jobs));
   fmt::print("wrote {}: {} jobs (the distinct ones of {}'s {} tasks at sub-batches {}), {} copy sizes\n"
              "next: on the GPU node, mplan_kernel_profiler {} -o times.json (its CUDA build); then here,\n"
@@ -87,14 +111,23 @@ void run_write_jobs(const ProfileOptions& options) {
 void run_merge(const ProfileOptions& options) {
   check_output(options);
   refuse_overwriting_inputs("-o", options.output, {options.merge});
-  const Model model = unwrap(load_model(options.model_path));
+  const ProfiledGraphs graphs(unwrap(load_model(options.model_path)));
+  const Model& model = graphs.model;
   const std::vector<int64_t> sub_batches = checked_sub_batches(options, model);
-  const Tdfg tdfg = build_tdfg(model);
+  const Tdfg& tdfg = graphs.plain;
   rt::ResultFile results;
   std::string error;
   if (!rt::parse_results(read_text(options.merge, "--merge"), &results, &error))
     fail(fmt::format("--merge '{}': {}", options.merge, error));
-  const Profile profile = unwrap(merge_results(tdfg, results, sub_batches, options.merge));
+  Profile profile = unwrap(merge_results(tdfg, results, sub_batches, options.merge));
+  if (graphs.has_variants()) {
+    // Results of a job file without the compact forms still make a profile:
+    // compile then prices those forms from the plain ones.
+    Result<Profile> compact = merge_results(graphs.variants, results, sub_batches, options.merge);
+    if (compact) add_missing_entries(profile, *compact);
+    else
+      fmt::print(stderr, "mplan: warning: the memory-saving variants are not timed: {}\n", compact.error().message);
+  }
   if (std::string untimed = driver::untimed_kernel_warning(profile, tdfg, options.merge); !untimed.empty())
     fmt::print(stderr, "mplan: warning: {}\n", untimed);
   write_file_atomically(options.output, profile_to_json(profile));
@@ -108,13 +141,15 @@ void run_cpu_profile(const ProfileOptions& options) {
   if (!options.device.empty())
     fail_usage("--device is for --backend analytic; --backend cpu measures this machine");
   check_output(options);
-  const Model model = unwrap(load_model(options.model_path));
+  const ProfiledGraphs graphs(unwrap(load_model(options.model_path)));
+  const Model& model = graphs.model;
   const std::vector<int64_t> sub_batches = checked_sub_batches(options, model);
-  const Tdfg tdfg = build_tdfg(model);
   const CpuMeasuredCostModel cost_model;
   Profile profile;
   try {
-    profile = make_profile(tdfg, cost_model, sub_batches, "cpu");
+    profile = make_profile(graphs.plain, cost_model, sub_batches, "cpu");
+    if (graphs.has_variants())
+      add_missing_entries(profile, make_profile(graphs.variants, cost_model, sub_batches, "cpu"));
   } catch (const MeasurementTooLarge& e) {
     fail(fmt::format("--backend cpu: {}", e.what()));
   }
@@ -143,14 +178,17 @@ void run_profile(const ProfileOptions& options) {
     fail_usage("--backend: expected analytic, cpu or cuda, not '" + options.backend + "'");
   if (options.device.empty()) fail_usage("--device: required with --backend analytic");
   check_output(options);
-  const Model model = unwrap(load_model(options.model_path));
+  const ProfiledGraphs graphs(unwrap(load_model(options.model_path)));
+  const Model& model = graphs.model;
   const std::vector<int64_t> sub_batches = checked_sub_batches(options, model);
-  const Tdfg tdfg = build_tdfg(model);
+  const Tdfg& tdfg = graphs.plain;
   const driver::LoadedCostModel cost =
       unwrap(driver::make_cost_model(driver::CostSource{options.device, "", false}, model, options.model_path, tdfg, 0));
   const std::string& device_name = cost.device_name;
   const CostModel& cost_model = *cost.model;
-  const Profile profile = make_profile(tdfg, cost_model, sub_batches, device_name);
+  Profile profile = make_profile(tdfg, cost_model, sub_batches, device_name);
+  if (graphs.has_variants())
+    add_missing_entries(profile, make_profile(graphs.variants, cost_model, sub_batches, device_name));
   write_file_atomically(options.output, profile_to_json(profile));
   size_t tasks = 0;
   for (const ProfileEntry& entry : profile.entries) tasks += entry.tasks.size();

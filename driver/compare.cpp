@@ -35,12 +35,6 @@ Result<std::vector<PolicyKind>> parse_policy_list(const std::string& text) {
   return out;
 }
 
-bool has_batchnorm(const Tdfg& tdfg) {
-  for (const Task& t : tdfg.tasks)
-    if (t.batch_statistics) return true;
-  return false;
-}
-
 // mplan's row: the baselines split batchnorm models by time alone, and so
 // does mplan's row; its note gives compile's default (one round where that
 // costs little more).
@@ -50,13 +44,14 @@ PlannedModel mplan_row(const Model& model, const CostModel& cost, const PlanOpti
   PlanOptions any = options;
   any.policy = PolicyKind::mplan;
   any.batchnorm_rounds = PlanOptions::BatchnormRounds::any;
-  PlannedModel planned =
-      plan_model(model, true, any, [&](const Tdfg& candidate) { return plan_iteration(candidate, cost, any); });
+  PlannedModel planned = plan_model(
+      model, true, any, [&](const Tdfg& candidate) { return plan_iteration(candidate, cost, any); },
+      !cost.measures_when_asked());
   PlanResult& row = planned.planned;
   if (!planned.compact_layers.empty())
     row.note += fmt::format("{}compact backward of {} layer{}", row.note.empty() ? "" : "; ",
                             planned.compact_layers.size(), planned.compact_layers.size() == 1 ? "" : "s");
-  if (!has_batchnorm(planned.tdfg)) return planned;
+  if (!has_batch_statistics(planned.tdfg)) return planned;
   PlanOptions preferred_options = options;
   preferred_options.policy = PolicyKind::mplan;
   const PlanResult preferred = plan_iteration(planned.tdfg, cost, preferred_options);

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <future>
+
 #include "tdfg/bounds.h"
 #include "tdfg/compact_backward.h"
 
@@ -17,12 +19,6 @@ PlannedModel planned_for(Model model, const PlanOf& plan) {
   out.planned = plan(out.tdfg);
   out.compact_layers = compact_backward_names(*out.model);
   return out;
-}
-
-bool has_batch_statistics(const Tdfg& tdfg) {
-  for (const Task& t : tdfg.tasks)
-    if (t.batch_statistics) return true;
-  return false;
 }
 
 // Whether `a` is the better plan: feasible, then (prefer_one) one round
@@ -44,12 +40,15 @@ bool better(const PlannedModel& a, const PlannedModel& b, const PlanOptions& opt
 
 }  // namespace
 
-PlannedModel plan_model(const Model& model, bool variants, const PlanOptions& options, const PlanOf& plan) {
+PlannedModel plan_model(const Model& model, bool variants, const PlanOptions& options, const PlanOf& plan,
+                        bool at_once) {
+  const std::vector<LayerId> layers = variants ? compact_backward_layers(model) : std::vector<LayerId>{};
+  if (layers.empty()) return planned_for(with_compact_backward(model, std::vector<LayerId>{}), plan);
+  std::future<PlannedModel> other =
+      std::async(at_once ? std::launch::async : std::launch::deferred,
+                 [&] { return planned_for(with_compact_backward(model, layers), plan); });
   PlannedModel plain = planned_for(with_compact_backward(model, std::vector<LayerId>{}), plan);
-  if (!variants) return plain;
-  const std::vector<LayerId> layers = compact_backward_layers(model);
-  if (layers.empty()) return plain;
-  PlannedModel compact = planned_for(with_compact_backward(model, layers), plan);
+  PlannedModel compact = other.get();
   const bool both = plain.planned.feasible && compact.planned.feasible;
   if (better(compact, plain, options)) {
     compact.other_ms = both ? plain.planned.iteration_ms() : 0;

@@ -34,8 +34,11 @@ using PlanOf = std::function<PlanResult(const Tdfg&)>;
 // backward frees a tensor, the model with those variants; keeps the faster
 // feasible plan, the plain one on a tie. With batchnorm_rounds prefer_one a
 // plan of one round is kept over a faster split one while it costs at most
-// `batchnorm_tolerance` more (PlanOptions).
-PlannedModel plan_model(const Model& model, bool variants, const PlanOptions& options, const PlanOf& plan);
+// `batchnorm_tolerance` more (PlanOptions). With `at_once` the two are
+// planned on two threads (`plan` must be safe to call so: plan_iteration
+// with a cost model that does not measure when asked, CostModel).
+PlannedModel plan_model(const Model& model, bool variants, const PlanOptions& options, const PlanOf& plan,
+                        bool at_once = false);
 
 // The lower bound (planner/lower_bound.h) at `arena_bytes` over both models
 // plan_model may plan, the plain one and `planned`'s: no plan of either is

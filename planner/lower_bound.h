@@ -4,10 +4,10 @@
 // recomputations on top), one at a time, each with an option whose
 // workspace and blocks fit the arena beside it (undivided workspace mode);
 // so no plan is faster than the best split of the batch into rounds that
-// fit, each task at its fastest fitting option, nothing waiting. It knows
-// nothing of copies or recomputation, so at a tight budget the plan's
-// distance to it is mostly what memory costs (docs/planner.md, "The lower
-// bound").
+// fit, each task at its fastest fitting option, nothing waiting. It also
+// counts memory: at each round's fullest moment what does not fit must be
+// away, copied out and back or computed again, and the round takes at least
+// the cheaper mix of the two (docs/planner.md, "The lower bound").
 
 #include <cstdint>
 #include <vector>
@@ -19,8 +19,9 @@ namespace mplan {
 
 struct IterationLowerBound {
   bool found = false;                // false: no round of any size fits the arena
-  double ms = 0;
+  double ms = 0;                     // counting memory
   std::vector<int64_t> rounds;       // the split that attains it
+  double compute_ms = 0;             // the compute stream alone: nothing copied or recomputed
 };
 
 // Rounds of at least least_round samples (batch norm's two values per

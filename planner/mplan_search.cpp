@@ -386,7 +386,7 @@ PlanResult SchedulerSearch::run() {
 
   Search search(tdfg_, cost_, arena_, copy_engines_, opt_.screen_sub_batches);
   std::string batchnorm_note;
-  const bool batchnorm_rounds = has_batchnorm(tdfg_) && opt_.sub_batch == 0 && !published_ &&
+  const bool batchnorm_rounds = has_batch_statistics(tdfg_) && opt_.sub_batch == 0 && !published_ &&
                                 opt_.batchnorm_rounds != PlanOptions::BatchnormRounds::any;
   if (batchnorm_rounds) {
     // Batch normalisation: one round (full-batch statistics) first.

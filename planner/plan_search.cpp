@@ -24,12 +24,6 @@ PlanResult infeasible(std::string why) {
 
 std::string bytes_text(int64_t bytes) { return std::to_string(bytes) + " bytes (" + format_bytes(bytes) + ")"; }
 
-bool has_batchnorm(const Tdfg& tdfg) {
-  for (const Task& t : tdfg.tasks)
-    if (t.batch_statistics) return true;  // batch norm
-  return false;
-}
-
 namespace {
 
 // Ideal: unlimited memory, the fastest option of every task, the whole batch
@@ -143,8 +137,8 @@ void fill_header(Plan* plan, const Tdfg& tdfg, const CostModel& cost, int64_t bu
     plan->summary.notes.push_back("the batch of " + std::to_string(batch) + " runs as " +
                                   std::to_string(plan->sub_batches.size()) +
                                   " sub-batches; gradients accumulate and the update runs once");
-    if (has_batchnorm(tdfg)) plan->summary.notes.push_back("batchnorm statistics are per sub-batch");
-  } else if (has_batchnorm(tdfg)) {
+    if (has_batch_statistics(tdfg)) plan->summary.notes.push_back("batchnorm statistics are per sub-batch");
+  } else if (has_batch_statistics(tdfg)) {
     plan->summary.notes.push_back("batchnorm statistics are over the whole batch (one round)");
   }
   if (plan->copy_engines == 2 && cost.duplex_slowdown() > 1.0)

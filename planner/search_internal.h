@@ -20,7 +20,6 @@ namespace mplan::search {
 // An infeasible result saying why.
 PlanResult infeasible(std::string why);
 std::string bytes_text(int64_t bytes);
-bool has_batchnorm(const Tdfg& tdfg);
 // The header fields every policy's plan shares, and the notes on rounds.
 void fill_header(Plan* plan, const Tdfg& tdfg, const CostModel& cost, int64_t budget, int64_t batch);
 

@@ -65,6 +65,11 @@ class CostModel {
 
   // Which kind of model this is, its math mode and its expected error.
   virtual CostModelInfo info() const { return CostModelInfo{}; }
+
+  // Whether options() times kernels on this machine when first asked (the
+  // CPU backend's measured model): then two plans must not be made at once,
+  // or each would time its kernels beside the other's.
+  virtual bool measures_when_asked() const { return false; }
 };
 
 // The fastest option of a task (options(...).front()).

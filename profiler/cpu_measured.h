@@ -45,6 +45,7 @@ class CpuMeasuredCostModel final : public CostModel {
  public:
   explicit CpuMeasuredCostModel(CpuMeasureOptions options = {});
 
+  bool measures_when_asked() const override { return true; }
   std::vector<TaskOption> options(const Tdfg& tdfg, TaskId t, int64_t sub_batch) const override;
   // memcpy between two host buffers: the CPU backend's copies (a line fitted
   // from a small and a large copy, measured once).

@@ -172,6 +172,13 @@ Profile make_profile(const Tdfg& tdfg, const CostModel& model, const std::vector
   return profile;
 }
 
+void add_missing_entries(Profile& into, const Profile& from) {
+  std::set<std::string> have;
+  for (const ProfileEntry& e : into.entries) have.insert(e.signature);
+  for (const ProfileEntry& e : from.entries)
+    if (have.insert(e.signature).second) into.entries.push_back(e);
+}
+
 std::string profile_to_json(const Profile& p) {
   json root;
   root["format"] = kFormat;

@@ -52,6 +52,11 @@ struct Profile {
   std::vector<ProfileEntry> entries;
 };
 
+// Adds to `into` the entries of `from` whose signatures it lacks: a profile
+// of a model and of the same model with its memory-saving variants
+// (docs/profile-format.md) in one file.
+void add_missing_entries(Profile& into, const Profile& from);
+
 // Bounds of a profile's figures: a task time (11.6 days) and a byte count
 // (a workspace, the device's memory).
 inline constexpr double kMaxProfileTimeMs = 1e9;

@@ -42,6 +42,12 @@ const char* block_kind_name(BlockKind kind) {
   return "?";
 }
 
+bool has_batch_statistics(const Tdfg& tdfg) {
+  for (const Task& t : tdfg.tasks)
+    if (t.batch_statistics) return true;
+  return false;
+}
+
 int64_t Tdfg::resident_bytes() const {
   int64_t total = 0;
   for (const Block& block : blocks)

@@ -131,6 +131,10 @@ struct TdfgOptions {
   bool in_place = true;
 };
 
+// Whether some task computes statistics over its round's samples (batch
+// norm): then a split batch changes what the model learns (docs/planner.md).
+bool has_batch_statistics(const Tdfg& tdfg);
+
 // Builds the TDFG of a validated model. Aborts (MPLAN_CHECK) on an invalid
 // Model: validation is the frontend's job. Order: FP(l) in layer order, then in
 // reverse layer order BP2(l) (if l has parameters) before BP1(l), then the

@@ -101,6 +101,27 @@ TEST_F(Profile, WritesAValidProfileOfTheModelOnTheDevice) {
       EXPECT_TRUE(covered.count(layer.name)) << layer.name << " is not in the profile";
 }
 
+TEST_F(Profile, TimesTheMemorySavingVariantsBesideThePlainForms) {
+  // cifar_small's ReLUs before max pools and the pools have compact forms: the
+  // profile prices both, and compile then finds every task it plans.
+  const std::string out = path("cifar_small_p100.json");
+  MplanRun r = mplan({"profile", example_model("cifar_small"), "--device", "p100", "-o", out});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  const nlohmann::json p = nlohmann::json::parse(read_file(out));
+  std::set<std::string> compact, plain;
+  for (const auto& entry : p["layers"]) {
+    const std::string signature = entry["signature"].get<std::string>();
+    const size_t at = signature.find(" backward=compact");
+    if (at == std::string::npos) plain.insert(signature);
+    else compact.insert(signature.substr(0, at));
+  }
+  EXPECT_EQ(compact.size(), 6u) << "the ReLU and the max pool of each of the three stages";
+  for (const std::string& s : compact) EXPECT_TRUE(plain.count(s)) << s << ": its plain form is profiled too";
+  r = mplan({"compile", example_model("cifar_small"), "--profile", out, "--budget", "3MiB", "-o", path("out")});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_TRUE(contains(r.out, "memory-saving variants")) << r.out;
+}
+
 TEST_F(Profile, ListedSubBatchesAreTheOnesProfiled) {
   const std::string out = path("p.json");
   const MplanRun r =

@@ -1,5 +1,6 @@
 #include "tests/e2e/e2e_util.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -116,6 +117,20 @@ Compiled compile_model(const Model& model, Budget budget, const std::string& tag
   if (!plan) return Compiled{{}, "", "make_plan: " + plan.error().to_string()};
   plan->compact_backward_layers = planned.compact_layers;
   return write_plan_program(*planned.model, std::move(*plan), tag, target);
+}
+
+std::map<std::string, std::vector<float>> build_and_train(const Compiled& compiled, int steps, int seed) {
+  EXPECT_EQ(compiled.error, "");
+  if (!compiled.error.empty()) return {};
+  const std::string build_error = build_program(compiled.dir);
+  EXPECT_EQ(build_error, "");
+  if (!build_error.empty()) return {};
+  const RunResult run = run_program(compiled.dir, fmt::format("--steps {} --seed {} --save {}/weights", steps, seed,
+                                                              compiled.dir));
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find(fmt::format("step {}: loss", steps)), std::string::npos) << run.output;
+  if (run.exit_code != 0) return {};
+  return read_weights(compiled.dir + "/weights");
 }
 
 namespace {

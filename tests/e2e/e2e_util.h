@@ -45,6 +45,10 @@ Compiled compile_model(const Model& model, Budget budget, const std::string& tag
 Compiled write_plan_program(const Model& model, Plan plan, const std::string& tag,
                             codegen::Target target = codegen::Target::cpu);
 
+// Builds a written program, trains it `steps` steps from `seed` and returns
+// the weights it saved; empty (with the test failed) where a step fails.
+std::map<std::string, std::vector<float>> build_and_train(const Compiled& compiled, int steps, int seed);
+
 // A plan of one round (the whole batch) in `arena_bytes` that drops every
 // block it may right after its last forward use and recomputes it when the
 // backward pass reads it (mplan's decider otherwise), with the header filled

@@ -29,20 +29,12 @@
 namespace mplan::e2e {
 namespace {
 
-constexpr const char* kModel = "examples/models/every_op.yaml";
-constexpr const char* kTrainArgs = "--steps 3 --seed 7 --save ";
-
-std::map<std::string, std::vector<float>> build_and_train(const Compiled& compiled) {
-  EXPECT_EQ(compiled.error, "");
-  if (!compiled.error.empty()) return {};
-  const std::string build_error = build_program(compiled.dir);
-  EXPECT_EQ(build_error, "");
-  if (!build_error.empty()) return {};
-  RunResult run = run_program(compiled.dir, kTrainArgs + compiled.dir + "/weights");
-  EXPECT_EQ(run.exit_code, 0) << run.output;
-  if (run.exit_code != 0) return {};
-  return read_weights(compiled.dir + "/weights");
+// Three steps from the same seed as the other plans of this file.
+std::map<std::string, std::vector<float>> train(const Compiled& compiled) {
+  return build_and_train(compiled, 3, 7);
 }
+
+constexpr const char* kModel = "examples/models/every_op.yaml";
 
 TEST(Recompute, BatchnormDropoutAndInPlaceReluRecomputedTrainTheSameWeights) {
   Result<Model> model = load_model(source_dir() + "/" + kModel);
@@ -65,9 +57,9 @@ TEST(Recompute, BatchnormDropoutAndInPlaceReluRecomputedTrainTheSameWeights) {
   EXPECT_TRUE(in_place) << "no in-place ReLU recomputed";
   std::printf("every_op, everything dropped: %zu recompute steps\n", sim.recompute_steps.size());
 
-  const auto unlimited = build_and_train(compile_model(kModel, Budget::unlimited, "recompute-dropped-unlimited"));
+  const auto unlimited = train(compile_model(kModel, Budget::unlimited, "recompute-dropped-unlimited"));
   ASSERT_FALSE(unlimited.empty());
-  const auto recomputing = build_and_train(write_plan_program(*model, std::move(plan), "every_op-recompute-all"));
+  const auto recomputing = train(write_plan_program(*model, std::move(plan), "every_op-recompute-all"));
   ASSERT_FALSE(recomputing.empty());
   std::string worst;
   const double diff = max_relative_difference(recomputing, unlimited, &worst);
@@ -97,9 +89,9 @@ TEST(Recompute, BatchnormModelAtABudgetWhereTheBatchFitsTrainsTheFullBatchWeight
               plan->sub_batches.size(), plan->summary.offload_count);
   // Its own folder: ctest runs the tests of this file in parallel (-j), and a
   // shared one is rebuilt under the other test's running program.
-  const auto unlimited = build_and_train(compile_model(kModel, Budget::unlimited, "recompute-one-round-unlimited"));
+  const auto unlimited = train(compile_model(kModel, Budget::unlimited, "recompute-one-round-unlimited"));
   ASSERT_FALSE(unlimited.empty());
-  const auto fitted = build_and_train(write_plan_program(*model, std::move(*plan), "every_op-one-round"));
+  const auto fitted = train(write_plan_program(*model, std::move(*plan), "every_op-one-round"));
   ASSERT_FALSE(fitted.empty());
   std::string worst;
   const double diff = max_relative_difference(fitted, unlimited, &worst);

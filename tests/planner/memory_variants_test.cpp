@@ -112,6 +112,22 @@ TEST(MemoryVariants, TakenWhereTheRoomTheyFreeIsWorthTheirCost) {
   EXPECT_NE(driver::variants_text(p).find("relu1, pool1"), std::string::npos) << driver::variants_text(p);
 }
 
+TEST(MemoryVariants, PlanningBothModelsAtOnceChoosesTheSamePlan) {
+  const Scenario s = stem();
+  const PenalisedCompact cost(s.analytic, 0.12);
+  PlanOptions options;
+  options.batchnorm_rounds = PlanOptions::BatchnormRounds::one;
+  for (int64_t budget : {int64_t{4} << 30, int64_t{100} << 20}) {
+    options.budget_bytes = budget;
+    const driver::PlanOf plan_one = [&](const Tdfg& tdfg) { return plan_iteration(tdfg, cost, options); };
+    const driver::PlannedModel one_by_one = driver::plan_model(s.model, true, options, plan_one, false);
+    const driver::PlannedModel at_once = driver::plan_model(s.model, true, options, plan_one, true);
+    EXPECT_EQ(at_once.compact_layers, one_by_one.compact_layers) << budget;
+    EXPECT_EQ(at_once.planned.iteration_ms(), one_by_one.planned.iteration_ms()) << budget;
+    EXPECT_EQ(at_once.other_ms, one_by_one.other_ms) << budget;
+  }
+}
+
 TEST(MemoryVariants, OffWhenTurnedOff) {
   const Scenario s = stem();
   PlanOptions options;
