@@ -247,7 +247,7 @@ Result<CompileResult> compile(const CompileSettings& s) {
     for (const Block& b : tdfg.blocks) plan.block_names.push_back(b.name);
   if (Status ok = verified(plan, tdfg); !ok) return ok.error();
   if (s.plan.workspace == WorkspaceUse::undivided)
-    out.lower_bound = lower_bound_over_models(model, chosen, costs, plan.arena_bytes, batch);
+    out.lower_bound = lower_bound_over_models(model, costs, plan.arena_bytes, batch);
 
   // The training program: train.cpp and CMakeLists.txt (codegen/codegen.h),
   // against the runtime this mplan ships (installed, $MPLAN_HOME, or its source tree).

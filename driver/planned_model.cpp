@@ -58,17 +58,19 @@ PlannedModel plan_model(const Model& model, bool variants, const PlanOptions& op
   return plain;
 }
 
-IterationLowerBound lower_bound_over_models(const Model& model, const PlannedModel& planned, const CostModel& cost,
-                                           int64_t arena_bytes, int64_t batch) {
-  IterationLowerBound bound = iteration_lower_bound(planned.tdfg, cost, arena_bytes, batch,
-                                                    least_batchnorm_round(planned.tdfg));
-  if (planned.compact_layers.empty()) return bound;
-  const Model plain_model = with_compact_backward(model, std::vector<LayerId>{});
-  const Tdfg plain = build_tdfg(plain_model);
-  const IterationLowerBound other =
-      iteration_lower_bound(plain, cost, arena_bytes, batch, least_batchnorm_round(plain));
-  if (other.found && (!bound.found || other.ms < bound.ms)) return other;
-  return bound;
+IterationLowerBound lower_bound_over_models(const Model& model, const CostModel& cost, int64_t arena_bytes,
+                                           int64_t batch) {
+  std::vector<std::vector<LayerId>> choices{{}};  // the plain model, and its variants where any pays
+  if (std::vector<LayerId> layers = compact_backward_layers(model); !layers.empty()) choices.push_back(layers);
+  IterationLowerBound best;
+  for (const std::vector<LayerId>& compact : choices) {
+    const Model candidate = with_compact_backward(model, compact);
+    const Tdfg tdfg = build_tdfg(candidate);
+    const IterationLowerBound bound =
+        iteration_lower_bound(tdfg, cost, arena_bytes, batch, least_batchnorm_round(tdfg));
+    if (bound.found && (!best.found || bound.ms < best.ms)) best = bound;
+  }
+  return best;
 }
 
 std::string variants_text(const PlannedModel& planned) {

@@ -41,10 +41,10 @@ PlannedModel plan_model(const Model& model, bool variants, const PlanOptions& op
                         bool at_once = false);
 
 // The lower bound (planner/lower_bound.h) at `arena_bytes` over both models
-// plan_model may plan, the plain one and `planned`'s: no plan of either is
-// faster.
-IterationLowerBound lower_bound_over_models(const Model& model, const PlannedModel& planned, const CostModel& cost,
-                                           int64_t arena_bytes, int64_t batch);
+// plan_model may plan, the plain one and the one with its variants: no plan
+// of either is faster, whichever was kept.
+IterationLowerBound lower_bound_over_models(const Model& model, const CostModel& cost, int64_t arena_bytes,
+                                           int64_t batch);
 
 // One line for compile: which layers took their compact backward, and what
 // that saved ("" for the plain model).

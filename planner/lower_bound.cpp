@@ -65,7 +65,8 @@ double round_with_memory_ms(const Tdfg& tdfg, const CostModel& cost, int64_t are
   std::vector<int64_t> live = liveness_profile(tdfg, samples, lean);
   // The resident blocks have their own region, not the arena; the input
   // data comes from the host anyway: neither counts.
-  for (int64_t& bytes : live) bytes -= tdfg.resident_bytes();
+  const int64_t resident = tdfg.resident_bytes();
+  for (int64_t& bytes : live) bytes -= resident;
   for (BlockId b : {tdfg.input_block, tdfg.labels_block}) {
     if (b == kNoBlock || tdfg.blocks[b].readers.empty()) continue;
     for (TaskId t = 0; t <= tdfg.blocks[b].readers.back(); ++t) live[t] -= tdfg.blocks[b].bytes(samples);

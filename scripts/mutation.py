@@ -242,7 +242,7 @@ MUTANTS = [
      ["planner"]),
     ("lower bound: the resident blocks counted in the arena",
      "planner/lower_bound.cpp",
-     "  for (int64_t& bytes : live) bytes -= tdfg.resident_bytes();",
+     "  for (int64_t& bytes : live) bytes -= resident;",
      "",
      ["planner"]),
     # ---- the last pass over a plan (planner/prefetch_pruning.h) ----
