@@ -34,8 +34,7 @@ std::vector<WorkEstimate> work(const OpTask& task, int64_t b) {
   if (!task.layer.compact_backward) return detail::activation_work(task, b, kKernels.flops_per_element);
   const double y = elements(task.output, b) * kFloatBytes;
   const double mask = static_cast<double>(mask_bytes(elements(task.output, b)));
-  if (task.kind == TaskKind::FP) return {streaming(2 * y + mask)};
-  return {streaming(2 * y + mask)};  // read the mask and dY, write dX
+  return {streaming(2 * y + mask)};  // FP: read X, write Y and the mask; BP1: read the mask and dY, write dX
 }
 
 void invoke(const OpTask& task, const InvocationContext& ctx, Invocation& out) {

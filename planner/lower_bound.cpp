@@ -11,18 +11,28 @@ namespace {
 
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
 
-// Every task of a round of `samples` at its fastest option that fits the
-// arena with the task's own blocks; infinity when some task fits with none.
-double round_ms(const Tdfg& tdfg, const CostModel& cost, int64_t arena_bytes, int64_t samples) {
+// A round of `samples`: every task at its fastest option that fits the
+// arena with the task's own blocks (ms; infinity when some task fits with
+// none), and each task's leanest workspace.
+struct RoundTasks {
   double ms = 0;
+  std::vector<int64_t> lean_workspace;
+};
+
+RoundTasks round_tasks(const Tdfg& tdfg, const CostModel& cost, int64_t arena_bytes, int64_t samples) {
+  RoundTasks out;
+  out.lean_workspace.assign(tdfg.tasks.size(), 0);
   for (TaskId t = 0; t < static_cast<TaskId>(tdfg.tasks.size()); ++t) {
-    if (t == tdfg.update_task) continue;
     double best = kInfinity;
-    for (const TaskOption& o : cost.options(tdfg, t, samples))
+    int64_t least = std::numeric_limits<int64_t>::max();
+    for (const TaskOption& o : cost.options(tdfg, t, samples)) {
+      least = std::min(least, o.workspace_bytes);
       if (task_arena_bytes(tdfg, t, samples, o.workspace_bytes) <= arena_bytes) best = std::min(best, o.time_ms);
-    ms += best;
+    }
+    out.lean_workspace[t] = least;
+    if (t != tdfg.update_task) out.ms += best;
   }
-  return ms;
+  return out;
 }
 
 // The fewest milliseconds per byte a copy takes in each direction (the
@@ -54,15 +64,9 @@ struct Removable {
 // min over E_r of max(compute + recompute(E_r), copies(E - E_r)), or cannot
 // fit at all when E exceeds what may leave. Blocks of the running task stay.
 double round_with_memory_ms(const Tdfg& tdfg, const CostModel& cost, int64_t arena_bytes, int64_t samples,
-                            double compute_ms) {
-  const size_t task_count = tdfg.tasks.size();
-  std::vector<int64_t> lean(task_count, 0);
-  for (TaskId t = 0; t < static_cast<TaskId>(task_count); ++t) {
-    int64_t least = std::numeric_limits<int64_t>::max();
-    for (const TaskOption& o : cost.options(tdfg, t, samples)) least = std::min(least, o.workspace_bytes);
-    lean[t] = least;
-  }
-  std::vector<int64_t> live = liveness_profile(tdfg, samples, lean);
+                            const RoundTasks& round) {
+  const double compute_ms = round.ms;
+  std::vector<int64_t> live = liveness_profile(tdfg, samples, round.lean_workspace);
   // The resident blocks have their own region, not the arena; the input
   // data comes from the host anyway: neither counts.
   const int64_t resident = tdfg.resident_bytes();
@@ -166,8 +170,9 @@ IterationLowerBound iteration_lower_bound(const Tdfg& tdfg, const CostModel& cos
   // samples, as a fast option's workspace is not).
   std::vector<double> compute(static_cast<size_t>(batch) + 1, kInfinity), memory = compute;
   for (int64_t s = least_round; s <= batch; ++s) {
-    compute[s] = round_ms(tdfg, cost, arena_bytes, s);
-    if (compute[s] < kInfinity) memory[s] = round_with_memory_ms(tdfg, cost, arena_bytes, s, compute[s]);
+    const RoundTasks round = round_tasks(tdfg, cost, arena_bytes, s);
+    compute[s] = round.ms;
+    if (compute[s] < kInfinity) memory[s] = round_with_memory_ms(tdfg, cost, arena_bytes, s, round);
   }
   std::vector<int64_t> compute_rounds;
   const double compute_ms = best_split(compute, batch, least_round, &compute_rounds);

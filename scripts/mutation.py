@@ -237,7 +237,7 @@ MUTANTS = [
      ["planner"]),
     ("lower bound: making room costs nothing",
      "planner/lower_bound.cpp",
-     "    if (compute[s] < kInfinity) memory[s] = round_with_memory_ms(tdfg, cost, arena_bytes, s, compute[s]);",
+     "    if (compute[s] < kInfinity) memory[s] = round_with_memory_ms(tdfg, cost, arena_bytes, s, round);",
      "    memory[s] = compute[s];",
      ["planner"]),
     ("lower bound: the resident blocks counted in the arena",
