@@ -1,16 +1,25 @@
 #!/usr/bin/python3
-"""Mutation check of the planner's heuristics (docs/planner.md, "Tests").
+"""Mutation check: every heuristic and every kernel is pinned by a test.
 
-Each mutant below breaks one heuristic of the planner or the TDFG with an
-exact text replacement. For each, in a copy of the source tree, the script
-applies the mutant, rebuilds the planner and TDFG tests, runs them, and
-restores the file. A mutant "survives" when every test still passes: then no
-test pins that heuristic, and the script fails.
+Each mutant below is a small, realistic bug planted with an exact text
+replacement: a planner heuristic broken, a kernel that routes a gradient to
+the wrong element, a verifier check left out, a wait the generated program
+does not emit, a checkpoint switch that is not atomic, a shape rule off by
+one. For each, in a copy of the source tree, the script applies the mutant,
+rebuilds the tests it names, runs them, and restores the file. A mutant
+"survives" when every one of its tests still passes: then no test pins that
+behaviour, and the script fails.
 
-    /usr/bin/python3 scripts/mutation.py [--work DIR] [--only NAME,...] [--list]
+    /usr/bin/python3 scripts/mutation.py [--work DIR] [--set SET,...] [--only NAME,...] [--list]
 
-scripts/mutation.sh is the entry point (it copies the tree and configures the
-build first). Needs cmake, ninja and a C++ compiler, as the build does.
+The mutants come in sets (--set picks some; all by default): planner,
+runtime, verifier, codegen, checkpoints, frontend. Each names the tests that
+must kill it: a test binary (tests/<dir>/<dir>_tests), optionally with a
+gtest filter after a colon ("runtime:PoolTies.*:CpuFastPaths.*"), so a
+mutant runs only the tests about its code. scripts/mutation.sh is the entry
+point (it copies the tree and configures the build first); docs/robustness.md
+says how long each set takes. Needs cmake, ninja and a C++ compiler, as the
+build does.
 """
 
 import argparse
@@ -19,8 +28,8 @@ import subprocess
 import sys
 import time
 
-# name, file, text to find (exactly once), replacement, test binaries to run.
-MUTANTS = [
+# Each mutant: name, file, text to find (exactly once), replacement, tests to run.
+PLANNER = [
     # ---- moDNN Algorithm 1 (planner/deciders/modnn_decider.cpp, offload_scheme.cpp) ----
     ("prefetch-ahead disabled",
      "planner/deciders/modnn_decider.cpp",
@@ -254,6 +263,278 @@ MUTANTS = [
 ]
 
 
+# ---- CPU kernels (runtime/cpu/) ----
+RUNTIME = [
+    ("max pool 2x2: a tie sends the gradient to every maximum",
+     "runtime/cpu/pool.cpp",
+     "    const bool second = !first && a[2 * q + 1] == y[q];",
+     "    const bool second = a[2 * q + 1] == y[q];",
+     ["runtime:PoolTies.*:CpuFastPaths.*:TorchCrossCheck.*"]),
+    ("max pool: a tie sends the gradient to the first maximum of every row",
+     "runtime/cpu/pool.cpp",
+     "            dxp[i * sh.w + j] += dyp[p * Q + q];\n            break;",
+     "            dxp[i * sh.w + j] += dyp[p * Q + q];",
+     ["runtime:PoolTies.*:CpuFastPaths.*:TorchCrossCheck.*"]),
+    ("max pool indices: the place counted from the padded window's corner",
+     "runtime/cpu/pool.cpp",
+     "        const int64_t i = p * sh.stride_h - sh.pad_h + index[at] / sh.kernel_w;",
+     "        const int64_t i = p * sh.stride_h + index[at] / sh.kernel_w;",
+     ["runtime:PoolTies.*:CompactMaxPool.*"]),
+    ("avg pool 2x2 backward divides by 2",
+     "runtime/cpu/pool.cpp",
+     "    const float g = dy[q] / 4.0f;",
+     "    const float g = dy[q] / 2.0f;",
+     ["runtime:CpuFastPaths.*:Gradcheck.*"]),
+    ("batchnorm: running variance biased",
+     "runtime/cpu/batchnorm.cpp",
+     "      const double var_unbiased = count > 1 ? centred / (count - 1) : var_biased;",
+     "      const double var_unbiased = var_biased;",
+     ["runtime:TorchCrossCheck.*:CpuFastPaths.*:BatchNorm.*"]),
+    ("batchnorm: parameter gradients not accumulated over rounds",
+     "runtime/cpu/batchnorm.cpp",
+     "      dgamma[c0 + j] = static_cast<float>(accumulate ? dgamma[c0 + j] + sums.sum_dy_xhat[j] : sums.sum_dy_xhat[j]);",
+     "      dgamma[c0 + j] = static_cast<float>(sums.sum_dy_xhat[j]);",
+     ["runtime:CpuFastPaths.*:BatchNorm.*:Gradcheck.*"]),
+    ("batchnorm backward: the mean of dy left out",
+     "runtime/cpu/batchnorm.cpp",
+     "    c_term[j] = static_cast<float>(-k * (sums.sum_dy[j] / count));",
+     "    c_term[j] = 0.0f;",
+     ["runtime:TorchCrossCheck.*:Gradcheck.*:CpuFastPaths.*"]),
+    ("relu backward overwrites instead of accumulating",
+     "runtime/cpu/elementwise.cpp",
+     "    for (int64_t i = 0; i < count; ++i) dx[i] += y[i] > 0.0f ? dy[i] : 0.0f;",
+     "    for (int64_t i = 0; i < count; ++i) dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;",
+     ["runtime:Gradcheck.*:CompactRelu.*"]),
+    ("relu mask: the last partial byte of the mask left unwritten",
+     "runtime/cpu/elementwise.cpp",
+     "    const int64_t end = std::min<int64_t>(8, count - byte * 8);",
+     "    if (count - byte * 8 < 8) break;\n    const int64_t end = 8;",
+     ["runtime:Gradcheck.*:CompactRelu.*"]),
+    ("dropout: every sub-batch draws the first one's mask",
+     "runtime/cpu/dropout.cpp",
+     "                sample_key(seed, step, static_cast<uint64_t>(first_sample + b)), p, scale);",
+     "                sample_key(seed, step, static_cast<uint64_t>(b)), p, scale);",
+     ["runtime:CpuFastPaths.*:Dropout.*"]),
+    ("dropout backward overwrites instead of accumulating",
+     "runtime/cpu/dropout.cpp",
+     "    for (int64_t i = 0; i < count; ++i) dx[i] += mask[i] ? dy[i] * scale : 0.0f;",
+     "    for (int64_t i = 0; i < count; ++i) dx[i] = mask[i] ? dy[i] * scale : 0.0f;",
+     ["runtime:CpuFastPaths.*:Dropout.*:Gradcheck.*"]),
+    ("sgd: weight decay outside the momentum buffer",
+     "runtime/cpu/sgd.cpp",
+     "      const float d = momentum * buf[i] + (g[i] + weight_decay * w[i]);\n      buf[i] = d;\n      w[i] -= lr * d;",
+     "      const float d = momentum * buf[i] + g[i];\n      buf[i] = d;\n      w[i] -= lr * (d + weight_decay * w[i]);",
+     ["runtime:TorchCrossCheck.*:Sgd.*"]),
+    ("sgd: the first step scales the gradient by the momentum",
+     "runtime/cpu/sgd.cpp",
+     "      const float d = g[i] + weight_decay * w[i];\n      buf[i] = d;",
+     "      const float d = momentum * (g[i] + weight_decay * w[i]);\n      buf[i] = d;",
+     ["runtime:TorchCrossCheck.*:Sgd.*"]),
+    ("micro-batched conv: the filter gradient of later slices overwrites (beta = 0)",
+     "runtime/cpu/conv.cpp",
+     "                         accumulate || i > 0);",
+     "                         accumulate);",
+     ["runtime:Conv*:ConvAccuracy.*"]),
+    ("conv bias gradient not accumulated over rounds",
+     "runtime/cpu/conv.cpp",
+     "    dbias[k] = static_cast<float>(accumulate ? dbias[k] + sum : sum);",
+     "    dbias[k] = static_cast<float>(sum);",
+     ["runtime:Conv*:Gradcheck.*"]),
+]
+
+# ---- the verifier (planner/verify/): one check left out per class of violation ----
+VERIFIER = [
+    ("verify header: sub-batches need not sum to the batch",
+     "planner/verify/static_checks.cpp",
+     "  if (!sum_overflows && sum != plan_.batch)",
+     "  if (false)",
+     ["planner:Verify*"]),
+    ("verify budget: regions beyond the budget pass",
+     "planner/verify/static_checks.cpp",
+     "  else if (*regions > plan_.budget_bytes)",
+     "  else if (false)",
+     ["planner:Verify*"]),
+    ("verify overlap: live arena buffers may share bytes",
+     "planner/verify/replay.cpp",
+     "    if (it->second > begin)\n      add(s, ViolationKind::overlap,",
+     "    if (false)\n      add(s, ViolationKind::overlap,",
+     ["planner:Verify*"]),
+    ("verify bad_step: a step on the wrong stream passes",
+     "planner/verify/static_checks.cpp",
+     "    if (declared != expected) {",
+     "    if (false) {",
+     ["planner:Verify*"]),
+    ("verify coverage: a task of a round may have no choice",
+     "planner/verify/static_checks.cpp",
+     "      if (choice_count_[task_round_index(t, r)] == 0)",
+     "      if (false)",
+     ["planner:Verify*"]),
+    ("verify absent: a use of an unallocated buffer passes",
+     "planner/verify/replay.cpp",
+     "  if (st.life == Life::unallocated) {\n    add(s, ViolationKind::absent",
+     "  if (false) {\n    add(s, ViolationKind::absent",
+     ["planner:Verify*"]),
+    ("verify use_after_free: a use of a freed buffer passes",
+     "planner/verify/replay.cpp",
+     "  if (st.life == Life::freed) {\n    add(s, ViolationKind::use_after_free,",
+     "  if (false) {\n    add(s, ViolationKind::use_after_free,",
+     ["planner:Verify*"]),
+    ("verify unproduced: a read need not follow its producer",
+     "planner/verify/replay.cpp",
+     "  if (st.ready_step >= 0 && !happens_before(st.ready_step, clock)) {",
+     "  if (st.ready_step >= 0 && (is_copy || st.ready_by_prefetch) && !happens_before(st.ready_step, clock)) {",
+     ["planner:Verify*"]),
+    ("verify unprefetched: a read need not follow its prefetch",
+     "planner/verify/replay.cpp",
+     "  if (st.ready_step >= 0 && !happens_before(st.ready_step, clock)) {",
+     "  if (st.ready_step >= 0 && !st.ready_by_prefetch && !happens_before(st.ready_step, clock)) {",
+     ["planner:Verify*"]),
+    ("verify stale: a read of an older copy passes",
+     "planner/verify/replay.cpp",
+     "  if (st.version < inst_version) {",
+     "  if (false) {",
+     ["planner:Verify*"]),
+    ("verify overwrite: a write may race a read on another stream",
+     "planner/verify/replay.cpp",
+     "    if (st.reads_since_write[j] > clock[j])\n      add(s, ViolationKind::overwrite,",
+     "    if (false)\n      add(s, ViolationKind::overwrite,",
+     ["planner:Verify*"]),
+    ("verify overwrite: an offload may overwrite host bytes a prefetch still reads",
+     "planner/verify/replay.cpp",
+     "    if (o.last_reader >= 0 && !happens_before(o.last_reader, clock))",
+     "    if (false)",
+     ["planner:Verify*"]),
+    ("verify copy_unready: a prefetch from a host slot no offload filled passes",
+     "planner/verify/replay.cpp",
+     "  if (slot.version < 0) {\n    add(s, ViolationKind::copy_unready,",
+     "  if (false) {\n    add(s, ViolationKind::copy_unready,",
+     ["planner:Verify*"]),
+    ("verify copy_unready: a host copy overwritten before its prefetch passes",
+     "planner/verify/replay.cpp",
+     "  if (slot.clobbered_by < 0) return;",
+     "  return;",
+     ["planner:Verify*"]),
+    ("verify update_early: the update need not follow every BP2",
+     "planner/verify/replay.cpp",
+     "      } else if (!happens_before(bp2, clock)) {",
+     "      } else if (false) {",
+     ["planner:Verify*"]),
+    ("verify event: an event never recorded passes",
+     "planner/verify/static_checks.cpp",
+     "    if (events_[e].record_count == 0)",
+     "    if (false)",
+     ["planner:Verify*"]),
+    ("verify timing: a step may start before the previous one on its stream ends",
+     "planner/verify/replay.cpp",
+     "    if (stream_last[k] >= 0 && step.start_ms + time_tolerance(step.start_ms) < stream_end_ms[k])",
+     "    if (false)",
+     ["planner:Verify*"]),
+    ("verify chain: a read of a block whose in-place writers did not all run passes",
+     "planner/verify/replay.cpp",
+     "  if (actual == expected) return;",
+     "  return;",
+     ["planner:Verify*"]),
+]
+
+# ---- the generated program (codegen/) ----
+CODEGEN = [
+    ("codegen: the waits of offload steps not emitted",
+     "codegen/emit_program.cpp",
+     "    for (EventId e : step.waits) {\n      if (step.stream == StreamKind::host)",
+     "    for (EventId e : step.waits) {\n      if (step.kind == StepKind::offload) continue;\n"
+     "      if (step.stream == StreamKind::host)",
+     ["codegen", "e2e:Poison.*"]),
+    ("codegen: the records of events not emitted for copies",
+     "codegen/emit_program.cpp",
+     "      code.records.push_back(fmt::format(\"p.record({}, {});\", stream, event_expr(fields, step.records, base)));",
+     "      if (step.kind == StepKind::compute)\n"
+     "        code.records.push_back(fmt::format(\"p.record({}, {});\", stream, event_expr(fields, step.records, base)));",
+     ["codegen", "e2e:Poison.*"]),
+    ("codegen: a freed buffer is not poisoned in debug mode",
+     "codegen/emit_program.cpp",
+     "    if (auto it = poisoning_.poisons.find(step.index); it != poisoning_.poisons.end())",
+     "    if (auto it = poisoning_.poisons.find(-1); it != poisoning_.poisons.end())",
+     ["codegen", "e2e:Poison.*"]),
+    ("codegen: the round table's first sample off by one round",
+     "codegen/emit_program.cpp",
+     "    for (int32_t r = 0; r < round && r < static_cast<int32_t>(plan_.sub_batches.size()); ++r) at += "
+     "plan_.sub_batches[r];",
+     "    for (int32_t r = 0; r + 1 < round && r < static_cast<int32_t>(plan_.sub_batches.size()); ++r) at += "
+     "plan_.sub_batches[r];",
+     ["codegen", "e2e:Budgets.*:Torch.CifarSmallSubBatches*"]),
+]
+
+# ---- checkpoints (runtime/checkpoint.cpp) ----
+CHECKPOINTS = [
+    ("checkpoint: latest removed, then a new symlink made (not atomic)",
+     "runtime/checkpoint.cpp",
+     "  fs::remove(link_tmp, ec);\n"
+     "  if (::symlink(name.c_str(), link_tmp.c_str()) != 0)\n"
+     "    return fail(error, link_tmp.string() + \": cannot create the symlink: \" + errno_text());\n"
+     "  if (::rename(link_tmp.c_str(), (dir / kLatest).c_str()) != 0)\n"
+     "    return fail(error, (dir / kLatest).string() + \": cannot replace: \" + errno_text());",
+     "  fs::remove(dir / kLatest, ec);\n"
+     "  if (::symlink(name.c_str(), (dir / kLatest).c_str()) != 0)\n"
+     "    return fail(error, link_tmp.string() + \": cannot create the symlink: \" + errno_text());",
+     ["runtime:Checkpoint.*", "e2e:CheckpointKill.*"]),
+    ("checkpoint: a folder without the marker is written into",
+     "runtime/checkpoint.cpp",
+     "  if (fs::exists(fs::symlink_status(dir, ec)) && !is_checkpoint_folder(dir))",
+     "  if (false)",
+     ["runtime:Checkpoint.*", "e2e:CheckpointKill.*"]),
+    ("checkpoint: recovery takes the oldest complete step",
+     "runtime/checkpoint.cpp",
+     "  *folder = steps.back();",
+     "  *folder = steps.front();",
+     ["runtime:Checkpoint.*", "e2e:CheckpointKill.*"]),
+    ("checkpoint: the older steps removed before the switch",
+     "runtime/checkpoint.cpp",
+     "  // The switch: a new symlink renamed over `latest` (rename is atomic).",
+     "  for (const fs::directory_entry& entry : fs::directory_iterator(dir, ec))\n"
+     "    if (entry.path().filename().string() != name && entry.path().filename().string().rfind(\"step-\", 0) == 0)\n"
+     "      fs::remove_all(entry.path(), ec);",
+     ["runtime:Checkpoint.*", "e2e:CheckpointKill.*"]),
+]
+
+# ---- shape inference (ops/, frontend/) ----
+FRONTEND = [
+    ("shapes: ceil mode keeps a last window that starts in the padding",
+     "ops/op_helpers.cpp",
+     "  if (ceil_mode && (out - 1) * stride >= in + pad) --out;",
+     "",
+     ["frontend"]),
+    ("shapes: a dilated kernel's extent is its size",
+     "ops/conv.cpp",
+     "  extent.kernel_h = (w.kernel_h - 1) * w.dilation_h + 1;",
+     "  extent.kernel_h = w.kernel_h;",
+     ["frontend"]),
+    ("shapes: concat keeps the first input's channels",
+     "ops/concat.cpp",
+     "    out.dims[0] += in.shapes[k].dims[0];",
+     "",
+     ["frontend"]),
+    ("shapes: concat of inputs of different sizes accepted",
+     "ops/concat.cpp",
+     "    for (size_t d = 1; same_rest && d < first.dims.size(); ++d) same_rest = in.shapes[k].dims[d] == first.dims[d];",
+     "",
+     ["frontend"]),
+    ("shapes: a kernel larger than its padded input accepted",
+     "ops/op_helpers.cpp",
+     "  if (w.kernel_h > padded_h || w.kernel_w > padded_w)",
+     "  if (false)",
+     ["frontend"]),
+]
+
+SETS = {
+    "planner": PLANNER,
+    "runtime": RUNTIME,
+    "verifier": VERIFIER,
+    "codegen": CODEGEN,
+    "checkpoints": CHECKPOINTS,
+    "frontend": FRONTEND,
+}
+
+
 def run(cmd, cwd, log, timeout=1800):
     with open(log, "a") as out:
         out.write("$ " + " ".join(cmd) + "\n")
@@ -261,42 +542,64 @@ def run(cmd, cwd, log, timeout=1800):
         return subprocess.run(cmd, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, timeout=timeout).returncode
 
 
-def build_and_test(work, binaries, log):
-    targets = [b + "_tests" for b in binaries]
-    if run(["cmake", "--build", os.path.join(work, "build"), "-j", str(os.cpu_count() or 2), "--target", *targets],
-           work, log) != 0:
+def split_test(test):
+    """'runtime:PoolTies.*' -> ('runtime', 'PoolTies.*'); 'planner' -> ('planner', '')."""
+    binary, _, gtest_filter = test.partition(":")
+    return binary, gtest_filter
+
+
+def build_and_test(work, tests, log):
+    binaries = sorted({split_test(t)[0] for t in tests})
+    if run(["cmake", "--build", os.path.join(work, "build"), "-j", str(os.cpu_count() or 2), "--target",
+            *[b + "_tests" for b in binaries]], work, log) != 0:
         return "build failed"
-    for b in binaries:
-        exe = os.path.join(work, "build", "tests", b, b + "_tests")
-        if run([exe, "--gtest_brief=1"], work, log, timeout=900) != 0:
+    for test in tests:
+        binary, gtest_filter = split_test(test)
+        exe = os.path.join(work, "build", "tests", binary, binary + "_tests")
+        cmd = [exe, "--gtest_brief=1"] + ([f"--gtest_filter={gtest_filter}"] if gtest_filter else [])
+        if run(cmd, work, log, timeout=900) != 0:
             return "killed"
     return "survived"
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--work", required=True, help="a copy of the source tree with a configured build/ in it")
+    ap.add_argument("--work", help="a copy of the source tree (src/) with a configured build/ in it")
+    ap.add_argument("--set", default="", help="comma-separated sets: " + ", ".join(SETS))
     ap.add_argument("--only", default="", help="comma-separated mutant names")
-    ap.add_argument("--list", action="store_true")
+    ap.add_argument("--list", action="store_true", help="print each set's mutants and the tests that must kill them")
     args = ap.parse_args()
+    sets = list(filter(None, args.set.split(",")))
+    unknown = [name for name in sets if name not in SETS]
+    if unknown:
+        print(f"unknown set {', '.join(unknown)}: the sets are {', '.join(SETS)}")
+        return 2
+    only = set(filter(None, args.only.split(",")))
+    chosen = [(set_name, m) for set_name, mutants in SETS.items() if not sets or set_name in sets
+              for m in mutants if not only or m[0] in only]
+    missing = only - {m[0] for _, m in chosen}
+    if missing:
+        print(f"no such mutant in the chosen sets: {', '.join(sorted(missing))}")
+        return 2
     if args.list:
-        for m in MUTANTS:
-            print(m[0])
+        for set_name, (name, path, _, _, tests) in chosen:
+            print(f"{set_name}: {name} ({path}; {' '.join(tests)})")
         return 0
+    if not args.work:
+        ap.error("--work is required (scripts/mutation.sh makes one)")
     src = os.path.join(args.work, "src")
     log = os.path.join(args.work, "mutation.log")
-    only = set(filter(None, args.only.split(",")))
     started = time.time()
-    print("baseline (no mutant): ", end="", flush=True)
-    base = build_and_test(src, ["planner", "tdfg"], log)
+    # Every test a chosen mutant runs must pass without it.
+    baseline_tests = sorted({t for _, m in chosen for t in m[4]})
+    print(f"baseline (no mutant): {' '.join(baseline_tests)}: ", end="", flush=True)
+    base = build_and_test(src, baseline_tests, log)
     if base != "survived":
         print(f"the unmutated tests do not pass ({base}); see {log}")
         return 2
     print("tests pass")
     survivors, results = [], []
-    for name, path, find, replace, binaries in MUTANTS:
-        if only and name not in only:
-            continue
+    for set_name, (name, path, find, replace, tests) in chosen:
         file = os.path.join(src, path)
         text = open(file).read()
         if text.count(find) != 1:
@@ -305,21 +608,25 @@ def main():
         t0 = time.time()
         open(file, "w").write(text.replace(find, replace))
         try:
-            outcome = build_and_test(src, binaries, log)
+            outcome = build_and_test(src, tests, log)
         finally:
             open(file, "w").write(text)
-        results.append((name, outcome, time.time() - t0))
-        print(f"{name}: {outcome} ({time.time() - t0:.0f} s)", flush=True)
+        results.append((set_name, name, outcome, time.time() - t0))
+        print(f"{set_name}: {name}: {outcome} ({time.time() - t0:.0f} s)", flush=True)
         if outcome == "build failed":
             print(f"{name}: the mutant does not compile: fix the mutant (log: {log})")
             return 2
         if outcome == "survived":
             survivors.append(name)
     # Leave the copy built as it was.
-    build_and_test(src, ["planner", "tdfg"], log)
+    build_and_test(src, baseline_tests, log)
     total = time.time() - started
     print(f"{len(results)} mutants, {len(results) - len(survivors)} killed, {len(survivors)} survived; "
           f"{total / 60:.1f} minutes")
+    for set_name in SETS:
+        times = [r[3] for r in results if r[0] == set_name]
+        if times:
+            print(f"  {set_name}: {len(times)} mutants, {sum(times) / 60:.1f} minutes")
     for name in survivors:
         print(f"SURVIVED: {name}")
     return 1 if survivors else 0

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Mutation check of the planner's heuristics: breaks each heuristic in turn
-# (scripts/mutation.py lists the mutants) in a copy of the tree, rebuilds and
-# runs the planner and TDFG tests, and fails if any mutant survives (every
-# test passing). Run it before saying a planner change is done; docs/planner.md
-# says how long it takes.
+# Mutation check: plants each small, realistic bug of scripts/mutation.py in
+# turn (planner heuristics, CPU kernels, verifier checks, generated program,
+# checkpoints, shape inference) in a copy of the tree, rebuilds and runs the
+# tests the mutant names, and fails if any mutant survives (every test
+# passing). Run it before saying a change is done; docs/robustness.md says how
+# long each set takes.
 #
-#   scripts/mutation.sh [--only "name,name"] [--keep]
+#   scripts/mutation.sh [--set "planner,runtime,..."] [--only "name,name"] [--keep]
 #
 # The copy and its build live in $MUTATION_WORK (default: a fresh temporary
 # folder, removed at the end unless --keep); the working tree is not touched.
@@ -17,7 +18,8 @@ while [[ $# -gt 0 ]]; do
   case "$1" in
     --keep) keep=1; shift ;;
     --only) args+=(--only "$2"); shift 2 ;;
-    *) echo "usage: scripts/mutation.sh [--only NAMES] [--keep]" >&2; exit 2 ;;
+    --set) args+=(--set "$2"); shift 2 ;;
+    *) echo "usage: scripts/mutation.sh [--set SETS] [--only NAMES] [--keep]" >&2; exit 2 ;;
   esac
 done
 work="${MUTATION_WORK:-$(mktemp -d /tmp/mplan-mutation.XXXXXX)}"

@@ -5,7 +5,11 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <regex>
+#include <set>
+#include <utility>
+#include <vector>
 
 #include "codegen/codegen.h"
 #include "frontend/parse.h"
@@ -85,6 +89,70 @@ TEST(EmitProgram, OneCommentedCallBlockPerStepOfARound) {
   EXPECT_TRUE(std::regex_search(text, std::regex(R"(conv_forward\(p\.compute\(\), kConv\d+, \d+ /\*\w+\*/, p\.f32\(t\.X\))")));
   // An event record per recorded event.
   EXPECT_EQ(count(text, std::regex(R"(p\.record\()")), f.plan.event_count);
+}
+
+// Every wait of the plan is in the program, at the step that waits: a missing
+// wait lets a copy or a kernel run before what it depends on, which only
+// timing-dependent numerics would show. One round (no merged rounds), at a
+// budget where the plan offloads and prefetches, so copies wait too.
+TEST(EmitProgram, EveryWaitOfThePlanIsEmittedAtItsStep) {
+  Fixture f = plan_for("cifar_small.yaml", int64_t{3} << 20, /*sub_batch=*/7, /*batch=*/7);
+  ASSERT_EQ(f.plan.sub_batches.size(), 1u);
+  const std::string text = train_cpp(f);
+  std::map<std::string, int> planned;  // waits per kind of step
+  for (const Step& step : f.plan.steps) {
+    const std::string kind = step.kind == StepKind::compute ? (step.recompute ? "recompute" : "compute")
+                                                            : step_kind_name(step.kind);
+    planned[kind] += static_cast<int>(step.waits.size());
+  }
+  ASSERT_GT(planned["offload"], 0) << "the plan should offload, and its offloads wait for their producers";
+  ASSERT_GT(planned["prefetch"], 0);
+  // The emitted waits per kind of step: each step's block runs from its comment to the next one.
+  std::map<std::string, int> emitted;
+  const std::regex wait(R"(\bp\.(host_)?wait\()");
+  std::vector<std::pair<size_t, std::string>> blocks;
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), kStepComment); it != std::sregex_iterator(); ++it) {
+    const std::string word = (*it)[1];
+    const bool task = word == "FP" || word == "BP1" || word == "BP2" || word == "update";
+    const bool recompute = word == "recompute";
+    blocks.emplace_back(static_cast<size_t>(it->position()),
+                        task ? "compute" : recompute ? "recompute" : word == "load" ? "prefetch" : word);
+  }
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    const size_t end = i + 1 < blocks.size() ? blocks[i + 1].first : text.size();
+    const std::string block = text.substr(blocks[i].first, end - blocks[i].first);
+    emitted[blocks[i].second] += count(block, wait);
+  }
+  for (const auto& [kind, waits] : planned) EXPECT_EQ(emitted[kind], waits) << "waits of " << kind << " steps";
+  int total = 0;
+  for (const Step& step : f.plan.steps) total += static_cast<int>(step.waits.size());
+  EXPECT_EQ(count(text, wait), total);
+}
+
+// --debug-poison refills every dead buffer with NaN right after its last use,
+// so that a read the plan does not order after a later writer of those bytes
+// reads NaN: one poison per freed buffer that a step used, on one round.
+TEST(EmitProgram, EveryFreedBufferIsPoisonedInDebugMode) {
+  Fixture f = plan_for("cifar_small.yaml", int64_t{3} << 20, /*sub_batch=*/7, /*batch=*/7);
+  ASSERT_EQ(f.plan.sub_batches.size(), 1u);
+  std::set<BufferId> used;
+  int freed_after_use = 0;
+  for (const Step& step : f.plan.steps) {
+    if (step.kind == StepKind::compute) {
+      used.insert(step.reads.begin(), step.reads.end());
+      used.insert(step.writes.begin(), step.writes.end());
+      used.insert(step.workspace);
+    } else if (step.kind == StepKind::offload || step.kind == StepKind::prefetch) {
+      used.insert(step.buffer);
+    } else if (step.kind == StepKind::free && used.count(step.buffer) > 0) {
+      ++freed_after_use;
+      used.erase(step.buffer);
+    }
+  }
+  ASSERT_GT(freed_after_use, 10);
+  const std::string text = train_cpp(f);
+  EXPECT_EQ(count(text, std::regex(R"(\bp\.poison\()")), freed_after_use);
+  EXPECT_EQ(count(text, std::regex(R"(p\.poison\([^\n]*;  // last use of )")), freed_after_use);
 }
 
 // Identical rounds share one function; what differs is a row of its table.

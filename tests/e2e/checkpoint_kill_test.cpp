@@ -1,10 +1,10 @@
-// A training program killed at every point of a checkpoint save (issue:
-// "SIGKILL of train at every rename/write of a checkpoint, each followed by a
-// check that the previous good state is intact and that resuming gives
-// bit-identical weights"). strace's fault injection kills the program at the
-// Nth rename, symlink and fsync of a save; the folder must then load (the
-// old step or the new one, never neither), and resuming from it to step 4 must
-// give exactly the weights of an uninterrupted run.
+// A training program killed at every point of a checkpoint save: strace's
+// fault injection kills it at the Nth rename, symlink, unlink and fsync of a
+// save. The folder must then load the old step or the new one, never neither,
+// through `latest` alone: the switch of `latest` is one atomic rename, so no
+// kill point may leave it missing or dangling (the recovery scan of step
+// folders is for saves interrupted by other means). Resuming from it to step 4
+// must give exactly the weights of an uninterrupted run.
 
 #include <gtest/gtest.h>
 
@@ -43,7 +43,7 @@ TEST(CheckpointKill, EveryKillPointLeavesALoadableCheckpointAndResumesBitIdentic
   const std::string asan_options_without_leaks =
       std::string("ASAN_OPTIONS=") + (asan != nullptr && *asan != 0 ? std::string(asan) + ":" : "") + "detect_leaks=0";
   int kill_points = 0;
-  for (const char* call : {"rename", "symlink", "fsync"}) {
+  for (const char* call : {"rename", "symlink", "unlink", "unlinkat", "fsync"}) {
     for (int n = 1; n < 200; ++n) {
       const std::string dir = work + "/killed";
       fs::remove_all(dir);
@@ -62,6 +62,8 @@ TEST(CheckpointKill, EveryKillPointLeavesALoadableCheckpointAndResumesBitIdentic
       std::string error;
       ASSERT_TRUE(rt::checkpoint_load(dir, files, &loaded, &error)) << call << " #" << n << ": " << error;
       ASSERT_TRUE(loaded.meta.step == 2 || loaded.meta.step == 3) << call << " #" << n << ": " << loaded.meta.step;
+      EXPECT_FALSE(loaded.recovered) << call << " #" << n << ": `latest` was missing or dangling; the load fell back "
+                                     << "to scanning the step folders";
       RunResult resumed = run_program(compiled.dir, "--load " + dir + " --steps " + std::to_string(4 - loaded.meta.step) +
                                                         " --seed 3 --save " + dir);
       ASSERT_EQ(resumed.exit_code, 0) << call << " #" << n << ": " << resumed.output;
@@ -70,7 +72,7 @@ TEST(CheckpointKill, EveryKillPointLeavesALoadableCheckpointAndResumesBitIdentic
           << "killed at " << call << " #" << n << " (resumed from step " << loaded.meta.step << "): " << worst;
     }
   }
-  std::printf("kill points tried: %d (every rename, symlink and fsync of a save)\n", kill_points);
+  std::printf("kill points tried: %d (every rename, symlink, unlink and fsync of a save)\n", kill_points);
   EXPECT_GT(kill_points, 20);
 }
 

@@ -189,6 +189,10 @@ TEST(ParseErrors, OtherShapeRules) {
   expect_error(model_text("  - {name: j, op: concat, in: [input, f]}\n"), 6, "f]", "in: unknown layer 'f'");
   expect_error(model_text("  - {op: flatten}\n  - {name: j, op: concat, in: [input, flatten_1]}\n" + kTail),
                7, "{", "concat joins along the channel axis");
+  // Same rank, another size: a stride-2 convolution's output beside the input.
+  expect_error(model_text("  - {name: c, op: conv, out: 4, kernel: 2, stride: 2}\n"
+                          "  - {name: j, op: concat, in: [input, c]}\n" + kTail),
+               7, "{", "but 'input' is [3, 32, 32] and 'c' is [4, 16, 16]");
   expect_error(model_text("  - {name: s, op: add, in: [input]}\n" + kTail), 6, "{",
                "add needs at least 2 inputs");
   expect_error(model_text("  - {name: r, op: relu, in: [input, input]}\n" + kTail), 6, "{",

@@ -197,6 +197,36 @@ TEST(VerifyHostile, HostBytesReusedAfterTheCopyWasReadAreFine) {
   GTEST_SKIP() << "no slot of the tight plan is offloaded after another's last prefetch";
 }
 
+// Write after read on the host: a prefetch is still copying slot `victim`
+// back (on the host-to-device engine) when an offload into `intruder`, moved
+// onto the victim's bytes, starts writing them (on the other engine). Nothing
+// orders the two copies, so the prefetch may read the intruder's bytes.
+TEST(VerifyHostile, AnOffloadOverwritingHostBytesAPrefetchIsStillReadingIsReported) {
+  const Plan& base = tight().plan;
+  std::vector<int32_t> offload(base.host_slots.size(), -1), prefetch(base.host_slots.size(), -1);
+  for (const Step& s : base.steps) {
+    if (s.host_slot < 0) continue;
+    if (s.kind == StepKind::offload && offload[s.host_slot] < 0) offload[s.host_slot] = s.index;
+    if (s.kind == StepKind::prefetch) prefetch[s.host_slot] = s.index;
+  }
+  int tried = 0;
+  for (size_t a = 0; a < base.host_slots.size(); ++a)
+    for (size_t b = 0; b < base.host_slots.size(); ++b) {
+      if (a == b || prefetch[a] < 0 || offload[b] <= prefetch[a]) continue;
+      // Issued after the prefetch but started before it ends: the two copies overlap in
+      // simulated time, which a valid plan allows only for copies no event orders.
+      if (base.steps[offload[b]].start_ms >= base.steps[prefetch[a]].end_ms) continue;
+      if (base.host_slots[a].host_offset + base.host_slots[b].bytes > base.host_bytes) continue;
+      Plan plan = base;
+      plan.host_slots[b].host_offset = plan.host_slots[a].host_offset;
+      const auto v = verify(plan);
+      EXPECT_TRUE(has_kind(v, ViolationKind::overwrite)) << "slots " << a << ", " << b << ": " << describe(v);
+      EXPECT_TRUE(mentions(v, "may still read them")) << "slots " << a << ", " << b << ": " << describe(v);
+      ++tried;
+    }
+  ASSERT_GT(tried, 0) << "the tight plan should offload a block while it prefetches another";
+}
+
 TEST(VerifyHostile, InputSlotsSharingHostBytesAreReported) {
   Plan plan = tight().plan;
   std::vector<HostSlotId> inputs;

@@ -120,6 +120,24 @@ TEST_F(Checkpoint, AnInterruptedSaveLeavesTheLastGoodCheckpoint) {
   EXPECT_EQ(load_w(path, &loaded), 8.0f);
 }
 
+// Several complete step folders and no `latest` (an older step not yet
+// removed when a save was cut short, and `latest` lost by other means): the
+// recovery takes the newest step, by number (9 before 10), never an older one.
+TEST_F(Checkpoint, RecoveryTakesTheNewestCompleteStep) {
+  std::string error;
+  const std::string path = (dir_ / "ckpt").string();
+  ASSERT_TRUE(save(path, 9, 9.0f, &error)) << error;
+  fs::copy(dir_ / "ckpt" / "step-000000009", dir_ / "step-9-copy", fs::copy_options::recursive);
+  ASSERT_TRUE(save(path, 10, 10.0f, &error)) << error;
+  ASSERT_FALSE(fs::exists(dir_ / "ckpt" / "step-000000009"));
+  fs::rename(dir_ / "step-9-copy", dir_ / "ckpt" / "step-000000009");
+  fs::remove(dir_ / "ckpt" / "latest");
+  LoadedCheckpoint loaded;
+  EXPECT_EQ(load_w(path, &loaded), 10.0f);
+  EXPECT_TRUE(loaded.recovered);
+  EXPECT_EQ(loaded.meta.step, 10);
+}
+
 // A save that fails writing (a tensor name that cannot be a file) leaves the
 // previous checkpoint as `latest`, intact.
 TEST_F(Checkpoint, AFailedSaveKeepsThePreviousCheckpoint) {

@@ -1,7 +1,8 @@
 // Cross-check of a few ops against PyTorch (float64), when /usr/bin/python3 has
 // torch: conv with groups (every algorithm, every direction), batchnorm forward
 // and backward with running statistics, LRN, max and avg pooling with ceil_mode,
-// softmax cross-entropy. Inputs come from fixed seeds and travel as .npy files;
+// softmax cross-entropy; max pooling over tied inputs (where the gradient goes)
+// and several steps of torch.optim.SGD with momentum and weight decay. Inputs come from fixed seeds and travel as .npy files;
 // tests/runtime/torch_reference.py holds the same layer parameters.
 
 #include <gtest/gtest.h>
@@ -10,6 +11,7 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <utility>
 
 #include "runtime/npy.h"
 #include "runtime/cpu/kernels.h"
@@ -193,6 +195,47 @@ TEST_F(TorchCrossCheck, ConvBatchNormLrnPoolSoftmax) {
   softmax_xent_backward(probs.data(), labels.data(), dz.data(), xn, classes, 1.0f / xn, false);
   expect_close("xent_loss", {loss_sum / xn});
   expect_close("xent_dz", dz);
+}
+
+// Ties everywhere (a constant plane, ReLU zeros, a few levels): the exact
+// routing of each gradient is PyTorch's, on the 2x2 fast path and the general one.
+TEST_F(TorchCrossCheck, TiedMaxPoolAndMultiStepSgd) {
+  const std::pair<std::string, PoolShape> cases[] = {{"tiedpool_a", {2, 3, 8, 10, 2, 2, 2, 2, 0, 0, false}},
+                                                     {"tiedpool_b", {2, 3, 9, 8, 3, 3, 2, 2, 1, 1, true}}};
+  std::map<std::string, std::vector<float>> x, dy;
+  for (const auto& [name, sh] : cases) {
+    x[name] = random_vector(sh.n * sh.c * sh.h * sh.w, 500);
+    const int64_t plane = sh.h * sh.w;
+    for (size_t k = 0; k < x[name].size(); ++k) {
+      float& v = x[name][k];
+      const int64_t kind = static_cast<int64_t>(k) / plane % 3;
+      v = kind == 0 ? 0.25f : kind == 1 ? (v > 0.2f ? v : 0.0f) : static_cast<float>(static_cast<int>((v + 1.0f) * 1.5f));
+    }
+    dy[name] = random_vector(sh.n * sh.c * sh.p() * sh.q(), 501, 0.5f, 1.5f);
+    put(name + "_x", x[name], {sh.n, sh.c, sh.h, sh.w});
+    put(name + "_dy", dy[name], {sh.n, sh.c, sh.p(), sh.q()});
+  }
+  put("sgd_w", random_vector(64, 600, -2.0f, 2.0f), {64});
+  const int steps = 5;
+  std::vector<float> grads = random_vector(steps * 64, 601);
+  put("sgd_g", grads, {steps, 64});
+  run_reference();
+
+  for (const auto& [name, sh] : cases) {
+    std::vector<float> y(dy[name].size()), dx(x[name].size(), 9.0f);
+    max_pool_forward(sh, x[name].data(), y.data());
+    max_pool_backward(sh, x[name].data(), y.data(), dy[name].data(), dx.data(), false);
+    expect_close(name + "_y", y, 0.0);
+    // dy values are in [0.5, 1.5]: a gradient routed to a wrong element is off by at least a third.
+    expect_close(name + "_dx", dx, 1e-6);
+  }
+
+  // ---- torch.optim.SGD(lr 0.1, momentum 0.9, weight_decay 0.05), 5 steps ----
+  std::vector<float> w = random_vector(64, 600, -2.0f, 2.0f), momentum(64, 7.0f);
+  for (int s = 0; s < steps; ++s)
+    sgd_step(w.data(), grads.data() + s * 64, momentum.data(), 64, 0.1f, 0.9f, 0.05f, /*first_step=*/s == 0);
+  expect_close("sgd_w", w, 1e-6);
+  expect_close("sgd_momentum", momentum, 1e-5);
 }
 
 }  // namespace

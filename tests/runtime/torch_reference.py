@@ -3,7 +3,8 @@
 
 Usage: torch_reference.py DIR. Reads the inputs the test wrote to DIR as .npy
 files, runs the same ops in PyTorch (float64), and writes the results next to
-them as ref_<name>.npy. The layer parameters here must match the test's.
+them as ref_<name>.npy. The layer parameters here must match the test's. Each
+group of cases runs when its first input is there.
 """
 import os
 import sys
@@ -20,6 +21,13 @@ def main(d):
     def save(name, t):
         np.save(os.path.join(d, "ref_" + name + ".npy"), t.detach().numpy().astype(np.float32))
 
+    if os.path.exists(os.path.join(d, "conv_a_x.npy")):
+        ops(load, save, d)
+    if os.path.exists(os.path.join(d, "tiedpool_a_x.npy")):
+        tied_pools_and_sgd(load, save)
+
+
+def ops(load, save, d):
     # conv_a: stride (2, 1), pad (1, 2), groups 2; conv_b: 3x3, stride 1, pad 1, groups 2.
     for case, stride, pad in (("conv_a", (2, 1), (1, 2)), ("conv_b", (1, 1), (1, 1))):
         x = load(case + "_x").requires_grad_()
@@ -73,6 +81,27 @@ def main(d):
     loss.backward()
     save("xent_loss", loss.reshape(1))
     save("xent_dz", z.grad)
+
+
+def tied_pools_and_sgd(load, save):
+    # max pools over inputs full of ties: a 2x2 stride 2, and 3x3 stride 2 pad 1 ceil_mode.
+    for case, kernel, stride, pad, ceil in (("tiedpool_a", 2, 2, 0, False), ("tiedpool_b", 3, 2, 1, True)):
+        x = load(case + "_x").requires_grad_()
+        y = F.max_pool2d(x, kernel, stride, pad, ceil_mode=ceil)
+        y.backward(load(case + "_dy"))
+        save(case + "_y", y)
+        save(case + "_dx", x.grad)
+
+    # torch.optim.SGD(lr 0.1, momentum 0.9, weight_decay 0.05), one step per row of sgd_g.
+    w = load("sgd_w").clone()
+    grads = load("sgd_g")
+    p = torch.nn.Parameter(w)
+    opt = torch.optim.SGD([p], lr=0.1, momentum=0.9, weight_decay=0.05)
+    for g in grads:
+        p.grad = g.clone()
+        opt.step()
+    save("sgd_w", p)
+    save("sgd_momentum", opt.state[p]["momentum_buffer"])
 
 
 if __name__ == "__main__":
