@@ -38,7 +38,7 @@ H100_BUDGET_GIB = 80
 # Planner wall time against graph size (SuperNeurons trained ResNet-2500 at batch 1 on a 12 GB K40).
 SCALING = [("resnet50", 128), ("resnet101", 64), ("resnet152", 64), ("resnet1001", 64), ("resnet2500", 1)]
 BASELINES = ["vdnn-all-m", "vdnn-all-p", "vdnn-conv-m", "vdnn-conv-p", "vdnn-dyn", "vdnn+", "superneurons", "checkpoint",
-             "dtr", "modnn"]
+             "dtr", "checkmate", "modnn"]
 ALL_EXAMPLES = ["alexnet", "cifar_small", "densenet121", "every_op", "every_op_nobn", "googlenet", "resnet1001",
                 "resnet101", "resnet152", "resnet18", "resnet2500", "resnet34", "resnet50", "vgg16", "vgg19"]
 

@@ -130,7 +130,7 @@ void setup_compare(CLI::App& command) {
   auto* batch = command.add_option("--batch", options->batch, "Mini-batch B (default: the model's batch)");
   command.add_option("--policies", options->policies,
                      "Comma-separated policies (default: all): ideal, vdnn-all-m, vdnn-all-p, vdnn-conv-m, "
-                     "vdnn-conv-p, vdnn-dyn, vdnn+, superneurons, checkpoint, dtr, modnn, mplan");
+                     "vdnn-conv-p, vdnn-dyn, vdnn+, superneurons, checkpoint, dtr, checkmate, modnn, mplan");
   command.add_flag("--min-budget", options->min_budget,
                    "Also find each policy's minimum feasible budget (a grid from moDNN's Eq. 2 minimum to twice "
                    "the ideal's need, then bisection to 0.1% of the ideal's need; slower)");
@@ -144,7 +144,7 @@ void setup_compare(CLI::App& command) {
   });
 }
 
-const Registration registration("compare", "Compare scheduling policies (ideal, vDNN, SuperNeurons, checkpointing, DTR, moDNN, mplan) "
+const Registration registration("compare", "Compare scheduling policies (ideal, vDNN, SuperNeurons, checkpointing, DTR, Checkmate, moDNN, mplan) "
                                            "on one model, device and budget",
                                 setup_compare, 60);
 

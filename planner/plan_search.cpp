@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <map>
+#include <memory>
 #include <optional>
 
 #include "core/bytes.h"
@@ -159,6 +161,10 @@ PlanResult finish(Search& search, const SearchInput& in, int64_t budget, std::st
 
 namespace {
 
+// GLPK's time for each Checkmate MILP (planner/checkmate_milp.h): on the
+// 2-core development machine it proves cifar_small's optimum in well under it.
+constexpr double kCheckmateTimeLimitS = 10;
+
 // Chen et al. 2016 §4 take k = sqrt(n) for n layers; the search tries every
 // k up to 16 and then powers of two and sqrt(n), up to n (k = n keeps only
 // the last layer's output: the most memory saved, the most recomputed).
@@ -295,6 +301,33 @@ PlanResult search_plan(const SearchInput& in) {
       }
       if (!search.have()) return infeasible("no segment length fits: " + search.first_failure());
       return finish(search, in, budget, search.best_candidate().label);
+    }
+    case PolicyKind::checkmate: {
+      // The MILP counts only the tasks' outputs, not the workspaces that
+      // buy faster algorithms (nor alignment): it is solved for a few shares
+      // of the arena, and the fastest simulated plan is kept.
+      Search search(tdfg, cost, arena, cost.copy_engines(), false);
+      std::map<std::string, std::shared_ptr<RematSchedule>> outcomes;  // by candidate label
+      for (double fraction : {1.0, 0.85, 0.7, 0.55}) {
+        auto outcome = std::make_shared<RematSchedule>();
+        Candidate c;
+        c.rounds = {batch};
+        c.decider = [fraction, outcome] { return make_checkmate_decider(fraction, kCheckmateTimeLimitS, outcome); };
+        c.label = fmt::format("Checkmate MILP at {:.0f}% of the arena", 100 * fraction);
+        outcomes[c.label] = outcome;
+        search.consider(c);
+        // A smaller budget is no easier for the MILP.
+        if (!outcome->solved) {
+          if (search.have()) break;
+          return infeasible(fmt::format("Checkmate's MILP for {:.0f}% of the arena: {}", 100 * fraction, outcome->why));
+        }
+      }
+      if (!search.have())
+        return infeasible("the MILP's schedules do not fit the simulated arena: " + search.first_failure());
+      const std::string label = search.best_candidate().label;
+      return finish(search, in, budget,
+                    label + (outcomes.at(label)->optimal ? " (optimal)"
+                                                         : " (best found in the time limit, not proven optimal)"));
     }
     case PolicyKind::vdnn_dyn: {
       std::string pass;

@@ -20,6 +20,7 @@ constexpr NamedPolicy kPolicies[] = {
     {PolicyKind::superneurons, "superneurons"},
     {PolicyKind::checkpoint, "checkpoint"},
     {PolicyKind::dtr, "dtr"},
+    {PolicyKind::checkmate, "checkmate"},
     {PolicyKind::modnn, "modnn"},
     {PolicyKind::mplan, "mplan"},
 };

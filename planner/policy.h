@@ -27,6 +27,9 @@
 //   dtr           Kirisame et al. 2021: the whole batch, every output
 //                 evictable, the least cost / (size x staleness) evicted
 //                 when an allocation fails and recomputed on demand; no copies
+//   checkmate     Jain et al. 2020 §4: the whole batch, the recomputation
+//                 schedule its MILP proves optimal (GLPK, within a time
+//                 limit, graphs of up to 120 tasks); no copies
 //   modnn         moDNN Algorithm 1 as published: one copy stream, the Eq. 3
 //                 sub-batch, offloading only (no recomputation, no early offloads)
 //   mplan         mplan's own plan (planner/planner.h plan_iteration): its search over
@@ -50,6 +53,7 @@ enum class PolicyKind {
   superneurons,
   checkpoint,
   dtr,
+  checkmate,
   modnn,
   mplan,
 };

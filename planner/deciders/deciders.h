@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "planner/checkmate_milp.h"
 #include "planner/sim/decider.h"
 
 namespace mplan {
@@ -80,6 +81,15 @@ std::unique_ptr<Decider> make_checkpoint_decider(int segment_layers);
 // allocation fails, recompute on demand; no copies
 // (planner/deciders/dtr_decider.cpp).
 std::unique_ptr<Decider> make_dtr_decider();
+
+// Checkmate §4 (Jain et al. 2020): its MILP's optimal recomputation schedule
+// for budget_fraction of the arena (less the round's input data), solved in
+// start() within time_limit_s (planner/checkmate_milp.h), then followed: what
+// a stage does not keep is dropped and recomputed on demand; no copies
+// (planner/deciders/checkmate_decider.cpp). The solver's outcome is written
+// to *outcome; a schedule not found makes the plan infeasible.
+std::unique_ptr<Decider> make_checkmate_decider(double budget_fraction, double time_limit_s,
+                                                std::shared_ptr<RematSchedule> outcome);
 
 // SuperNeurons §3.5: the fastest option whose workspace fits the largest
 // free range of the arena, else the one of least workspace.

@@ -38,7 +38,7 @@ TEST_P(CompareEveryExample, EveryPolicyReportedAndMplanAtOrBelowTheBaselines) {
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   const nlohmann::json report = nlohmann::json::parse(r.out);
   const std::set<std::string> expected{"ideal", "vdnn-all-m", "vdnn-all-p", "vdnn-conv-m", "vdnn-conv-p",
-                                       "vdnn-dyn", "vdnn+", "superneurons", "checkpoint", "dtr", "modnn", "mplan"};
+                                       "vdnn-dyn", "vdnn+", "superneurons", "checkpoint", "dtr", "checkmate", "modnn", "mplan"};
   std::set<std::string> seen;
   double mplan_ms = -1;
   for (const auto& row : report.at("policies")) {

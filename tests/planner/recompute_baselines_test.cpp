@@ -7,7 +7,10 @@
 //   split, and the policy takes the best k;
 // - DTR (Kirisame et al. 2021; planner/deciders/dtr_decider.cpp): evicts
 //   the tensor of least cost / (size x staleness) when an allocation fails
-//   and recomputes it on demand.
+//   and recomputes it on demand;
+// - Checkmate (Jain et al. 2020 §4; planner/deciders/checkmate_decider.cpp):
+//   the schedule its MILP finds optimal, on cifar_small (the MILP is tried
+//   for graphs of up to 120 tasks; cifar_resnet has 190).
 
 #include <gtest/gtest.h>
 
@@ -16,6 +19,7 @@
 #include "frontend/parse.h"
 #include "planner/deciders/deciders.h"
 #include "planner/planner.h"
+#include "planner/search_internal.h"
 #include "planner/sub_batch.h"
 #include "planner/verify.h"
 #include "profiler/analytic_model.h"
@@ -148,6 +152,48 @@ TEST(DtrPolicy, FitsBelowKeepingEveryOutputAndEvictsTheCheapFirst) {
   const PlanResult mine = plan_iteration(tdfg, *setup().cost, o);
   ASSERT_TRUE(mine.feasible) << mine.note;
   EXPECT_LE(mine.iteration_ms(), dtr.iteration_ms() * (1 + 1e-9));
+}
+
+// A perceptron whose activations (2 MiB per layer at batch 512) weigh more
+// than its workspaces: where keeping them all does not fit, Checkmate's
+// schedule must recompute.
+constexpr const char* kPerceptron =
+    "name: mlp\ninput: [16, 8, 8]\nbatch: 512\nclasses: 10\nlayers:\n  - {op: flatten}\n"
+    "  - {op: linear, out: 1024}\n  - {op: relu}\n  - {op: linear, out: 1024}\n  - {op: relu}\n"
+    "  - {op: linear, out: 1024}\n  - {op: relu}\n  - {op: linear, out: 1024}\n  - {op: relu}\n"
+    "  - {op: linear, out: 10}\n  - {op: softmax_xent}\n";
+
+// At 58 MiB (resident weights and state 48.2 MiB), the MILP's schedule for
+// 85% of the arena recomputes, copies nothing and passes the verifier;
+// mplan's own plan is faster. At 54 MiB no schedule fits.
+TEST(CheckmatePolicy, RecomputesWhereKeepingEveryOutputDoesNotFit) {
+  Result<Model> model = parse_model(kPerceptron, "mlp.yaml");
+  ASSERT_TRUE(model.ok()) << model.error().to_string();
+  const Tdfg tdfg = build_tdfg(*model);
+  const CostModel& cost = *setup().cost;
+  const int64_t budget = int64_t{58} << 20;
+  SimOptions sim;
+  sim.sub_batches = {model->batch};
+  sim.arena_bytes = budget - resident_region_bytes(tdfg);
+  EXPECT_FALSE(simulate_iteration(tdfg, cost, sim, *make_checkpoint_decider(1)).feasible);
+  auto outcome = std::make_shared<RematSchedule>();
+  const PlanResult checkmate = simulate_iteration(tdfg, cost, sim, *make_checkmate_decider(0.85, 30, outcome));
+  ASSERT_TRUE(checkmate.feasible) << checkmate.note;
+  EXPECT_TRUE(outcome->optimal);
+  EXPECT_GT(checkmate.recomputed_tasks, 0);
+  EXPECT_EQ(checkmate.plan.summary.offload_count, 0);
+  Plan plan = checkmate.plan;
+  search::fill_header(&plan, tdfg, cost, budget, model->batch);
+  for (const Violation& v : verify_plan(plan, tdfg)) ADD_FAILURE() << to_string(v);
+  PlanOptions o;
+  o.budget_bytes = budget;
+  const PlanResult mine = testing::plan_with(PolicyKind::mplan, tdfg, cost, o);
+  ASSERT_TRUE(mine.feasible) << mine.note;
+  EXPECT_LE(mine.iteration_ms(), checkmate.iteration_ms() * (1 + 1e-9));
+  o.budget_bytes = int64_t{54} << 20;
+  const PlanResult none = testing::plan_with(PolicyKind::checkmate, tdfg, cost, o);
+  EXPECT_FALSE(none.feasible);
+  EXPECT_NE(none.note.find("Checkmate's MILP"), std::string::npos) << none.note;
 }
 
 }  // namespace
