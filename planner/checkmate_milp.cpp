@@ -10,24 +10,10 @@
 
 #include <fmt/format.h>
 
+#include "planner/glpk_problem.h"
+
 namespace mplan {
 namespace {
-
-struct ProblemDeleter {
-  void operator()(glp_prob* p) const { glp_delete_prob(p); }
-};
-using Problem = std::unique_ptr<glp_prob, ProblemDeleter>;
-
-class TerminalOff {
- public:
-  TerminalOff() : previous_(glp_term_out(GLP_OFF)) {}
-  ~TerminalOff() { glp_term_out(previous_); }
-  TerminalOff(const TerminalOff&) = delete;
-  TerminalOff& operator=(const TerminalOff&) = delete;
-
- private:
-  int previous_;
-};
 
 // A linear expression over GLPK columns plus a constant.
 struct Expr {
@@ -196,7 +182,7 @@ class Model {
 
   const RematGraph& g_;
   int32_t n_;
-  Problem p_;
+  GlpkProblem p_;
   int binaries_ = 0;
   std::vector<std::vector<int32_t>> successors_, predecessor_edges_;
   std::vector<int> r_, s_, u_, free_;
@@ -251,7 +237,7 @@ RematSchedule solve_checkmate(const RematGraph& graph, const RematOptions& optio
   const double unit = options.budget_bytes > 0 ? options.budget_bytes : 1.0;
   RematGraph scaled = graph;
   for (double& b : scaled.output_bytes) b /= unit;
-  const TerminalOff quiet;
+  const GlpkTerminalOutput quiet(false);
   Model model(scaled, options.budget_bytes / unit);
   out.binaries = model.binaries();
   out.rows = glp_get_num_rows(model.problem());

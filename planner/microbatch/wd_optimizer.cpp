@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "core/bytes.h"
+#include "planner/glpk_problem.h"
 
 namespace mplan::microbatch {
 namespace {
@@ -26,22 +27,8 @@ constexpr double kBytesPerMiB = 1024.0 * 1024.0;
 // GLPK limits names to 255 characters.
 constexpr size_t kMaxKernelNameChars = 200;
 
-struct ProblemDeleter {
-  void operator()(glp_prob* p) const { glp_delete_prob(p); }
-};
-using Problem = std::unique_ptr<glp_prob, ProblemDeleter>;
-
-// Turns GLPK's terminal output on or off for one scope, then restores it.
-class TerminalOutput {
- public:
-  explicit TerminalOutput(bool on) : previous_(glp_term_out(on ? GLP_ON : GLP_OFF)) {}
-  ~TerminalOutput() { glp_term_out(previous_); }
-  TerminalOutput(const TerminalOutput&) = delete;
-  TerminalOutput& operator=(const TerminalOutput&) = delete;
-
- private:
-  int previous_;
-};
+using Problem = GlpkProblem;
+using TerminalOutput = GlpkTerminalOutput;
 
 // Why kernels with the same configurations may share variables (exact).
 //

@@ -19,17 +19,13 @@ namespace {
 
 using testing::describe;
 using testing::has_kind;
-using testing::plan_example;
 using testing::Planned;
 
-// cifar_small at 3 MiB and sub-batch 7: the planner offloads and prefetches
-// (verify_faults_test.cpp). Left to choose, it runs 6 sub-batches there and
-// offloads nothing: on a busy stream the K40's tiny tasks cost their host
-// work, whatever their size, so one more sub-batch costs less than copies.
-const Planned& tight() {
-  static const Planned p = plan_example("cifar_small", int64_t{3} << 20, /*copy_engines=*/2, /*sub_batch=*/7);
-  return p;
-}
+// The tight plan offloads and prefetches (verify_plans.h). Left to choose,
+// the planner runs 6 sub-batches there and offloads nothing: on a busy
+// stream the K40's tiny tasks cost their host work, whatever their size, so
+// one more sub-batch costs less than copies.
+const Planned& tight() { return testing::tight_cifar_small(); }
 
 std::vector<Violation> verify(const Plan& plan) { return verify_plan(plan, tight().tdfg); }
 
@@ -146,13 +142,7 @@ TEST(VerifyHostile, HeaderFiguresAreCheckedAgainstTheModel) {
 // another block's data.
 TEST(VerifyHostile, AnOffloadOverwritingAHostCopyStillToBeReadIsReported) {
   const Plan& base = tight().plan;
-  // Per host slot: its offload step and its last prefetch step.
-  std::vector<int32_t> offload(base.host_slots.size(), -1), prefetch(base.host_slots.size(), -1);
-  for (const Step& s : base.steps) {
-    if (s.host_slot < 0) continue;
-    if (s.kind == StepKind::offload && offload[s.host_slot] < 0) offload[s.host_slot] = s.index;
-    if (s.kind == StepKind::prefetch) prefetch[s.host_slot] = s.index;
-  }
+  const auto [offload, prefetch] = testing::slot_copies(base);
   HostSlotId victim = kNoHostSlot, intruder = kNoHostSlot;
   for (size_t a = 0; a < base.host_slots.size() && victim == kNoHostSlot; ++a)
     for (size_t b = 0; b < base.host_slots.size(); ++b)
@@ -175,12 +165,7 @@ TEST(VerifyHostile, AnOffloadOverwritingAHostCopyStillToBeReadIsReported) {
 // after its copy was read back is fine.
 TEST(VerifyHostile, HostBytesReusedAfterTheCopyWasReadAreFine) {
   const Plan& base = tight().plan;
-  std::vector<int32_t> offload(base.host_slots.size(), -1), prefetch(base.host_slots.size(), -1);
-  for (const Step& s : base.steps) {
-    if (s.host_slot < 0) continue;
-    if (s.kind == StepKind::offload && offload[s.host_slot] < 0) offload[s.host_slot] = s.index;
-    if (s.kind == StepKind::prefetch) prefetch[s.host_slot] = s.index;
-  }
+  const auto [offload, prefetch] = testing::slot_copies(base);
   // A slot whose every use comes after another slot's last prefetch, by a wide
   // margin in issue order; the copy engine runs in order, so the reads are done.
   for (size_t a = 0; a < base.host_slots.size(); ++a)
@@ -203,12 +188,7 @@ TEST(VerifyHostile, HostBytesReusedAfterTheCopyWasReadAreFine) {
 // orders the two copies, so the prefetch may read the intruder's bytes.
 TEST(VerifyHostile, AnOffloadOverwritingHostBytesAPrefetchIsStillReadingIsReported) {
   const Plan& base = tight().plan;
-  std::vector<int32_t> offload(base.host_slots.size(), -1), prefetch(base.host_slots.size(), -1);
-  for (const Step& s : base.steps) {
-    if (s.host_slot < 0) continue;
-    if (s.kind == StepKind::offload && offload[s.host_slot] < 0) offload[s.host_slot] = s.index;
-    if (s.kind == StepKind::prefetch) prefetch[s.host_slot] = s.index;
-  }
+  const auto [offload, prefetch] = testing::slot_copies(base);
   int tried = 0;
   for (size_t a = 0; a < base.host_slots.size(); ++a)
     for (size_t b = 0; b < base.host_slots.size(); ++b) {

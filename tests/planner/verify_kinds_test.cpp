@@ -21,15 +21,9 @@ using testing::describe;
 using testing::erase_step;
 using testing::has_kind;
 using testing::move_step;
-using testing::plan_example;
 using testing::Planned;
 
-// cifar_small at 3 MiB and sub-batch 7 on the K40: the planner offloads and
-// prefetches (verify_faults_test.cpp).
-const Planned& tight() {
-  static const Planned p = plan_example("cifar_small", int64_t{3} << 20, /*copy_engines=*/2, /*sub_batch=*/7);
-  return p;
-}
+const Planned& tight() { return testing::tight_cifar_small(); }
 
 std::vector<Violation> verify(const Plan& plan) { return verify_plan(plan, tight().tdfg); }
 

@@ -54,6 +54,28 @@ inline Planned plan_example(const std::string& stem, int64_t budget_bytes, int c
   return p;
 }
 
+// cifar_small at batch 32, 3 MiB and sub-batch 7 on the K40, two copy
+// engines: the planner offloads, prefetches and recomputes (left to choose,
+// it runs 6 sub-batches there and offloads nothing).
+inline const Planned& tight_cifar_small() {
+  static const Planned p = plan_example("cifar_small", int64_t{3} << 20, /*copy_engines=*/2, /*sub_batch=*/7);
+  return p;
+}
+
+// Per host slot of a plan: the step of its first offload and of its last prefetch (-1: none).
+struct SlotCopies {
+  std::vector<int32_t> offload, prefetch;
+};
+inline SlotCopies slot_copies(const Plan& plan) {
+  SlotCopies out{std::vector<int32_t>(plan.host_slots.size(), -1), std::vector<int32_t>(plan.host_slots.size(), -1)};
+  for (const Step& s : plan.steps) {
+    if (s.host_slot < 0) continue;
+    if (s.kind == StepKind::offload && out.offload[s.host_slot] < 0) out.offload[s.host_slot] = s.index;
+    if (s.kind == StepKind::prefetch) out.prefetch[s.host_slot] = s.index;
+  }
+  return out;
+}
+
 inline bool has_kind(const std::vector<Violation>& violations, ViolationKind kind) {
   return std::any_of(violations.begin(), violations.end(), [&](const Violation& v) { return v.kind == kind; });
 }
