@@ -12,6 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <unistd.h>
+
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -110,7 +112,14 @@ void print_table(const driver::CompareResult& r, bool min_budget) {
 }
 
 void run_compare(const driver::CompareFlags& flags, bool json) {
-  const driver::CompareSettings settings = unwrap(driver::check_compare_flags(flags));
+  driver::CompareSettings settings = unwrap(driver::check_compare_flags(flags));
+  // Progress on a terminal only: pipes and files get the result alone.
+  if (::isatty(STDERR_FILENO)) {
+    const size_t count = settings.policies.size();
+    settings.on_policy = [count](PolicyKind kind, size_t index) {
+      fmt::print(stderr, "mplan: compare: planning {} ({} of {})\n", policy_name(kind), index + 1, count);
+    };
+  }
   const driver::CompareResult result = unwrap(driver::compare(settings));
   for (const std::string& warning : result.warnings) fmt::print(stderr, "mplan: warning: {}\n", warning);
   if (json) print_json(result);

@@ -116,7 +116,9 @@ Result<CompareResult> compare(const CompareSettings& s) {
   options.policy = PolicyKind::ideal;
   out.ideal = plan_iteration(tdfg, cost, options);
   const int64_t ideal_budget = out.ideal.plan.budget_bytes;
-  for (PolicyKind kind : s.policies) {
+  for (size_t i = 0; i < s.policies.size(); ++i) {
+    const PolicyKind kind = s.policies[i];
+    if (s.on_policy) s.on_policy(kind, i);
     CompareRow row;
     options.policy = kind;
     std::optional<PlannedModel> mplan;  // its model and TDFG, for the verifier

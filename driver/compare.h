@@ -5,6 +5,7 @@
 // says so and why, never an error.
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,9 @@ struct CompareSettings {
   bool min_budget = false;
   bool verify = true;
   bool allow_oversubscribe = false;
+  // Called before each policy is planned (the index in `policies`), for
+  // progress on long comparisons (--min-budget, Checkmate's MILP).
+  std::function<void(PolicyKind, size_t)> on_policy;
 };
 
 // Checks the flags that need no file; errors are of kind usage.

@@ -10,8 +10,10 @@
 #include <algorithm>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "driver/compare.h"
 #include "frontend/parse.h"
 #include "planner/policy.h"
 #include "tests/planner/policy_plan.h"
@@ -91,6 +93,31 @@ TEST_F(MplanTest, CompareTakesARecordedProfile) {
   const MplanRun other = mplan({"compare", example_model("resnet18"), "--budget", "4GiB", "--profile", profile});
   EXPECT_EQ(other.exit_code, 1) << other.describe();
   EXPECT_NE(other.err.find(profile), std::string::npos) << other.describe();
+}
+
+// Progress: the driver announces each policy before planning it, in the
+// order of the list; the command prints it only on a terminal, so a captured
+// stderr holds none of it.
+class CompareProgress : public MplanTest {};
+
+TEST_F(CompareProgress, EveryPolicyIsAnnouncedInOrderAndNothingReachesAPipe) {
+  driver::CompareFlags flags;
+  flags.model_path = example_model("cifar_small");
+  flags.budget = "4GiB";
+  flags.policies = "ideal,dtr,mplan";
+  Result<driver::CompareSettings> settings = driver::check_compare_flags(flags);
+  ASSERT_TRUE(settings.ok()) << settings.error().to_string();
+  std::vector<std::pair<PolicyKind, size_t>> announced;
+  settings->on_policy = [&](PolicyKind kind, size_t index) { announced.emplace_back(kind, index); };
+  Result<driver::CompareResult> result = driver::compare(*settings);
+  ASSERT_TRUE(result.ok()) << result.error().to_string();
+  const std::vector<std::pair<PolicyKind, size_t>> expected{
+      {PolicyKind::ideal, 0}, {PolicyKind::dtr, 1}, {PolicyKind::mplan, 2}};
+  EXPECT_EQ(announced, expected);
+  EXPECT_EQ(result->rows.size(), 3u);
+  const MplanRun r = mplan({"compare", example_model("cifar_small"), "--budget", "4GiB", "--policies", "dtr"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(r.err.find("planning"), std::string::npos) << r.describe();
 }
 
 INSTANTIATE_TEST_SUITE_P(Examples, CompareEveryExample, ::testing::ValuesIn(example_stems()),
