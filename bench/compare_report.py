@@ -28,7 +28,7 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GIB = 1 << 30
 
-# (file, batch) as the issue asks: the papers' batches.
+# (file, batch): the papers' batches.
 K40_MODELS = [
     ("vgg16", 256), ("vgg19", 256), ("resnet34", 256), ("resnet50", 128),
     ("resnet101", 64), ("googlenet", 128), ("densenet121", 64),

@@ -1,7 +1,8 @@
-// The generated program's structure (docs/style.md, 7; issue: the schedule as
+// The generated program's structure (docs/style.md, 7: the schedule as
 // readable code of size O(tasks)): a header saying what generated it and from
 // what, one commented call per step of each class of identical rounds, a table
-// of what differs between those rounds, and a refusal of a plan for another model.
+// of what differs between those rounds, every wait and debug poison of the
+// plan, and a refusal of a plan for another model.
 
 #include <gtest/gtest.h>
 
