@@ -42,7 +42,7 @@ class CheckmateDecider final : public Decider {
         if (creator_[b] >= 0) continue;
         creator_[b] = k;
         graph.output_bytes[k] += static_cast<double>(sim.instance_bytes(sim.instance(0, b)));
-        if (recomputable(sim, b)) {
+        if (sim.recomputable(b)) {
           graph.recomputable[k] = true;
           // Recomputing the block reruns every writer (an in-place ReLU over it too).
           double ms = 0;
@@ -93,19 +93,6 @@ class CheckmateDecider final : public Decider {
   }
 
  private:
-  // The simulator may drop the block (IterationSim::start_round's rule).
-  static bool recomputable(const IterationSim& sim, BlockId b) {
-    const Tdfg& tdfg = sim.tdfg();
-    if (tdfg.blocks[b].kind != BlockKind::output) return false;
-    for (TaskId w : tdfg.blocks[b].writers) {
-      const Task& t = tdfg.tasks[w];
-      if (t.kind != TaskKind::FP || t.recompute_writes.empty()) return false;
-    }
-    for (int32_t p : sim.uses(b))
-      if (tdfg.tasks[sim.task_at(p)].kind != TaskKind::FP) return true;
-    return false;
-  }
-
   double fraction_;
   double time_limit_s_;
   std::shared_ptr<RematSchedule> outcome_;

@@ -92,6 +92,19 @@ int64_t IterationSim::next_use(int32_t inst) const {
   return p;
 }
 
+bool IterationSim::recomputable(BlockId b) const {
+  const Block& block = tdfg_.blocks[b];
+  if (block.kind != BlockKind::output) return false;
+  for (TaskId w : block.writers) {
+    const Task& wt = tdfg_.tasks[w];
+    if (wt.kind != TaskKind::FP || wt.recompute_writes.empty() || (wt.has_algorithms && !algorithms_recomputable()))
+      return false;
+  }
+  for (int32_t p : uses_[b])
+    if (tdfg_.tasks[order_[p]].kind != TaskKind::FP) return true;
+  return false;
+}
+
 bool IterationSim::droppable(int32_t inst) const {
   const InstanceState& s = inst_[inst];
   return round_of(inst) == cur_r_ && may_drop_[block_of(inst)] && s.created && s.buffer != kNoBuffer;
@@ -475,21 +488,9 @@ void IterationSim::start_round(int32_t r) {
   last_use_.assign(block_count_, -1);
   for (BlockId b = 0; b < block_count_; ++b)
     if (!uses_[b].empty()) last_use_[b] = uses_[b].back();
-  for (int32_t k = 0; k < n_; ++k) {
-    for (BlockId y : outputs_[k]) {
-      const Block& block = tdfg_.blocks[y];
-      if (block.kind != BlockKind::output) continue;
-      bool recomputable = true;
-      for (TaskId w : block.writers) {
-        const Task& wt = tdfg_.tasks[w];
-        recomputable = recomputable && wt.kind == TaskKind::FP && !wt.recompute_writes.empty() &&
-                       (!wt.has_algorithms || algorithms_recomputable());
-      }
-      bool backward = false;
-      for (int32_t p : uses_[y]) backward = backward || tdfg_.tasks[order_[p]].kind != TaskKind::FP;
-      if (recomputable && backward) may_drop_[y] = decider_.may_drop(*this, y);
-    }
-  }
+  for (int32_t k = 0; k < n_; ++k)
+    for (BlockId y : outputs_[k])
+      if (recomputable(y)) may_drop_[y] = decider_.may_drop(*this, y);
   dependents_.assign(block_count_, {});
   for (int32_t k = n_ - 1; k >= 0; --k) {
     for (BlockId y : outputs_[k]) {

@@ -156,6 +156,11 @@ class IterationSim {
   // recompute set of the round, Decider::may_drop) and its recomputation's
   // inputs live until its last use.
   bool droppable(int32_t inst) const;
+  // Whether block b could be dropped and recomputed at all (before the
+  // decider is asked, Decider::may_drop): an output of FP tasks with a
+  // recompute signature (a convolution's only in the undivided workspace
+  // mode) that a backward task reads.
+  bool recomputable(BlockId b) const;
   // Simulated time of recomputing the instance: its writers' times.
   double recompute_ms(int32_t inst);
   // Whether the running task (or a recomputation for it) uses the instance.
