@@ -163,6 +163,10 @@ void setup_compile(CLI::App& command) {
   command.add_flag("--no-early-offload", o->no_early_offload,
                    "Offload blocks only when an allocation needs their room (mplan's planner otherwise copies "
                    "long-lived blocks out early when the round does not fit)");
+  command.add_flag("--no-early-drops", o->no_early_drops,
+                   "Drop blocks for recomputation only when an allocation needs their room (mplan's planner "
+                   "otherwise also tries dropping cheap outputs right after their last forward use when the "
+                   "round does not fit, and keeps the faster plan)");
   auto* batchnorm = command.add_option(
       "--batchnorm", o->batchnorm,
       "Rounds of a model with batchnorm layers (statistics are per round): prefer-one (default: one round, "

@@ -55,6 +55,7 @@ std::optional<Error> check_policy_flags(const CompileFlags& f, PolicyKind policy
                        : f.no_recompute_convolutions ? "--no-recompute-convolutions"
                        : f.no_memory_saving_variants ? "--no-memory-saving-variants"
                        : f.no_early_offload     ? "--no-early-offload"
+                       : f.no_early_drops       ? "--no-early-drops"
                        : f.batchnorm_given      ? "--batchnorm"
                                                 : nullptr;
     if (flag != nullptr)
@@ -67,6 +68,7 @@ std::optional<Error> check_policy_flags(const CompileFlags& f, PolicyKind policy
                        : f.no_recompute_convolutions ? "--no-recompute-convolutions"
                        : f.no_memory_saving_variants ? "--no-memory-saving-variants"
                        : f.no_early_offload          ? "--no-early-offload"
+                       : f.no_early_drops            ? "--no-early-drops"
                                                      : nullptr;
     if (flag != nullptr)
       return usage(fmt::format("{} is a lever of mplan's planner; --policy modnn has none to turn off", flag));
@@ -112,6 +114,7 @@ Result<PlanOptions> plan_options(const CompileFlags& f) {
   o.recompute = !f.no_recompute;
   o.recompute_convolutions = !f.no_recompute_convolutions;
   o.early_offload = !f.no_early_offload;
+  o.early_drops = !f.no_early_drops;
   return o;
 }
 

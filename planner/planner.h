@@ -61,6 +61,8 @@ struct PlanOptions {
   // run's algorithm; the undivided workspace mode only).
   bool recompute_convolutions = true;
   bool early_offload = true;
+  // With recompute: the search also tries early drops (ModnnRules::early_drop_ratio).
+  bool early_drops = true;
   // Batch normalisation: what the rounds of a model with batchnorm layers may
   // be (statistics are per round). prefer_one: one round, full-batch
   // statistics as plain training computes them, whenever a plan of one round

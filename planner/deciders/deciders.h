@@ -53,6 +53,13 @@ struct ModnnRules {
   bool early_offload = false;
   // How much more than the excess to copy early, in multiples of the largest task's need.
   double early_offload_margin = 1.0;
+  // Early drops (with recompute; Checkmate §4 and MONeT §3 keep cheap
+  // outputs off the device and recompute them, decided for the whole
+  // iteration rather than under pressure): when the round's liveness peak
+  // exceeds the arena, a block that may be dropped is freed right after its
+  // last forward use if recomputing it costs at most this many times its
+  // copy to the host. 0: off (blocks are dropped only when room is needed).
+  double early_drop_ratio = 0;
   // Eq. 4 with the copy queue: a later task's prefetch waits for the earlier
   // ones, so each task's urgency counts the transfers queued before it and
   // every prefetch up to the last urgent task starts now (moDNN stops at the

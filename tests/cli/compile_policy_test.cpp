@@ -96,6 +96,10 @@ TEST_F(CompilePolicy, PlannerLeversAreRefusedWhereAPolicyHasNone) {
                                 "--no-early-offload", "-o", path("m")});
   EXPECT_NE(modnn.exit_code, 0) << modnn.describe();
   EXPECT_TRUE(contains(modnn.err, "has none to turn off")) << modnn.describe();
+  const MplanRun drops = mplan({"compile", example_model("cifar_small"), "--budget", "64MiB", "--policy", "modnn",
+                                "--no-early-drops", "-o", path("d")});
+  EXPECT_NE(drops.exit_code, 0) << drops.describe();
+  EXPECT_TRUE(contains(drops.err, "--no-early-drops is a lever")) << drops.describe();
   const MplanRun convolutions = mplan({"compile", example_model("cifar_small"), "--budget", "64MiB", "--policy",
                                        "modnn", "--no-recompute-convolutions", "-o", path("c")});
   EXPECT_NE(convolutions.exit_code, 0) << convolutions.describe();
@@ -104,6 +108,24 @@ TEST_F(CompilePolicy, PlannerLeversAreRefusedWhereAPolicyHasNone) {
                               "-o", path("b")});
   EXPECT_NE(bad.exit_code, 0) << bad.describe();
   EXPECT_TRUE(contains(bad.err, "--batchnorm 'sometimes': expected prefer-one, one or any")) << bad.describe();
+}
+
+// cifar_small at 3 MiB, sub-batch 7, every backward plain (K40 file): with
+// early drops the plan recomputes cheap outputs and copies nothing out;
+// --no-early-drops leaves only the drops an allocation asks for, and the plan
+// offloads.
+TEST_F(CompilePolicy, NoEarlyDropsLeavesTheDropsToWhenRoomIsNeeded) {
+  auto offloads = [&](const std::string& dir, const std::vector<std::string>& extra) {
+    std::vector<std::string> args = {"compile", example_model("cifar_small"), "--device", "k40", "--budget", "3MiB",
+                                     "--sub-batch", "7", "--no-memory-saving-variants", "-o", path(dir)};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const MplanRun r = mplan(args);
+    EXPECT_EQ(r.exit_code, 0) << r.describe();
+    const nlohmann::json plan = nlohmann::json::parse(read_file(path(dir + "/plan.json")));
+    return plan["summary"]["offload_count"].get<int>();
+  };
+  EXPECT_EQ(offloads("with", {}), 0);
+  EXPECT_GT(offloads("without", {"--no-early-drops"}), 0);
 }
 
 TEST_F(CompilePolicy, BatchnormWithOneValuePerChannelIsRefusedWithTheLeastBudget) {

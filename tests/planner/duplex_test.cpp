@@ -104,6 +104,7 @@ TEST(Duplex, PlansPriceOverlappingCopiesAndStillVerify) {
   ASSERT_TRUE(profile.ok()) << profile.error().to_string();
   PlanOptions options;
   options.budget_bytes = int64_t{6} << 30;
+  options.early_drops = false;  // as the measured plan was made: with them it copies less, never both ways at once
   int stretched = 0;
   for (double slowdown : {1.0, 1.5}) {
     SCOPED_TRACE(slowdown);

@@ -370,6 +370,70 @@ TEST(EarlyOffload, TheBlockMadeFirstIsCopiedRightAfterItsLastForwardUse) {
   }
 }
 
+// ---- mplan: early drops ------------------------------------------------------------
+
+// FP: T0 makes A (1 MiB, a convolution: never recomputed), the cheap T1 makes
+// M (1 MiB) from A, T2 makes Q from M, T3 makes C; BP: T4 reads C and Q, T5 M,
+// T6 A. At T3, A, M, Q and C would need 4 MiB of the 3 MiB arena. Early
+// offloads copy A after T1 (its last forward use). When T3 needs room, A's
+// copy is nearly done and T6 lies beyond the lookahead, so evicting A costs
+// less than recomputing M: A leaves and must come back for T6. Early drops
+// free M right after T2 instead, where recomputing it costs at most the ratio
+// times its copy, and A stays.
+//   FP: T0: X -> A;  T1: A -> M;  T2: M -> Q;  T3: Q -> C
+//   BP: T4: C, Q -> D;  T5: M, D -> E;  T6: A, E -> F
+PlanResult run_early_drops(double t1_ms, double ratio, int64_t arena_bytes = 3 * MiB + 1024) {
+  auto g = tiny_graph({{"X", 256}, {"A", MiB}, {"M", MiB}, {"Q", MiB}, {"C", MiB}, {"D", 256}, {"E", 256},
+                       {"F", 256}},
+                      {{"T0", {0}, {1}, TaskKind::FP, true}, {"T1", {1}, {2}}, {"T2", {2}, {3}, TaskKind::FP, true},
+                       {"T3", {3}, {4}, TaskKind::FP, true}, {"T4", {4, 3}, {5}, TaskKind::BP1},
+                       {"T5", {2, 5}, {6}, TaskKind::BP1}, {"T6", {1, 6}, {7}, TaskKind::BP1}});
+  FakeCost cost;
+  for (const char* t : {"T0", "T2", "T3"}) cost.table[t] = {TaskOption{"default", 1.0, 0}};
+  cost.table["T1"] = {TaskOption{"default", t1_ms, 0}};
+  ModnnRules rules = testing::published_rules();
+  rules.refetch_cost = true;
+  rules.lookahead_tasks = 1;
+  rules.recompute = true;
+  rules.early_offload = true;
+  rules.early_drop_ratio = ratio;
+  return simulate_modnn(g->tdfg, cost, arena_bytes, rules);
+}
+
+TEST(EarlyDrop, ACheapOutputIsDroppedAfterItsLastForwardUseAndTheCopiedBlockStays) {
+  // T1 takes 0.1 ms, at most 0.5 x M's 1.06 ms copy.
+  PlanResult r = run_early_drops(0.1, 0.5);
+  ASSERT_TRUE(r.feasible) << r.note;
+  EXPECT_EQ(r.recomputed_tasks, 1);
+  const int m_free = first_step(r.plan, StepKind::free, /*M=*/2);
+  EXPECT_GT(m_free, first_step(r.plan, StepKind::compute, /*T2=*/2));
+  EXPECT_LT(m_free, first_step(r.plan, StepKind::compute, /*T3=*/3));
+  EXPECT_EQ(testing::count_steps_of(r.plan, StepKind::prefetch, /*A=*/1), 0);
+  EXPECT_EQ(testing::count_steps_of(r.plan, StepKind::offload, /*M=*/2), 0);
+}
+
+TEST(EarlyDrop, AnOutputDearerThanTheRatioIsKeptAndTheCopiedBlockLeaves) {
+  // T1 takes 1 ms, more than 0.5 x 1.06 ms: M stays; A is evicted at T3 and
+  // prefetched back for T6.
+  PlanResult dear = run_early_drops(1.0, 0.5);
+  ASSERT_TRUE(dear.feasible) << dear.note;
+  EXPECT_EQ(dear.recomputed_tasks, 0);
+  EXPECT_EQ(testing::count_steps_of(dear.plan, StepKind::prefetch, /*A=*/1), 1);
+  // Off (ratio 0): the same, however cheap M is.
+  PlanResult off = run_early_drops(0.1, 0);
+  ASSERT_TRUE(off.feasible) << off.note;
+  EXPECT_EQ(off.recomputed_tasks, 0);
+  EXPECT_EQ(testing::count_steps_of(off.plan, StepKind::prefetch, /*A=*/1), 1);
+}
+
+TEST(EarlyDrop, NothingIsDroppedInARoundThatFits) {
+  // 5 MiB hold every block from its first use to its last: M stays, however cheap.
+  PlanResult r = run_early_drops(0.1, 0.5, 5 * MiB);
+  ASSERT_TRUE(r.feasible) << r.note;
+  EXPECT_EQ(r.recomputed_tasks, 0);
+  EXPECT_EQ(r.plan.summary.offload_count, 0);
+}
+
 // ---- mplan: recomputation against offloading --------------------------------------
 
 // M (512K) is made by a cheap task T1 from A and needed again by T5; when T3

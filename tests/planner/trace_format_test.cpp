@@ -84,8 +84,8 @@ TEST(TraceFormat, OneSharedCopyTrackWithOneCopyEngine) {
 }
 
 TEST(TraceFormat, StepsAreNamedByTaskAndBlock) {
-  // Sub-batch 7 at 3 MiB offloads (tests/planner/verify_faults_test.cpp).
-  const testing::Planned p = plan_example("cifar_small", 3 * kMiB, 2, /*sub_batch=*/7);
+  // Sub-batch 7 at 3 MiB without early drops offloads (testing::tight_cifar_small).
+  const testing::Planned& p = testing::tight_cifar_small();
   const nlohmann::json trace = nlohmann::json::parse(plan_to_trace_json(p.plan));
   std::set<std::string> names;
   for (const auto& e : trace["traceEvents"])

@@ -23,13 +23,8 @@ using testing::Planned;
 
 // cifar_small at batch 32 needs 1.1 MiB at moDNN's minimum (mplan bounds); at
 // 3 MiB the largest sub-batch that fits is 7, and there the planner offloads,
-// prefetches and recomputes.
-constexpr int64_t kTightBudget = 3 * (int64_t{1} << 20);
-
-const Planned& tight_plan() {
-  static const Planned p = plan_example("cifar_small", kTightBudget, /*copy_engines=*/2, /*sub_batch=*/7);
-  return p;
-}
+// prefetches and recomputes (testing::tight_cifar_small: without early drops).
+const Planned& tight_plan() { return testing::tight_cifar_small(); }
 
 // A copy of the tight plan to corrupt.
 Plan corruptible() { return tight_plan().plan; }
