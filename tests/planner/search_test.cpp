@@ -263,39 +263,60 @@ TEST(Search, NeverWorseThanEq5AsPublished) {
   EXPECT_GT(feasible, 0) << "the variant planned none of the sub-batches: the test checks nothing";
 }
 
+// A model on its H200 profile planned by the search in one round at
+// num/den of its unlimited plan's memory, and the simulator's options for
+// that plan's rounds and arena, to simulate a variant alone beside it.
+struct OneRoundOnTheH200 {
+  Loaded l;
+  std::unique_ptr<RecordedCostModel> cost;
+  PlanResult searched;
+  SimOptions sim;
+};
+
+std::unique_ptr<OneRoundOnTheH200> one_round_on_the_h200(const std::string& stem, int64_t num, int64_t den) {
+  auto out = std::make_unique<OneRoundOnTheH200>();
+  out->l = load(stem);
+  Result<Profile> profile = load_profile(std::string(MPLAN_SOURCE_DIR) + "/examples/profiles/" + stem + "-h200.json");
+  EXPECT_TRUE(profile.ok()) << profile.error().to_string();
+  if (!profile.ok()) return nullptr;
+  Result<std::unique_ptr<RecordedCostModel>> cost = RecordedCostModel::create(*profile, out->l.tdfg, {}, stem);
+  EXPECT_TRUE(cost.ok()) << cost.error().to_string();
+  if (!cost.ok()) return nullptr;
+  out->cost = std::move(cost).value();
+  PlanOptions unlimited;
+  unlimited.budget_bytes = out->cost->device_memory_bytes();
+  const PlanResult u = plan_iteration(out->l.tdfg, *out->cost, unlimited);
+  EXPECT_TRUE(u.feasible) << u.note;
+  if (!u.feasible) return nullptr;
+  PlanOptions o;
+  o.budget_bytes = (u.plan.resident_region_bytes + u.plan.summary.peak_arena_bytes) * num / den;
+  o.batchnorm_rounds = PlanOptions::BatchnormRounds::one;
+  out->searched = plan_iteration(out->l.tdfg, *out->cost, o);
+  EXPECT_TRUE(out->searched.feasible) << out->searched.note;
+  if (!out->searched.feasible) return nullptr;
+  EXPECT_EQ(out->searched.plan.sub_batches.size(), 1u);
+  out->sim.sub_batches = out->searched.plan.sub_batches;
+  out->sim.arena_bytes = align_down(o.budget_bytes - resident_region_bytes(out->l.tdfg));
+  out->sim.copy_engines = out->cost->copy_engines();
+  return out;
+}
+
 // The same variant on a GPU profile: cifar_resnet (H200 profile) in one
 // round at a third of its unlimited plan's memory, where moDNN's rules with
 // Eq. 5's T_off as published do better than every other variant (+3.2%
 // over the unlimited plan against +3.5%).
 TEST(Search, NeverWorseThanEq5AsPublishedOnTheH200) {
-  Loaded l = load("cifar_resnet");
-  Result<Profile> profile = load_profile(std::string(MPLAN_SOURCE_DIR) + "/examples/profiles/cifar_resnet-h200.json");
-  ASSERT_TRUE(profile.ok()) << profile.error().to_string();
-  Result<std::unique_ptr<RecordedCostModel>> cost = RecordedCostModel::create(*profile, l.tdfg, {}, "cifar_resnet");
-  ASSERT_TRUE(cost.ok()) << cost.error().to_string();
-  PlanOptions unlimited;
-  unlimited.budget_bytes = (*cost)->device_memory_bytes();
-  const PlanResult u = plan_iteration(l.tdfg, **cost, unlimited);
-  ASSERT_TRUE(u.feasible) << u.note;
-  PlanOptions o;
-  o.budget_bytes = (u.plan.resident_region_bytes + u.plan.summary.peak_arena_bytes) * 33 / 100;
-  o.batchnorm_rounds = PlanOptions::BatchnormRounds::one;
-  const PlanResult searched = plan_iteration(l.tdfg, **cost, o);
-  ASSERT_TRUE(searched.feasible) << searched.note;
-  ASSERT_EQ(searched.plan.sub_batches.size(), 1u);
+  const auto h = one_round_on_the_h200("cifar_resnet", 33, 100);
+  ASSERT_TRUE(h);
   ModnnRules rules;  // moDNN as published, with the re-fetch cost in eviction only
   rules.recompute = false;
   rules.early_offload = false;
   rules.queued_prefetch = false;
   rules.eq5_refetch = false;
-  SimOptions s;
-  s.sub_batches = searched.plan.sub_batches;
-  s.arena_bytes = align_down(o.budget_bytes - resident_region_bytes(l.tdfg));
-  s.copy_engines = (*cost)->copy_engines();
   std::unique_ptr<Decider> decider = make_modnn_decider(rules);
-  const PlanResult alone = simulate_iteration(l.tdfg, **cost, s, *decider);
+  const PlanResult alone = simulate_iteration(h->l.tdfg, *h->cost, h->sim, *decider);
   ASSERT_TRUE(alone.feasible) << alone.note;
-  EXPECT_LE(searched.plan.summary.simulated_ms, alone.plan.summary.simulated_ms + 1e-9);
+  EXPECT_LE(h->searched.plan.summary.simulated_ms, alone.plan.summary.simulated_ms + 1e-9);
 }
 
 // Early drops (ModnnRules::early_drop_ratio) are among the search's variants:
@@ -305,30 +326,14 @@ TEST(Search, NeverWorseThanEq5AsPublishedOnTheH200) {
 // +35% over the unlimited plan). The search's plan is never slower than the
 // best of them.
 TEST(Search, NeverWorseThanEarlyDropsOnTheH200) {
-  Loaded l = load("resnet50");
-  Result<Profile> profile = load_profile(std::string(MPLAN_SOURCE_DIR) + "/examples/profiles/resnet50-h200.json");
-  ASSERT_TRUE(profile.ok()) << profile.error().to_string();
-  Result<std::unique_ptr<RecordedCostModel>> cost = RecordedCostModel::create(*profile, l.tdfg, {}, "resnet50");
-  ASSERT_TRUE(cost.ok()) << cost.error().to_string();
-  PlanOptions unlimited;
-  unlimited.budget_bytes = (*cost)->device_memory_bytes();
-  const PlanResult u = plan_iteration(l.tdfg, **cost, unlimited);
-  ASSERT_TRUE(u.feasible) << u.note;
-  PlanOptions o;
-  o.budget_bytes = (u.plan.resident_region_bytes + u.plan.summary.peak_arena_bytes) / 3;
-  o.batchnorm_rounds = PlanOptions::BatchnormRounds::one;
-  const PlanResult searched = plan_iteration(l.tdfg, **cost, o);
-  ASSERT_TRUE(searched.feasible) << searched.note;
-  ASSERT_EQ(searched.plan.sub_batches.size(), 1u);
+  const auto h = one_round_on_the_h200("resnet50", 1, 3);
+  ASSERT_TRUE(h);
   ModnnRules rules;  // the search's first rules: every lever
   rules.recompute = true;
   rules.recompute_convolutions = true;
   rules.early_offload = true;
   rules.queued_prefetch = true;
-  SimOptions s;
-  s.sub_batches = searched.plan.sub_batches;
-  s.arena_bytes = align_down(o.budget_bytes - resident_region_bytes(l.tdfg));
-  s.copy_engines = (*cost)->copy_engines();
+  SimOptions s = h->sim;
   // Each placement (best fit, large blocks stacked as the search stacks them).
   double without_ms = -1, with_ms = -1;
   for (int64_t large : {int64_t{0}, s.arena_bytes / PlanOptions{}.large_block_divisor}) {
@@ -336,14 +341,14 @@ TEST(Search, NeverWorseThanEarlyDropsOnTheH200) {
     for (double ratio : {0.0, 0.2, 0.5}) {
       rules.early_drop_ratio = ratio;
       std::unique_ptr<Decider> decider = make_modnn_decider(rules);
-      const PlanResult r = simulate_iteration(l.tdfg, **cost, s, *decider);
+      const PlanResult r = simulate_iteration(h->l.tdfg, *h->cost, s, *decider);
       ASSERT_TRUE(r.feasible) << r.note;
       double& best = ratio == 0 ? without_ms : with_ms;
       if (best < 0 || r.plan.summary.simulated_ms < best) best = r.plan.summary.simulated_ms;
     }
   }
   EXPECT_LT(with_ms, 0.9 * without_ms);
-  EXPECT_LE(searched.plan.summary.simulated_ms, with_ms + 1e-9);
+  EXPECT_LE(h->searched.plan.summary.simulated_ms, with_ms + 1e-9);
 }
 
 // Among plans of the same simulated time the search keeps the one that copies
