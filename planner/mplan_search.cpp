@@ -250,6 +250,7 @@ std::optional<Candidate> SchedulerSearch::candidate(int64_t b, int64_t pool) {
 void SchedulerSearch::search_candidate(Search& search, Candidate c, int64_t large_block_bytes) {
   const std::string label = c.label;
   c.decider = modnn_factory(base_);
+  if (!published_) c.label = label + " [" + rules_text(base_, false) + "]";
   const PlanResult& first = search.consider(c);
   // An abandoned first try still gets its variants: one of them may beat the
   // best (so screening picks what simulating everything picks).
@@ -445,7 +446,7 @@ PlanResult SchedulerSearch::run() {
             "per sub-batch (--batchnorm one keeps one round)",
             one_ms, 100.0 * (one_ms / split.best().plan.summary.simulated_ms - 1), 100.0 * opt_.batchnorm_tolerance);
         const int32_t simulated = search.simulations();
-        PlanResult out = finish(split, in_, opt_.budget_bytes, fmt::format("sub-batch {}", split.best().plan.sub_batch));
+        PlanResult out = finish(split, in_, opt_.budget_bytes, split.best_candidate().label);
         out.simulations += simulated;
         out.plan.summary.notes.push_back(batchnorm_note);
         return out;
@@ -462,7 +463,10 @@ PlanResult SchedulerSearch::run() {
     return infeasible("no plan fits: " + search.first_failure());
   }
   const Candidate won = search.best_candidate();
-  PlanResult out = finish(search, in_, opt_.budget_bytes, fmt::format("sub-batch {}", search.best().plan.sub_batch));
+  // The note names the sub-batch and, for mplan, the levers of the plan kept.
+  const std::string note =
+      published_ ? fmt::format("sub-batch {}", search.best().plan.sub_batch) : search.best_candidate().label;
+  PlanResult out = finish(search, in_, opt_.budget_bytes, note);
   if (!batchnorm_note.empty()) out.plan.summary.notes.push_back(batchnorm_note);
   if (wd_) {
     out.plan.summary.notes.push_back("conv workspaces lie in a pool of " + format_bytes(won.pool_bytes) +
