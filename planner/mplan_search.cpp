@@ -307,9 +307,8 @@ void SchedulerSearch::search_candidate(Search& search, Candidate c, int64_t larg
     r.queued_prefetch = false;
     variants.push_back(r);
   }
-  // The stacked placement, with every lever and with the rules that did best
-  // for this candidate.
-  // The fastest rules, and the fastest without early drops.
+  // The fastest rules, and the fastest without early drops (both for the
+  // stacked placement below).
   ModnnRules best_rules = base_, best_without_drops = base_;
   double best_ms = first.feasible ? first.plan.summary.simulated_ms : -1;
   for (size_t i = 0; i < variants.size(); ++i) {

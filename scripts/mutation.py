@@ -133,7 +133,7 @@ PLANNER = [
      ["planner:EarlyDrop.*"]),
     ("early drops of blocks the forward pass reads again",
      "planner/deciders/modnn_decider.cpp",
-     "      if (!sim.droppable(i) || !next_use_is_backward(sim, b, k, &next)) continue;",
+     "      if (!sim.droppable(i) || next_backward_use(sim, b, k) < 0) continue;",
      "      if (!sim.droppable(i)) continue;",
      ["planner:EarlyDrop.*"]),
     ("early-drop ratios never searched",

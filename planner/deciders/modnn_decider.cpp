@@ -53,8 +53,9 @@ class ModnnDecider final : public Decider {
 
  private:
   static bool recompute_is_free_of_extensions(const IterationSim& sim, BlockId b);
-  // Whether the next use of block b after position k is a backward task.
-  static bool next_use_is_backward(const IterationSim& sim, BlockId b, int32_t k, int32_t* next);
+  // The position of block b's next use after position k if a backward task
+  // makes it, else -1 (none, or the forward pass reads it again).
+  static int32_t next_backward_use(const IterationSim& sim, BlockId b, int32_t k);
   void drop_cheap_blocks(IterationSim& sim, int32_t r, int32_t k) const;
   int64_t excess_bytes(IterationSim& sim, int32_t r) const;
   // Missing inputs of the task at unrolled position p (loads and the loads
@@ -255,12 +256,11 @@ void ModnnDecider::before_issue(IterationSim& sim, int32_t r, int32_t k, double 
   }
 }
 
-bool ModnnDecider::next_use_is_backward(const IterationSim& sim, BlockId b, int32_t k, int32_t* next) {
+int32_t ModnnDecider::next_backward_use(const IterationSim& sim, BlockId b, int32_t k) {
   const std::vector<int32_t>& u = sim.uses(b);
   auto it = std::upper_bound(u.begin(), u.end(), k);
-  if (it == u.end() || sim.tdfg().tasks[sim.task_at(*it)].kind == TaskKind::FP) return false;
-  *next = *it;
-  return true;
+  if (it == u.end() || sim.tdfg().tasks[sim.task_at(*it)].kind == TaskKind::FP) return -1;
+  return *it;
 }
 
 // Early drops: right after a block's last forward use, free it if it may be
@@ -273,8 +273,7 @@ void ModnnDecider::drop_cheap_blocks(IterationSim& sim, int32_t r, int32_t k) co
   for (const std::vector<BlockId>* list : {&sim.inputs_at(k), &sim.outputs_at(k)}) {
     for (BlockId b : *list) {
       const int32_t i = sim.instance(r, b);
-      int32_t next = 0;
-      if (!sim.droppable(i) || !next_use_is_backward(sim, b, k, &next)) continue;
+      if (!sim.droppable(i) || next_backward_use(sim, b, k) < 0) continue;
       if (sim.recompute_ms(i) <= rules_.early_drop_ratio * sim.cost().device_to_host_ms(sim.instance_bytes(i)))
         sim.drop(i);
     }
@@ -293,8 +292,8 @@ void ModnnDecider::after_task(IterationSim& sim, int32_t r, int32_t k) {
       const int32_t i = sim.instance(r, b);
       const InstanceState& s = sim.state(i);
       if (s.buffer == kNoBuffer || s.host_valid || !s.created || sim.droppable(i)) continue;
-      int32_t next = 0;
-      if (!next_use_is_backward(sim, b, k, &next) || next - k <= rules_.lookahead_tasks) continue;
+      const int32_t next = next_backward_use(sim, b, k);
+      if (next < 0 || next - k <= rules_.lookahead_tasks) continue;
       sim.offload(i);
       early_bytes_ += sim.reserved_bytes(sim.instance_bytes(i));
     }
