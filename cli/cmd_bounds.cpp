@@ -14,6 +14,7 @@
 
 #include "cli/command.h"
 #include "driver/cost_source.h"
+#include "driver/model_input.h"
 #include "core/bytes.h"
 #include "frontend/parse.h"
 #include "frontend/validate.h"
@@ -34,6 +35,7 @@ struct BoundsOptions {
   bool layers = false;
   bool json = false;
   std::string device;  // empty: no ideal-run figures
+  std::string precision;  // "": the model's
 };
 
 // The ideal run's figures for the text and JSON outputs, with its device.
@@ -51,6 +53,7 @@ nlohmann::json bounds_json(const Model& model, const Tdfg& tdfg, const MemoryBou
   nlohmann::json out;
   out["model"] = model.name;
   out["batch"] = bounds.batch;
+  out["precision"] = precision_name(model.precision);
   out["parameters"] = model.parameter_count();
   out["weight_bytes"] = bounds.weight_bytes;
   out["naive_bytes"] = bounds.naive_bytes;
@@ -88,9 +91,11 @@ std::string bounds_text(const Model& model, const Tdfg& tdfg, const MemoryBounds
   std::string out;
   out += fmt::format("model           {}\n", model.name);
   out += fmt::format("batch           {}\n", bounds.batch);
+  out += fmt::format("precision       {}\n", precision_name(model.precision));
   out += fmt::format("parameters      {}\n", model.parameter_count());
-  out += fmt::format("weights         {}  (W + dW + optimizer state)\n",
-                     format_bytes_exact(bounds.weight_bytes));
+  out += fmt::format("weights         {}  (W{} + dW + optimizer state)\n",
+                     format_bytes_exact(bounds.weight_bytes),
+                     is_16_bit(model.precision) ? " and its 16-bit copy" : "");
   out += fmt::format("naive           {}  (every block at once)\n",
                      format_bytes_exact(bounds.naive_bytes));
   out += fmt::format("liveness peak   {}  at {}\n", format_bytes_exact(bounds.liveness_peak_bytes),
@@ -130,7 +135,8 @@ std::string bounds_text(const Model& model, const Tdfg& tdfg, const MemoryBounds
 void run_bounds(const BoundsOptions& options) {
   if (options.batch_given && options.batch <= 0)
     fail_usage(fmt::format("--batch must be a positive number of samples, got {}", options.batch));
-  const Model model = unwrap(load_model(options.model_path));
+  const std::optional<Precision> precision = unwrap(driver::precision_flag(options.precision));
+  const Model model = unwrap(driver::load_model_input(options.model_path, 0, precision)).model;
   const int64_t batch = options.batch_given ? options.batch : model.batch;
   // Every byte count below is of tensors at this batch: bounded first.
   if (Status s = check_batch(model, batch, "--batch"); !s) fail_usage(s.error().message);
@@ -155,6 +161,9 @@ void setup_bounds(CLI::App& command) {
   auto* batch = command.add_option("--batch", options->batch,
                                    "Mini-batch size to compute the bounds at (default: the model's batch)");
   command.add_flag("--layers", options->layers, "Also print a table of per-layer sizes");
+  command.add_option("--precision", options->precision,
+                     "Precision of the tensors, replacing the model's precision and math: fp32, tf32, bf16 or "
+                     "fp16 (docs/model-format.md)");
   command.add_flag("--json", options->json, "Print JSON instead of text");
   command.add_option("--device", options->device,
                      "Also give moDNN's ideal case on this device (analytic model): a name in "

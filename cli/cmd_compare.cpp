@@ -60,6 +60,7 @@ nlohmann::json json_row(const driver::CompareRow& row, double ideal_ms) {
 void print_json(const driver::CompareResult& r) {
   nlohmann::json out;
   out["model"] = r.model_name;
+  out["precision"] = precision_name(r.precision);
   out["device"] = r.cost_model;
   out["budget_bytes"] = r.budget_bytes;
   out["batch"] = r.batch;
@@ -75,7 +76,8 @@ void print_json(const driver::CompareResult& r) {
 
 void print_table(const driver::CompareResult& r, bool min_budget) {
   const double ideal_ms = r.ideal.iteration_ms();
-  fmt::print("model {} (batch {}) on {}, budget {}\n", r.model_name, r.batch, r.cost_model,
+  fmt::print("model {} (batch {}{}) on {}, budget {}\n", r.model_name, r.batch,
+             is_16_bit(r.precision) ? fmt::format(", precision {}", precision_name(r.precision)) : "", r.cost_model,
              format_bytes(r.budget_bytes));
   fmt::print("ideal: {} ms, needs {}\n\n", ms_text(ideal_ms), format_bytes(r.ideal.plan.budget_bytes));
   std::string header = fmt::format("{:<13} {:<8} {:>9} {:>11} {:>9} {:>11} {:>11} {:>11} {:>6} {:>10} {:<8}",
@@ -137,6 +139,9 @@ void setup_compare(CLI::App& command) {
   command.add_option("--profile", options->profile,
                      "Compare with a recorded cost model (profile.json from `mplan profile`) instead of --device");
   auto* batch = command.add_option("--batch", options->batch, "Mini-batch B (default: the model's batch)");
+  command.add_option("--precision", options->precision,
+                     "Precision of the tensors, replacing the model's precision and math: fp32, tf32, bf16 or "
+                     "fp16 (docs/model-format.md)");
   command.add_option("--policies", options->policies,
                      "Comma-separated policies (default: all): ideal, vdnn-all-m, vdnn-all-p, vdnn-conv-m, "
                      "vdnn-conv-p, vdnn-dyn, vdnn+, superneurons, checkpoint, dtr, checkmate, modnn, mplan");

@@ -140,6 +140,9 @@ void setup_compile(CLI::App& command) {
   command.add_option("--profile", o->profile,
                      "Plan with a recorded cost model (profile.json from `mplan profile`) instead of --device");
   auto* batch = command.add_option("--batch", o->batch, "Mini-batch size B (default: the model's batch)");
+  command.add_option("--precision", o->precision,
+                     "Precision of the tensors, replacing the model's precision and math: fp32, tf32, bf16 or fp16 "
+                     "(docs/model-format.md); 16-bit models are planned by bounds and compare, not yet compiled");
   auto* sub_batch =
       command.add_option("--sub-batch", o->sub_batch, "Fix the sub-batch size b (default: chosen by the planner)");
   auto* engines = command.add_option("--copy-engines", o->copy_engines,

@@ -1,5 +1,5 @@
 // `mplan import model.onnx -o model.yaml [--batch B] [--input NAME] [--output NAME]
-//  [--classes K] [--name NAME] [--lr X] [--momentum M] [--weight-decay W]`:
+//  [--classes K] [--name NAME] [--lr X] [--momentum M] [--weight-decay W] [--precision P]`:
 // writes the model YAML of an ONNX graph (docs/import.md): its layers, the
 // loss on its logits and the optimizer. When any node cannot be imported,
 // every such node is listed and nothing is written.
@@ -16,7 +16,7 @@ namespace mplan::cli {
 namespace {
 
 struct ImportFlags {
-  std::string onnx_path, out_path;
+  std::string onnx_path, out_path, precision;
   onnx_import::ImportOptions options;
 };
 
@@ -31,7 +31,13 @@ void run_import(const ImportFlags& f) {
   if (!(o.weight_decay >= 0)) fail(fmt::format("--weight-decay must be at least 0, got {}", o.weight_decay));
   if (f.options.batch < 0) fail(fmt::format("--batch must be at least 1, got {}", f.options.batch));
   if (f.options.classes < 0) fail(fmt::format("--classes must be at least 1, got {}", f.options.classes));
-  const onnx_import::ImportResult result = unwrap(onnx_import::import_onnx(f.onnx_path, f.options));
+  onnx_import::ImportOptions options = f.options;
+  if (!f.precision.empty()) {
+    options.precision = parse_precision(f.precision);
+    if (!options.precision)
+      fail_usage(fmt::format("--precision '{}' is not one of fp32, tf32, bf16 and fp16", f.precision));
+  }
+  const onnx_import::ImportResult result = unwrap(onnx_import::import_onnx(f.onnx_path, options));
   write_file_atomically(f.out_path, result.yaml);
   for (const std::string& note : result.notes) fmt::print(stderr, "note: {}\n", note);
   fmt::print("imported {} layers ({} parameters) from {} into {}\n", result.layers, result.onnx_parameters,
@@ -50,6 +56,9 @@ void setup_import(CLI::App& command) {
   command.add_option("--lr", f->options.optimizer.lr, "SGD learning rate (default 0.01)");
   command.add_option("--momentum", f->options.optimizer.momentum, "SGD momentum (default 0.9)");
   command.add_option("--weight-decay", f->options.optimizer.weight_decay, "SGD weight decay (default 0)");
+  command.add_option("--precision", f->precision,
+                     "The model's precision: fp32, tf32, bf16 or fp16 (docs/model-format.md; default: fp16 or bf16 "
+                     "for a graph whose image input is, else none written)");
   command.callback([f] { run_import(*f); });
 }
 

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "core/bytes.h"
+#include "driver/model_input.h"
 #include "driver/planned_model.h"
 #include "frontend/parse.h"
 #include "frontend/validate.h"
@@ -75,6 +76,9 @@ Result<CompareSettings> check_compare_flags(const CompareFlags& f) {
     return usage("--device and --profile exclude each other: a profile names its own device");
   Result<std::vector<PolicyKind>> policies = parse_policy_list(f.policies);
   if (!policies) return policies.error();
+  Result<std::optional<Precision>> precision = precision_flag(f.precision);
+  if (!precision) return precision.error();
+  s.precision = *precision;
   s.model_path = f.model_path;
   s.cost = CostSource{f.device, f.profile, false};
   s.budget_bytes = *budget;
@@ -87,9 +91,9 @@ Result<CompareSettings> check_compare_flags(const CompareFlags& f) {
 }
 
 Result<CompareResult> compare(const CompareSettings& s) {
-  Result<Model> loaded = load_model(s.model_path);
+  Result<ModelInput> loaded = load_model_input(s.model_path, s.batch, s.precision);
   if (!loaded) return loaded.error();
-  const Model& model = *loaded;
+  const Model& model = loaded->model;
   const int64_t batch = s.batch > 0 ? s.batch : model.batch;
   if (Status checked = check_batch(model, batch, "--batch"); !checked)
     return Error{{}, checked.error().message, ErrorKind::usage};
@@ -104,6 +108,7 @@ Result<CompareResult> compare(const CompareSettings& s) {
                              cost.describe()));
   CompareResult out;
   out.model_name = model.name;
+  out.precision = model.precision;
   out.cost_model = cost.describe();
   out.budget_bytes = s.budget_bytes;
   out.batch = batch;

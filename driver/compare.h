@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,10 +27,12 @@ struct CompareFlags {
   bool min_budget = false;
   bool no_verify = false;
   bool allow_oversubscribe = false;
+  std::string precision;  // "": the model's
 };
 
 struct CompareSettings {
   std::string model_path;
+  std::optional<Precision> precision;  // replaces the model's precision and math
   CostSource cost;
   int64_t budget_bytes = 0;
   int64_t batch = 0;  // 0: the model's
@@ -56,6 +59,7 @@ struct CompareRow {
 
 struct CompareResult {
   std::string model_name;
+  Precision precision = Precision::fp32;  // the model's (docs/model-format.md, "Precision")
   std::string cost_model;  // CostModel::describe()
   int64_t budget_bytes = 0;
   int64_t batch = 0;

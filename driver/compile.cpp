@@ -128,6 +128,9 @@ Result<CompileSettings> check_compile_flags(const CompileFlags& f) {
   if (!f.device.empty() && !f.profile.empty())
     return usage("--device and --profile exclude each other: a profile names its own device");
   s.cost = CostSource{f.device, f.profile, false};
+  Result<std::optional<Precision>> precision = precision_flag(f.precision);
+  if (!precision) return precision.error();
+  s.precision = *precision;
   if (!f.target.empty()) {
     if (!codegen::parse_target(f.target, &s.target))
       return usage(fmt::format("--target '{}': expected cpu or cuda", f.target));
@@ -198,9 +201,16 @@ Result<CompileResult> compile(const CompileSettings& s) {
   CompileResult out;
   // The model's text is kept: compile writes a copy beside the plan; an
   // .onnx model's copy is the YAML it was imported as.
-  Result<ModelInput> input = load_model_input(s.model_path, s.plan.batch);
+  Result<ModelInput> input = load_model_input(s.model_path, s.plan.batch, s.precision);
   if (!input) return input.error();
   const Model& model = input->model;
+  // The programs' kernels store fp32 tensors only: a 16-bit model is planned
+  // by `mplan bounds` and `mplan compare`, not yet compiled (nothing is written).
+  if (is_16_bit(model.precision))
+    return Error{{}, fmt::format("{}: precision {}: the generated program has no 16-bit kernels yet, so compile "
+                                 "writes nothing; `mplan bounds` and `mplan compare` plan the model at this "
+                                 "precision (docs/model-format.md, \"precision\")",
+                                 s.model_path, precision_name(model.precision))};
   out.model_notes = input->notes;
   const int64_t batch = s.plan.batch > 0 ? s.plan.batch : model.batch;
   if (s.plan.batch > 0)

@@ -7,6 +7,7 @@
 // verified.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,7 @@ struct CompileFlags {
   std::string workspace = "undivided";  // planner/workspace_mode.h
   bool workspace_given = false;
   std::string dump_lp;          // the WD problem in CPLEX LP format (wd modes)
+  std::string precision;        // "": the model's; fp32, tf32, bf16 or fp16 (ops/precision.h)
   std::string policy = "mplan";  // planner/policy.h
   std::string target;           // cpu|cuda; "": cuda where a GPU is present, else cpu
   bool allow_oversubscribe = false;  // a budget above the device's memory
@@ -53,6 +55,7 @@ struct CompileSettings {
   PlanOptions plan;  // the budget, the batch (0: the model's), the policy and its levers
   codegen::Target target = codegen::Target::cpu;
   std::string target_line;  // what compile says of the target
+  std::optional<Precision> precision;  // replaces the model's precision and math
   bool allow_oversubscribe = false;
   std::string dump_lp;
   bool build = false;

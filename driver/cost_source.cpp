@@ -23,7 +23,14 @@ Result<LoadedCostModel> recorded(const CostSource& source, const Model& model, c
     if (Status s = check_profile_reaches_batch(profile, batch, source.profile); !s) return s.error();
   // The profile's times are in its own math: a model that asks for another
   // is planned with the profile's, and says so (docs/profile-format.md, "math").
-  if (model.math != "default" && !profile.math_mode.empty() && model.math != profile.math_mode)
+  if (is_16_bit(model.precision) && model.math != profile.math_mode)
+    out.warnings.push_back(fmt::format(
+        "{} is precision {}, but the profile was measured in {}: the plan counts {}-bit bytes but is priced with "
+        "the profile's {} kernel times; profile the model in {} to plan in it",
+        model_path, precision_name(model.precision),
+        profile.math_mode.empty() ? "an unrecorded math" : profile.math_mode, 16,
+        profile.math_mode.empty() ? "recorded" : profile.math_mode, precision_name(model.precision)));
+  else if (model.math != "default" && !profile.math_mode.empty() && model.math != profile.math_mode)
     out.warnings.push_back(fmt::format(
         "{} asks for math {}, but the profile's times are in {}: the plan is priced, and the program computes, in "
         "{}; profile the model in {} to plan in it",

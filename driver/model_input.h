@@ -3,6 +3,7 @@
 // the fly (frontend/onnx/onnx_import.h), so that `mplan compile model.onnx` works.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,15 @@ struct ModelInput {
 
 // Loads `path` (read within kMaxModelFileBytes); an .onnx file is imported
 // with the graph's batch (or `batch` when > 0, for graphs without a fixed one).
-Result<ModelInput> load_model_input(const std::string& path, int64_t batch);
+// `precision` (the command line's --precision) replaces the file's precision
+// and math, in the model and in its YAML text alike.
+Result<ModelInput> load_model_input(const std::string& path, int64_t batch,
+                                    std::optional<Precision> precision = std::nullopt);
+
+// The --precision flag's value, or a usage error naming the flag; nothing for "".
+Result<std::optional<Precision>> precision_flag(const std::string& value);
+
+// The model YAML text with its precision replaced (and its math left out).
+Result<std::string> with_precision(const std::string& yaml, Precision precision, const std::string& file);
 
 }  // namespace mplan::driver

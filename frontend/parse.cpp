@@ -75,7 +75,7 @@ Model read_model(const YAML::Node& document, const std::string& file) {
   if (!document.IsMap())
     fail_at(document, file, fmt::format("expected {}, got {}", expected, describe_node(document)));
   MapReader top(document, file, "", kNoParams);
-  top.check_keys({"name", "input", "batch", "classes", "dtype", "math", "optimizer", "blocks", "layers"},
+  top.check_keys({"name", "input", "batch", "classes", "dtype", "precision", "math", "optimizer", "blocks", "layers"},
                  "model");
   Model model;
   model.source_file = file;
@@ -89,11 +89,20 @@ Model read_model(const YAML::Node& document, const std::string& file) {
              fmt::format("dtype '{}' is not supported (expected float32)", model.dtype));
   model.math = top.optional_string("math", "default");
   if (model.math == "fp16" || model.math == "bf16")
-    top.fail(top.get("math"), fmt::format("math '{}' needs 16-bit tensors (dtype float16 or bfloat16), which mplan "
-                                          "does not plan yet (expected default, fp32 or tf32)",
-                                          model.math));
+    top.fail(top.get("math"), fmt::format("math '{}' needs 16-bit tensors: write 'precision: {}' instead (math is "
+                                          "default, fp32 or tf32)",
+                                          model.math, model.math));
   if (model.math != "default" && model.math != "fp32" && model.math != "tf32")
     top.fail(top.get("math"), fmt::format("math '{}' is not a math mode (expected default, fp32 or tf32)", model.math));
+  if (top.has("precision")) {
+    const std::string name = top.optional_string("precision", "fp32");
+    const std::optional<Precision> precision = parse_precision(name);
+    if (!precision)
+      top.fail(top.get("precision"),
+               fmt::format("precision '{}' is not one of fp32, tf32, bf16 and fp16", name));
+    Status folded = apply_precision(model, *precision);
+    if (!folded) top.fail(top.get("precision"), folded.error().message);
+  }
   model.optimizer = read_optimizer(top);
   if (!top.has("layers")) top.fail(document, "missing 'layers' (the list of layers)");
 

@@ -36,8 +36,12 @@ Status check_model_fields(const Model& model) {
   if (model.dtype != "float32")
     return model_error(model, fmt::format("dtype '{}' is not supported (expected float32)",
                                           model.dtype));
-  if (model.math != "default" && model.math != "fp32" && model.math != "tf32")
-    return model_error(model, fmt::format("math '{}' is not supported (expected default, fp32 or tf32)", model.math));
+  if (is_16_bit(model.precision) ? model.math != precision_name(model.precision)
+                                  : model.math != "default" && model.math != "fp32" && model.math != "tf32")
+    return model_error(model, fmt::format("math '{}' is not supported at precision {} (expected {})", model.math,
+                                          precision_name(model.precision),
+                                          is_16_bit(model.precision) ? precision_name(model.precision)
+                                                                     : "default, fp32 or tf32"));
   if (model.optimizer.kind != "sgd")
     return model_error(model, fmt::format("optimizer kind '{}' is not supported (expected sgd)",
                                           model.optimizer.kind));

@@ -27,7 +27,7 @@ void invoke_activation(const OpTask& task, const InvocationContext& ctx, Invocat
 }
 
 std::vector<WorkEstimate> activation_work(const OpTask& task, int64_t b, int flops_per_element) {
-  const double y = elements(task.output, b) * kFloatBytes;
+  const double y = elements(task.output, b) * task.element_bytes;
   const double flops = flops_per_element * elements(task.output, b);
   if (task.kind == TaskKind::FP) return {streaming(2 * y, 1, flops)};
   return {streaming(3 * y, 1, 2 * flops)};  // read X (or Y) and dY, write dX

@@ -26,8 +26,9 @@ BackwardNeeds bp1_needs(const Layer&) { return {}; }  // dX spreads dY over each
 std::string signature(const Layer& layer) { return fmt::format(" out={}x{}", layer.out_h, layer.out_w); }
 
 std::vector<WorkEstimate> work(const OpTask& task, int64_t b) {
-  const double x = elements(task.inputs.at(0), b) * kFloatBytes, y = elements(task.output, b) * kFloatBytes;
-  if (task.kind == TaskKind::FP) return {streaming(x + y, 1, x / kFloatBytes)};
+  const double e = task.element_bytes;
+  const double x = elements(task.inputs.at(0), b) * e, y = elements(task.output, b) * e;
+  if (task.kind == TaskKind::FP) return {streaming(x + y, 1, x / task.element_bytes)};
   return {streaming(2 * x + y)};  // zero dX, then add every window's share
 }
 

@@ -21,8 +21,9 @@ BackwardNeeds bp1_needs(const Layer&) { return {}; }
 
 std::vector<WorkEstimate> work(const OpTask& task, int64_t b) {
   double all_inputs = 0;
-  for (const Shape& in : task.inputs) all_inputs += elements(in, b) * kFloatBytes;
-  return {streaming(all_inputs + elements(task.output, b) * kFloatBytes)};  // FP: read all, write Y; BP the reverse
+  for (const Shape& in : task.inputs) all_inputs += elements(in, b) * task.element_bytes;
+  // FP: read all, write Y; BP the reverse.
+  return {streaming(all_inputs + elements(task.output, b) * task.element_bytes)};
 }
 
 void invoke(const OpTask& task, const InvocationContext& ctx, Invocation& out) {

@@ -94,9 +94,9 @@ std::vector<WorkEstimate> work(const OpTask& task, int64_t b) {
   const Geometry g = geometry_of(task.layer, task.inputs);
   const double pairs = static_cast<double>(b) * task.layer.heads * g.tq * g.tk;  // attention matrix entries
   const double gemm_flops = 2.0 * pairs * g.head_dim;
-  const double qkv = static_cast<double>(b) * (g.tq + 2 * g.tk) * g.dim * kFloatBytes;
-  const double y = static_cast<double>(b) * g.tq * g.dim * kFloatBytes;
-  const double matrix = pairs * kFloatBytes;
+  const double qkv = static_cast<double>(b) * (g.tq + 2 * g.tk) * g.dim * task.element_bytes;
+  const double y = static_cast<double>(b) * g.tq * g.dim * task.element_bytes;
+  const double matrix = pairs * task.element_bytes;
   if (task.kind == TaskKind::FP)  // Q K^T, softmax, P V
     return {{gemm_flops, qkv + matrix, pairs, WorkClass::gemm, 1},
             streaming(2 * matrix, 1, 5 * pairs),
@@ -179,6 +179,7 @@ extern const OpSpec attention_spec = {
     .work = work,
     .scratch_bytes = scratch_bytes,
     .invoke = invoke,
+    .autocast = Autocast::low_precision,
 };
 
 }  // namespace mplan::ops

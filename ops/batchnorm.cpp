@@ -57,7 +57,7 @@ BackwardNeeds bp2_needs(const Layer&) { return {.inputs = true, .saved = true}; 
 
 // Statistics pass, then normalise (cuDNN's training forward).
 std::vector<WorkEstimate> work(const OpTask& task, int64_t b) {
-  const double x = elements(task.inputs.at(0), b) * kFloatBytes;
+  const double x = elements(task.inputs.at(0), b) * task.element_bytes;
   if (task.kind == TaskKind::FP) return {streaming(3 * x, 2)};
   if (task.kind == TaskKind::BP2) return {streaming(2 * x)};  // dgamma, dbeta: reduce X and dY
   return {streaming(3 * x, 1)};                               // dX from X, dY and the reductions

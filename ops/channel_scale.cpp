@@ -21,10 +21,10 @@ BackwardNeeds bp1_needs(const Layer&) { return {.weight = true}; }  // dX = dY *
 BackwardNeeds bp2_needs(const Layer&) { return {.inputs = true}; }  // dweight = sum(dY * X)
 
 std::vector<WorkEstimate> work(const OpTask& task, int64_t b) {
-  const double y = elements(task.output, b) * kFloatBytes;
-  if (task.kind == TaskKind::FP) return {streaming(2 * y, 1, y / kFloatBytes)};
-  if (task.kind == TaskKind::BP1) return {streaming(2 * y, 1, y / kFloatBytes)};
-  return {streaming(2 * y, 1, 2 * y / kFloatBytes)};
+  const double y = elements(task.output, b) * task.element_bytes;
+  if (task.kind == TaskKind::FP) return {streaming(2 * y, 1, y / task.element_bytes)};
+  if (task.kind == TaskKind::BP1) return {streaming(2 * y, 1, y / task.element_bytes)};
+  return {streaming(2 * y, 1, 2 * y / task.element_bytes)};
 }
 
 void invoke(const OpTask& task, const InvocationContext& ctx, Invocation& out) {
@@ -70,6 +70,7 @@ extern const OpSpec channel_scale_spec = {
     .bp2_needs = bp2_needs,
     .work = work,
     .invoke = invoke,
+    .autocast = Autocast::follow_inputs_and_weight,
 };
 
 }  // namespace mplan::ops

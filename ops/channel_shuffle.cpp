@@ -23,7 +23,7 @@ BackwardNeeds bp1_needs(const Layer&) { return {}; }
 std::string signature(const Layer& layer) { return fmt::format(" groups={}", layer.groups); }
 
 std::vector<WorkEstimate> work(const OpTask& task, int64_t b) {
-  return {streaming(2 * elements(task.output, b) * kFloatBytes)};
+  return {streaming(2 * elements(task.output, b) * task.element_bytes)};
 }
 
 void invoke(const OpTask& task, const InvocationContext& ctx, Invocation& out) {

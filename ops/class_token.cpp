@@ -25,7 +25,7 @@ BackwardNeeds bp1_needs(const Layer&) { return {}; }
 BackwardNeeds bp2_needs(const Layer&) { return {}; }
 
 std::vector<WorkEstimate> work(const OpTask& task, int64_t b) {
-  const double y = elements(task.output, b) * kFloatBytes;
+  const double y = elements(task.output, b) * task.element_bytes;
   if (task.kind == TaskKind::BP2) return {streaming(y / task.output.dims.at(0))};
   return {streaming(2 * y)};
 }
@@ -70,6 +70,7 @@ extern const OpSpec class_token_spec = {
     .bp2_needs = bp2_needs,
     .work = work,
     .invoke = invoke,
+    .autocast = Autocast::follow_inputs_and_weight,
 };
 
 }  // namespace mplan::ops

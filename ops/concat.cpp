@@ -29,8 +29,8 @@ BackwardNeeds bp1_needs(const Layer&) { return {}; }
 
 std::vector<WorkEstimate> work(const OpTask& task, int64_t b) {
   double all_inputs = 0;
-  for (const Shape& in : task.inputs) all_inputs += elements(in, b) * kFloatBytes;
-  return {streaming(all_inputs + elements(task.output, b) * kFloatBytes, static_cast<int>(task.inputs.size()))};
+  for (const Shape& in : task.inputs) all_inputs += elements(in, b) * task.element_bytes;
+  return {streaming(all_inputs + elements(task.output, b) * task.element_bytes, static_cast<int>(task.inputs.size()))};
 }
 
 void invoke(const OpTask& task, const InvocationContext& ctx, Invocation& out) {

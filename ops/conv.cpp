@@ -136,6 +136,7 @@ extern const OpSpec conv_spec = {
     .has_algorithms = true,
     .signature = signature,
     .invoke = invoke,
+    .autocast = Autocast::low_precision,
 };
 
 }  // namespace mplan::ops

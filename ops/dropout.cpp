@@ -25,7 +25,7 @@ SavedBytes saved(const Layer&, const std::vector<Shape>&, const Shape& output) {
 BackwardNeeds bp1_needs(const Layer&) { return {.saved = true}; }
 
 std::vector<WorkEstimate> work(const OpTask& task, int64_t b) {
-  const double y = elements(task.output, b) * kFloatBytes, mask = elements(task.output, b);
+  const double y = elements(task.output, b) * task.element_bytes, mask = elements(task.output, b);
   if (task.kind == TaskKind::FP) return {streaming(2 * y + mask)};
   return {streaming(2 * y + mask)};
 }

@@ -13,7 +13,7 @@ ShapeOrMessage infer_shape(const Layer& layer, const ShapeInputs& in) {
 BackwardNeeds bp1_needs(const Layer&) { return {}; }  // dX = dY / hw
 
 std::vector<WorkEstimate> work(const OpTask& task, int64_t b) {
-  return {streaming((elements(task.inputs.at(0), b) + elements(task.output, b)) * kFloatBytes)};
+  return {streaming((elements(task.inputs.at(0), b) + elements(task.output, b)) * task.element_bytes)};
 }
 
 void invoke(const OpTask& task, const InvocationContext& ctx, Invocation& out) {

@@ -50,10 +50,11 @@ BackwardNeeds bp1_needs(const Layer&) { return {.inputs = true, .weight = true, 
 BackwardNeeds bp2_needs(const Layer&) { return {.inputs = true, .saved = true}; }
 
 std::vector<WorkEstimate> work(const OpTask& task, int64_t b) {
-  const double x = elements(task.inputs.at(0), b) * kFloatBytes;
-  if (task.kind == TaskKind::FP) return {streaming(3 * x, 1, 8 * x / kFloatBytes)};  // statistics, then normalise
-  if (task.kind == TaskKind::BP1) return {streaming(4 * x, 1, 12 * x / kFloatBytes)};
-  return {streaming(2 * x, 1, 4 * x / kFloatBytes)};
+  const double e = task.element_bytes;
+  const double x = elements(task.inputs.at(0), b) * e;
+  if (task.kind == TaskKind::FP) return {streaming(3 * x, 1, 8 * x / e)};  // statistics, then normalise
+  if (task.kind == TaskKind::BP1) return {streaming(4 * x, 1, 12 * x / e)};
+  return {streaming(2 * x, 1, 4 * x / e)};
 }
 
 void invoke(const OpTask& task, const InvocationContext& ctx, Invocation& out) {
@@ -108,6 +109,7 @@ extern const OpSpec layernorm_spec = {
     .bp2_needs = bp2_needs,
     .work = work,
     .invoke = invoke,
+    .autocast = Autocast::float32,
 };
 
 }  // namespace mplan::ops

@@ -44,7 +44,8 @@ std::vector<WorkEstimate> work(const OpTask& task, int64_t b0) {
   const double in = static_cast<double>(features_in(task.inputs.at(0)));
   const int64_t b = b0 * rows_per_sample(task.inputs.at(0));  // rows of the GEMMs
   const double out = static_cast<double>(task.layer.out);
-  const double x = in * b * kFloatBytes, y = out * b * kFloatBytes, w = in * out * kFloatBytes;
+  const double e = task.element_bytes;
+  const double x = in * b * e, y = out * b * e, w = in * out * e;
   const double flops = 2.0 * b * in * out;
   switch (task.kind) {
     case TaskKind::FP: {
@@ -106,6 +107,7 @@ extern const OpSpec linear_spec = {
     .signature = signature,
     .work = work,
     .invoke = invoke,
+    .autocast = Autocast::low_precision,
 };
 
 }  // namespace mplan::ops

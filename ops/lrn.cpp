@@ -24,7 +24,8 @@ BackwardNeeds bp1_needs(const Layer&) { return {.inputs = true, .output = true};
 std::string signature(const Layer& layer) { return fmt::format(" size={}", layer.lrn_size); }
 
 std::vector<WorkEstimate> work(const OpTask& task, int64_t b) {
-  const double x = elements(task.inputs.at(0), b) * kFloatBytes, y = elements(task.output, b) * kFloatBytes;
+  const double e = task.element_bytes;
+  const double x = elements(task.inputs.at(0), b) * e, y = elements(task.output, b) * e;
   const double flops = elements(task.output, b) * (2.0 * task.layer.lrn_size + 10);
   if (task.kind == TaskKind::FP) return {streaming(x + y, 1, flops)};
   return {streaming(2 * x + 2 * y, 1, 2 * flops)};  // read X, Y, dY; write dX

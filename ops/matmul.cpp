@@ -53,7 +53,7 @@ std::vector<WorkEstimate> work(const OpTask& task, int64_t b) {
   const Dims d = dims_of(task.layer, task.inputs.at(0), task.inputs.at(1));
   const double batch = static_cast<double>(b) * d.batch;
   const double flops = 2.0 * batch * d.m * d.k * d.n;
-  const double bytes = batch * (d.m * d.k + d.k * d.n + d.m * d.n) * kFloatBytes;
+  const double bytes = batch * (d.m * d.k + d.k * d.n + d.m * d.n) * task.element_bytes;
   if (task.kind == TaskKind::FP) return {{flops, bytes, batch * d.m * d.n, WorkClass::gemm, 1}};
   return {{flops, bytes, batch * d.m * d.k, WorkClass::gemm, 1}, {flops, bytes, batch * d.k * d.n, WorkClass::gemm, 1}};
 }
@@ -94,6 +94,7 @@ extern const OpSpec matmul_spec = {
     .signature = signature,
     .work = work,
     .invoke = invoke,
+    .autocast = Autocast::low_precision,
 };
 
 }  // namespace mplan::ops

@@ -97,6 +97,19 @@ struct Fnv1a {
 
 }  // namespace
 
+Status apply_precision(Model& model, Precision precision, bool replace) {
+  const std::string mode = precision_name(precision);
+  if (replace) model.math = "default";
+  if (model.math != "default" && model.math != mode)
+    return Error{{}, is_16_bit(precision)
+                         ? "precision " + mode + " computes convolutions and GEMMs in " + mode + ", but math is '" +
+                               model.math + "' (leave math out, or set it to default)"
+                         : "precision " + mode + " contradicts math '" + model.math + "' (leave math out)"};
+  model.precision = precision;
+  model.math = mode;
+  return Ok{};
+}
+
 std::string model_digest(const Model& model) {
   Fnv1a h;
   h.text(model.name);
@@ -104,6 +117,8 @@ std::string model_digest(const Model& model) {
   h.integer(model.batch);
   h.integer(model.classes);
   h.text(model.dtype);
+  // 16-bit tensors change what the model computes (fp32 and tf32 hash as before).
+  if (is_16_bit(model.precision)) h.text(precision_name(model.precision));
   h.text(model.optimizer.kind);
   h.real(model.optimizer.lr);
   h.real(model.optimizer.momentum);

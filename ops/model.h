@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/limits.h"
+#include "ops/precision.h"
 
 namespace mplan {
 
@@ -113,10 +114,16 @@ struct Model {
   // The arithmetic of convolutions and GEMMs (docs/model-format.md): "default"
   // (the GPU's default: tf32 on Ampere and later, fp32 before), "fp32" or "tf32".
   std::string math = "default";
+  // The precision of the tensors (docs/model-format.md, `precision`): fp32 or
+  // tf32 keep every tensor float32; bf16 and fp16 store what autocast makes
+  // 16-bit in 16 bits (ops/precision.h), and `math` is then the same mode.
+  Precision precision = Precision::fp32;
   Optimizer optimizer;
   std::vector<Layer> layers;    // topological order; the loss is last
 
-  int64_t dtype_bytes() const { return 4; }  // float32 only, for now
+  // Bytes of a float32 element: the input data, master weights, their
+  // gradients and the optimizer state (layer outputs: layer_output_types).
+  int64_t dtype_bytes() const { return 4; }
 
   // The per-sample shape of input k of layer l (the model input or a layer output).
   const Shape& input_shape(LayerId l, int k = 0) const;
@@ -131,6 +138,13 @@ struct Model {
   // "layer1.0") finds the instance's output, its last layer, as `in:` does.
   LayerId find(const std::string& name) const;
 };
+
+// Sets the model's precision and folds it into `math` (docs/model-format.md):
+// fp32 and tf32 set math to the same mode and need it to be default or that
+// mode; bf16 and fp16 set math to the 16-bit mode and need it default.
+// `replace` (the command line's --precision): the file's math and precision
+// are replaced, not checked.
+Status apply_precision(Model& model, Precision precision, bool replace = false);
 
 // A stable hash of the model's content (name, input, batch, layers and their
 // fields, optimizer), as 16 hex digits; equal models give equal digests. A

@@ -51,9 +51,9 @@ Operands operands_of(const OpTask& task) {
 }
 
 std::vector<WorkEstimate> work(const OpTask& task, int64_t b) {
-  const double y = elements(task.output, b) * kFloatBytes;
-  if (task.kind == TaskKind::FP) return {streaming(2 * y, 1, y / kFloatBytes)};
-  return {streaming(3 * y), streaming(2 * y, 1, y / kFloatBytes)};  // dX = dY * S; dS = sum(dY * X)
+  const double y = elements(task.output, b) * task.element_bytes;
+  if (task.kind == TaskKind::FP) return {streaming(2 * y, 1, y / task.element_bytes)};
+  return {streaming(3 * y), streaming(2 * y, 1, y / task.element_bytes)};  // dX = dY * S; dS = sum(dY * X)
 }
 
 void invoke(const OpTask& task, const InvocationContext& ctx, Invocation& out) {

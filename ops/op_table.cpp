@@ -51,6 +51,48 @@ int64_t layer_parameter_count(const Layer& layer, const std::vector<Shape>& inpu
   return total;
 }
 
+LayerTypes layer_types(const Model& model) {
+  const size_t n = model.layers.size();
+  LayerTypes types{std::vector<DataType>(n, DataType::float32), std::vector<DataType>(n, DataType::float32)};
+  if (!is_16_bit(model.precision)) return types;
+  const DataType low = low_precision_type(model.precision);
+  std::vector<DataType>& computed = types.gradient;  // autocast's type of each output
+  for (size_t l = 0; l < n; ++l) {
+    const Layer& layer = model.layers[l];
+    DataType widest = low;
+    bool first = true;
+    for (LayerId in : layer.inputs) {
+      const DataType t = in == kModelInput ? DataType::float32 : computed[static_cast<size_t>(in)];
+      widest = first ? t : wider_type(widest, t);
+      first = false;
+    }
+    switch (op_spec(layer.op).autocast) {
+      case Autocast::follow_inputs: computed[l] = widest; break;
+      case Autocast::follow_inputs_and_weight: computed[l] = DataType::float32; break;
+      case Autocast::low_precision: computed[l] = low; break;
+      case Autocast::float32: computed[l] = DataType::float32; break;
+    }
+  }
+  // The casts fused into their producer.
+  std::vector<bool> only_low_consumers(n, true), consumed(n, false);
+  for (const Layer& layer : model.layers)
+    for (LayerId in : layer.inputs) {
+      if (in == kModelInput) continue;
+      consumed[static_cast<size_t>(in)] = true;
+      if (op_spec(layer.op).autocast != Autocast::low_precision) only_low_consumers[static_cast<size_t>(in)] = false;
+    }
+  for (size_t l = 0; l < n; ++l) {
+    types.output[l] = computed[l];
+    const OpSpec& spec = op_spec(model.layers[l].op);
+    const bool reads_output = (spec.bp1_needs && spec.bp1_needs(model.layers[l]).output) ||
+                              (spec.bp2_needs && spec.bp2_needs(model.layers[l]).output);
+    if (computed[l] == DataType::float32 && consumed[l] && only_low_consumers[l] && !reads_output &&
+        spec.in_place == InPlace::never)
+      types.output[l] = low;
+  }
+  return types;
+}
+
 int64_t layer_buffer_count(const Layer& layer, const std::vector<Shape>& inputs) {
   const OpSpec& spec = op_spec(layer.op);
   if (spec.buffers == nullptr) return 0;

@@ -122,6 +122,9 @@ struct OpTask {
   const std::vector<Shape>& inputs;  // per sample
   const Shape& output;               // per sample
   TaskKind kind;
+  // Bytes of an element of its activations (the output's type, ops/precision.h):
+  // what the work estimates move per element.
+  double element_bytes = 4;
 };
 
 // ---- runtime ------------------------------------------------------------------------
@@ -243,6 +246,10 @@ struct OpSpec {
 
   // The kernels of a task (FP, BP1 or BP2; FP with ctx.recompute for a recomputation).
   void (*invoke)(const OpTask& task, const InvocationContext& ctx, Invocation& out) = nullptr;
+
+  // The output's type at 16-bit precision (ops/precision.h; PyTorch
+  // autocast's op lists: torch.amp's "lower precision" and "float32" ops).
+  Autocast autocast = Autocast::follow_inputs;
 };
 
 // The entry of an op; every Op has one.
@@ -253,6 +260,20 @@ const std::vector<const OpSpec*>& all_op_specs();
 // The kernels of the update task: one SGD step per layer with parameters
 // (torch.optim.SGD; the tensors name their layer).
 Invocation update_invocation(const Model& model);
+
+// The storage types of each layer's output and of its gradient at the
+// model's precision (docs/model-format.md, "Precision"): every block float32
+// at fp32 and tf32; at bf16 and fp16 as each op's OpSpec::autocast says, the
+// model's input being float32. A float32 output whose every consumer is a
+// 16-bit op, and whose own backward does not read it (layer norm's; an op
+// that may run in place keeps its input's block, so never), is stored in 16
+// bits: autocast would cast it at each consumer and keep only
+// the casts, so the cast is fused into the producer; its gradient stays
+// float32 (the casts' backward adds the consumers' gradients in float32).
+struct LayerTypes {
+  std::vector<DataType> output, gradient;
+};
+LayerTypes layer_types(const Model& model);
 
 // Shortcuts over the entry.
 int64_t layer_parameter_count(const Layer& layer, const std::vector<Shape>& inputs);

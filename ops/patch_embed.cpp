@@ -59,7 +59,8 @@ Sizes sizes_of(const OpTask& task) {
 std::vector<WorkEstimate> work(const OpTask& task, int64_t b) {
   const Sizes s = sizes_of(task);
   const double rows = static_cast<double>(b) * s.tokens, out = static_cast<double>(task.layer.out);
-  const double patches = rows * s.row * kFloatBytes, y = rows * out * kFloatBytes, w = out * s.row * kFloatBytes;
+  const double e = task.element_bytes;
+  const double patches = rows * s.row * e, y = rows * out * e, w = out * s.row * e;
   const double flops = 2.0 * rows * s.row * out;
   const WorkEstimate unfold = streaming(2 * patches);  // gather (or scatter) the patches
   if (task.kind == TaskKind::FP) return {unfold, {flops, patches + w + y, rows * out, WorkClass::gemm, 1}};
@@ -124,6 +125,7 @@ extern const OpSpec patch_embed_spec = {
     .work = work,
     .scratch_bytes = scratch_bytes,
     .invoke = invoke,
+    .autocast = Autocast::low_precision,
 };
 
 }  // namespace mplan::ops

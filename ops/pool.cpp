@@ -65,7 +65,8 @@ std::string signature(const Layer& layer) {
 }
 
 std::vector<WorkEstimate> work(const OpTask& task, int64_t b) {
-  const double x = elements(task.inputs.at(0), b) * kFloatBytes, y = elements(task.output, b) * kFloatBytes;
+  const double e = task.element_bytes;
+  const double x = elements(task.inputs.at(0), b) * e, y = elements(task.output, b) * e;
   const double places = compact(task.layer) ? static_cast<double>(elements(task.output, b)) : 0.0;
   if (task.kind == TaskKind::FP)
     return {streaming(x + y + places, 1,

@@ -24,7 +24,7 @@ BackwardNeeds bp1_needs(const Layer&) { return {}; }
 BackwardNeeds bp2_needs(const Layer&) { return {}; }
 
 std::vector<WorkEstimate> work(const OpTask& task, int64_t b) {
-  const double y = elements(task.output, b) * kFloatBytes;
+  const double y = elements(task.output, b) * task.element_bytes;
   if (task.kind == TaskKind::FP) return {streaming(2 * y + y / b)};
   if (task.kind == TaskKind::BP1) return {streaming(2 * y)};
   return {streaming(y + 2 * y / b)};
@@ -62,6 +62,7 @@ extern const OpSpec pos_embed_spec = {
     .bp2_needs = bp2_needs,
     .work = work,
     .invoke = invoke,
+    .autocast = Autocast::follow_inputs_and_weight,
 };
 
 }  // namespace mplan::ops

@@ -32,7 +32,7 @@ std::string signature(const Layer& layer) { return layer.compact_backward ? " ba
 // Y backward.
 std::vector<WorkEstimate> work(const OpTask& task, int64_t b) {
   if (!task.layer.compact_backward) return detail::activation_work(task, b, kKernels.flops_per_element);
-  const double y = elements(task.output, b) * kFloatBytes;
+  const double y = elements(task.output, b) * task.element_bytes;
   const double mask = static_cast<double>(mask_bytes(elements(task.output, b)));
   return {streaming(2 * y + mask)};  // FP: read X, write Y and the mask; BP1: read the mask and dY, write dX
 }

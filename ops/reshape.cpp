@@ -30,7 +30,7 @@ ShapeOrMessage infer_shape(const Layer& layer, const ShapeInputs& in) {
 BackwardNeeds bp1_needs(const Layer&) { return {}; }
 
 std::vector<WorkEstimate> work(const OpTask& task, int64_t b) {
-  return {streaming(2 * elements(task.output, b) * kFloatBytes)};
+  return {streaming(2 * elements(task.output, b) * task.element_bytes)};
 }
 
 void invoke(const OpTask& task, const InvocationContext& ctx, Invocation& out) {

@@ -36,7 +36,8 @@ std::string signature(const Layer& layer) {
 }
 
 std::vector<WorkEstimate> work(const OpTask& task, int64_t b) {
-  const double x = elements(task.inputs.at(0), b) * kFloatBytes, y = elements(task.output, b) * kFloatBytes;
+  const double e = task.element_bytes;
+  const double x = elements(task.inputs.at(0), b) * e, y = elements(task.output, b) * e;
   if (task.kind == TaskKind::FP) return {streaming(2 * y)};
   return {streaming(x + y)};  // read dY, write all of dX
 }

@@ -12,9 +12,9 @@ ShapeOrMessage infer_shape(const Layer&, const ShapeInputs& in) { return {in.sha
 BackwardNeeds bp1_needs(const Layer&) { return {.output = true}; }
 
 std::vector<WorkEstimate> work(const OpTask& task, int64_t b) {
-  const double y = elements(task.output, b) * kFloatBytes;
-  if (task.kind == TaskKind::FP) return {streaming(3 * y, 1, 4 * y / kFloatBytes)};  // max, exp and sum, scale
-  return {streaming(4 * y, 1, 3 * y / kFloatBytes)};                                 // dot, then dX
+  const double y = elements(task.output, b) * task.element_bytes;
+  if (task.kind == TaskKind::FP) return {streaming(3 * y, 1, 4 * y / task.element_bytes)};  // max, exp and sum, scale
+  return {streaming(4 * y, 1, 3 * y / task.element_bytes)};                                 // dot, then dX
 }
 
 void invoke(const OpTask& task, const InvocationContext& ctx, Invocation& out) {
@@ -39,6 +39,7 @@ extern const OpSpec softmax_spec = {
     .bp1_needs = bp1_needs,
     .work = work,
     .invoke = invoke,
+    .autocast = Autocast::float32,
 };
 
 }  // namespace mplan::ops

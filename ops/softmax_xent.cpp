@@ -20,7 +20,7 @@ BackwardNeeds bp1_needs(const Layer&) { return {.output = true}; }  // the proba
 
 // FP: softmax and the loss (two kernels); BP1: (P - onehot) / B.
 std::vector<WorkEstimate> work(const OpTask& task, int64_t b) {
-  const double bytes = 2 * elements(task.output, b) * kFloatBytes + 4.0 * b;
+  const double bytes = 2 * elements(task.output, b) * task.element_bytes + 4.0 * b;
   if (task.kind == TaskKind::FP) return {streaming(bytes, 2, 10 * elements(task.output, b))};
   return {streaming(bytes)};
 }
@@ -49,6 +49,7 @@ extern const OpSpec softmax_xent_spec = {
     .is_loss = true,
     .work = work,
     .invoke = invoke,
+    .autocast = Autocast::float32,
 };
 
 }  // namespace mplan::ops

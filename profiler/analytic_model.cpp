@@ -35,15 +35,17 @@ std::vector<KernelWork> task_work(const TaskShape& s, int64_t b) {
     // SGD with momentum and weight decay, one kernel per weighted layer: read
     // W, dW and the momentum, write W and the momentum, zero dW for the next
     // iteration's accumulation.
+    // A 16-bit layer's weights are cast again into their copy: 2 bytes more each.
     const double per_parameter = s.state_elements > 0 ? 6 : 4;
-    return {streaming(per_parameter * kFloatBytes * s.parameters, static_cast<int>(std::max<int64_t>(s.tensors, 1)),
-                      4.0 * s.parameters)};
+    return {streaming(per_parameter * kFloatBytes * s.parameters + 2.0 * s.copied_parameters,
+                      static_cast<int>(std::max<int64_t>(s.tensors, 1)), 4.0 * s.parameters)};
   }
   const OpSpec& spec = op_spec(s.op);
   MPLAN_CHECK(spec.work != nullptr, fmt::format("task_work: no model for {} {}", spec.name, task_kind_name(s.kind)));
   std::vector<KernelWork> phases;
   const Layer layer = task_layer(s);
-  for (const WorkEstimate& w : spec.work(OpTask{layer, s.inputs, s.output, s.kind}, b)) {
+  const OpTask task{layer, s.inputs, s.output, s.kind, static_cast<double>(element_bytes(s.dtype))};
+  for (const WorkEstimate& w : spec.work(task, b)) {
     KernelWork work =
         w.work_class == WorkClass::gemm ? gemm(w.flops, w.bytes, w.parallel_items) : streaming(w.bytes, 1, w.flops);
     work.parallel_items = w.parallel_items;

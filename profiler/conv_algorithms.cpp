@@ -458,8 +458,10 @@ std::vector<KernelWork> conv_work(ConvDirection d, std::string_view algorithm, c
   MPLAN_CHECK(conv_supported(d, algorithm, s), fmt::format("work of an unsupported algorithm {}", algorithm));
   ConvFamily family{};
   MPLAN_CHECK(conv_family_of(d, algorithm, family), fmt::format("no family for {}", algorithm));
-  if (s.groups == 1) return conv_work_one_call(d, algorithm, family, s, b);
-  return grouped_conv_work(d, algorithm, family, s, b);
+  std::vector<KernelWork> phases =
+      s.groups == 1 ? conv_work_one_call(d, algorithm, family, s, b) : grouped_conv_work(d, algorithm, family, s, b);
+  for (KernelWork& w : phases) w.bytes_in_math_operands = true;
+  return phases;
 }
 
 }  // namespace mplan

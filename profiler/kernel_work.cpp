@@ -77,7 +77,7 @@ KernelCost kernel_cost(const Device& device, const KernelWork& work, MathMode ma
   }
   double memory_s = 0;
   if (work.bytes > 0) {
-    const double bytes = work.bytes * math_operand_bytes(math) / 4.0;
+    const double bytes = work.bytes_in_math_operands ? work.bytes * math_operand_bytes(math) / 4.0 : work.bytes;
     memory_s = (bytes + kHalfBytesPerSm * device.sm_count) /
                (device.memory_bandwidth_bytes_per_s * device.arch.memory_efficiency);
   }

@@ -31,7 +31,7 @@ enum class KernelClass {
 
 struct KernelWork {
   double flops = 0;               // arithmetic, FP32 operations
-  double bytes = 0;               // device-memory traffic, read + written (4-byte operands)
+  double bytes = 0;               // device-memory traffic, read + written
   double parallel_items = 1;      // independent output elements (how much work fills the GPU)
   double compute_efficiency = 1;  // KernelClass::fixed: fraction of peak FLOP/s on a full GPU
   int kernels = 1;                // launches
@@ -60,6 +60,11 @@ struct KernelWork {
   // architecture's pointwise factor, the call's first kernel pays its
   // pointwise call overhead.
   bool pointwise = false;
+  // The bytes are counted at 4-byte operands and scale with the math mode's
+  // operand size (a convolution's algorithms, profiler/conv_algorithms.h);
+  // false: they are the task's own bytes (the op table's work, which counts
+  // each block's storage type).
+  bool bytes_in_math_operands = false;
 };
 
 // The work as the device's architecture runs it: a backward-filter GEMM

@@ -1,15 +1,13 @@
 #pragma once
 // The arithmetic a GPU does convolutions and GEMMs in (docs/cost-model.md,
-// "Math modes"). Tensors are stored in FP32 in every mode mplan plans today;
-// the math mode says which units multiply them:
+// "Math modes"); the math mode says which units multiply the tensors:
 //   fp32: FP32 cores (CUDNN_FMA_MATH, CUBLAS_DEFAULT_MATH with TF32 disabled);
 //   tf32: tensor cores with TF32 inputs and FP32 accumulation (Ampere and
 //         later; cuDNN's CUDNN_DEFAULT_MATH on FP32 data, PyTorch's default
 //         for convolutions);
 //   fp16, bf16: tensor cores on 16-bit operands (Volta and later for fp16,
-//         Ampere and later for bf16). They need 16-bit tensors, which the
-//         planner does not have yet: the cost model prices them, a model
-//         cannot ask for them (frontend says so).
+//         Ampere and later for bf16): the math of a model at precision
+//         fp16 or bf16 (ops/precision.h), whose tensors are 16-bit too.
 
 #include <optional>
 #include <string>

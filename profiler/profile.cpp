@@ -350,13 +350,32 @@ TaskShape plain_form(TaskShape shape) {
   return shape;
 }
 
+// A 16-bit task that a profile measured in fp32 does not list is served from
+// its float32 form's entry, unscaled: the plan is priced in the profile's
+// precision, as the cost source warns (driver/cost_source.cpp).
+TaskShape float32_form(TaskShape shape) {
+  shape.layer.compact_backward = false;
+  shape.dtype = DataType::float32;
+  shape.copied_parameters = 0;
+  return shape;
+}
+
+// The form of a task whose entry the profile has: itself, its plain form, its float32 form.
+template <typename Has>
+TaskShape listed_form(const TaskShape& shape, Has has) {
+  if (has(shape)) return shape;
+  if (TaskShape plain = plain_form(shape); has(plain)) return plain;
+  return float32_form(shape);
+}
+
 // The bytes a task's kernels move at sub-batch b, by the op table's work.
 double traffic_bytes(const TaskShape& shape, int64_t b) {
   const OpSpec& spec = op_spec(shape.op);
   if (spec.work == nullptr) return 0;
   const Layer layer = task_layer(shape);
   double bytes = 0;
-  for (const WorkEstimate& w : spec.work(OpTask{layer, shape.inputs, shape.output, shape.kind}, b)) bytes += w.bytes;
+  const OpTask task{layer, shape.inputs, shape.output, shape.kind, static_cast<double>(element_bytes(shape.dtype))};
+  for (const WorkEstimate& w : spec.work(task, b)) bytes += w.bytes;
   return bytes;
 }
 
@@ -372,8 +391,9 @@ Status check_profile_covers(const Profile& profile, const Tdfg& tdfg, const std:
   wanted.erase(std::unique(wanted.begin(), wanted.end()), wanted.end());
   for (TaskId t = 0; t < static_cast<TaskId>(tdfg.tasks.size()); ++t) {
     const Task& task = tdfg.tasks[t];
-    TaskShape shape = describe_task(tdfg, t);
-    if (!by_signature.count(layer_signature(shape))) shape = plain_form(shape);
+    const TaskShape shape = listed_form(describe_task(tdfg, t), [&](const TaskShape& s) {
+      return by_signature.count(layer_signature(s)) > 0;
+    });
     const std::string signature = layer_signature(shape);
     const std::string who = task.kind == TaskKind::update
                                 ? std::string("the update")
@@ -458,8 +478,8 @@ Result<std::unique_ptr<RecordedCostModel>> RecordedCostModel::create(Profile pro
 }
 
 const RecordedCostModel::Series& RecordedCostModel::series(const Tdfg& tdfg, TaskId t, const TaskShape& shape) const {
-  auto it = by_task_signature_.find(task_signature(shape));
-  if (it == by_task_signature_.end()) it = by_task_signature_.find(task_signature(plain_form(shape)));
+  auto listed = [&](const TaskShape& s) { return by_task_signature_.count(task_signature(s)) > 0; };
+  auto it = by_task_signature_.find(task_signature(listed_form(shape, listed)));
   MPLAN_CHECK(it != by_task_signature_.end(),
               "recorded cost model asked about a task its profile does not cover: " + tdfg.tasks.at(t).name);
   return *it->second;

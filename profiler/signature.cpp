@@ -7,6 +7,21 @@
 
 namespace mplan {
 
+namespace {
+// The parameters whose weight block also holds a 16-bit copy (tdfg.cpp make_blocks).
+int64_t copied_parameters(const Tdfg& tdfg) {
+  const Model& model = *tdfg.model;
+  int64_t copied = 0;
+  for (LayerId l = 0; l < static_cast<LayerId>(model.layers.size()); ++l) {
+    const BlockId w = tdfg.weight_of.at(l);
+    if (w == kNoBlock) continue;
+    const int64_t params = model.parameter_count(l);
+    if (tdfg.blocks[w].fixed_bytes > params * model.dtype_bytes()) copied += params;
+  }
+  return copied;
+}
+}  // namespace
+
 TaskShape describe_task(const Tdfg& tdfg, TaskId t) {
   MPLAN_CHECK(tdfg.model != nullptr, "describe_task: the TDFG has no model");
   MPLAN_CHECK(t >= 0 && t < static_cast<TaskId>(tdfg.tasks.size()), "describe_task: task id out of range");
@@ -22,9 +37,11 @@ TaskShape describe_task(const Tdfg& tdfg, TaskId t) {
       shape.tensors += 1;
     }
     if (model.optimizer.momentum > 0) shape.state_elements = shape.parameters;
+    shape.copied_parameters = copied_parameters(tdfg);
     return shape;
   }
   const Layer& layer = model.layers.at(task.layer);
+  shape.dtype = tdfg.blocks.at(tdfg.output_of.at(task.layer)).dtype;
   shape.layer = layer;
   shape.layer.name.clear();
   // Positions, not ids (TaskShape::layer): clearing them left every job of a
@@ -60,7 +77,8 @@ Layer task_layer(const TaskShape& s) {
 
 std::string layer_signature(const TaskShape& s) {
   if (s.kind == TaskKind::update)
-    return fmt::format("update parameters={} state={} tensors={}", s.parameters, s.state_elements, s.tensors);
+    return fmt::format("update parameters={} state={} tensors={}", s.parameters, s.state_elements, s.tensors) +
+           (s.copied_parameters > 0 ? fmt::format(" copies={}", s.copied_parameters) : "");
   std::string text = op_name(s.op);
   text += " in=";
   for (size_t i = 0; i < s.inputs.size(); ++i) text += (i ? "+" : "") + s.inputs[i].to_string();
@@ -75,6 +93,7 @@ std::string layer_signature(const TaskShape& s) {
     }
   // The fields that change the work: the op table's.
   if (const OpSpec& spec = op_spec(s.op); spec.signature != nullptr) text += spec.signature(task_layer(s));
+  if (s.dtype != DataType::float32) text += std::string(" dtype=") + data_type_name(s.dtype);
   return text;
 }
 
@@ -147,10 +166,12 @@ uint64_t task_fingerprint(const Tdfg& tdfg, TaskId t) {
     }
     h = mix(h, static_cast<uint64_t>(parameters));
     h = mix(h, static_cast<uint64_t>(tensors));
+    h = mix(h, static_cast<uint64_t>(copied_parameters(tdfg)));
     return mix(h, model.optimizer.momentum > 0);
   }
   const Layer& layer = model.layers.at(task.layer);
   h = mix(h, static_cast<uint64_t>(layer.op));
+  h = mix(h, static_cast<uint64_t>(tdfg.blocks.at(tdfg.output_of.at(task.layer)).dtype));
   for (int k = 0; k < static_cast<int>(layer.inputs.size()); ++k) {
     h = mix_shape(h, model.input_shape(task.layer, k));
     // The input's first position, as describe_task keeps it: add(x, x) is

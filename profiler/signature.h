@@ -40,6 +40,11 @@ struct TaskShape {
   int64_t parameters = 0;
   int64_t state_elements = 0;
   int64_t tensors = 0;
+  // The parameters whose 16-bit copy the update remakes (16-bit layers, ops/precision.h).
+  int64_t copied_parameters = 0;
+  // The storage type of the layer's output (tdfg/tdfg.h Block::dtype): what
+  // its element-wise traffic moves. In the signature only when not float32.
+  DataType dtype = DataType::float32;
 };
 
 // The task's layer as the op table reads it: TaskShape::layer with the

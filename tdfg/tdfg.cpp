@@ -210,15 +210,23 @@ class Builder {
   // the gradients in layer order.
   void make_blocks() {
     const int64_t dtype = model_.dtype_bytes();
+    const LayerTypes types = layer_types(model_);
     tdfg_.input_block = add_block("X", BlockKind::input, kModelInput,
                                   model_.input.elements() * dtype, 0, false);
     tdfg_.labels_block = add_block("labels", BlockKind::labels, kModelInput, 4, 0, false);
+    tdfg_.blocks[tdfg_.labels_block].dtype = DataType::int32;
     for (LayerId l = 0; l < layer_count(); ++l) {
       const Layer& ly = layer(l);
       const int64_t params = model_.parameter_count(l);
       if (params > 0) {
+        // A 16-bit layer reads a 16-bit copy of its fp32 master weights,
+        // kept resident after them and remade by the update (autocast's
+        // weight cast, made once per step).
+        const int64_t copy =
+            types.output[l] != DataType::float32 && op_spec(ly.op).autocast == Autocast::low_precision
+                ? params * element_bytes(types.output[l]) : 0;
         tdfg_.weight_of[l] = add_block("W[" + ly.name + "]", BlockKind::weight, l, 0,
-                                       params * dtype, true);
+                                       params * dtype + copy, true);
         tdfg_.weight_grad_of[l] = add_block("dW[" + ly.name + "]", BlockKind::weight_grad, l, 0,
                                             params * dtype, true);
       }
@@ -231,18 +239,24 @@ class Builder {
       if (in_place_[l]) {
         // Shares its input's block; the name lists every layer that writes it.
         const BlockId shared = tdfg_.output_of[ly.inputs[0]];
-        MPLAN_CHECK(tdfg_.blocks[shared].bytes_per_sample == ly.output.elements() * dtype,
+        MPLAN_CHECK(tdfg_.blocks[shared].bytes_per_sample == ly.output.elements() * element_bytes(types.output[l]),
                     "build_tdfg: in-place layer '" + ly.name + "' changes its input's size");
         tdfg_.output_of[l] = shared;
         std::string& name = tdfg_.blocks[shared].name;
         name.insert(name.size() - 1, "+" + ly.name);
       } else {
         tdfg_.output_of[l] = add_block("Y[" + ly.name + "]", BlockKind::output, l,
-                                       ly.output.elements() * dtype, 0, false);
+                                       ly.output.elements() * element_bytes(types.output[l]), 0, false);
+        tdfg_.blocks[tdfg_.output_of[l]].dtype = types.output[l];
       }
       // What FP keeps for BP (a dropout mask, batch-norm statistics): the op table's.
       if (const OpSpec& spec = op_spec(ly.op); spec.saved != nullptr) {
-        const SavedBytes saved = spec.saved(ly, model_.input_shapes(l), ly.output);
+        SavedBytes saved = spec.saved(ly, model_.input_shapes(l), ly.output);
+        // A 16-bit op keeps its state in its own type (attention's probabilities).
+        if (spec.autocast == Autocast::low_precision && types.output[l] != DataType::float32) {
+          saved.per_sample = saved.per_sample / 4 * element_bytes(types.output[l]);
+          saved.fixed = saved.fixed / 4 * element_bytes(types.output[l]);
+        }
         if (saved.per_sample > 0 || saved.fixed > 0)
           tdfg_.saved_of[l] = add_block("saved[" + ly.name + "]", BlockKind::saved, l, saved.per_sample,
                                         saved.fixed, false);
@@ -261,7 +275,8 @@ class Builder {
         continue;
       }
       tdfg_.gradient_of[l] = add_block("dY[" + layer(l).name + "]", BlockKind::gradient, l,
-                                       layer(l).output.elements() * dtype, 0, false);
+                                       layer(l).output.elements() * element_bytes(types.gradient[l]), 0, false);
+      tdfg_.blocks[tdfg_.gradient_of[l]].dtype = types.gradient[l];
     }
   }
 

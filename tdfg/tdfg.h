@@ -49,6 +49,12 @@ struct Block {
   LayerId layer = kModelInput; // the layer it belongs to (kModelInput for X, labels)
   int64_t bytes_per_sample = 0;
   int64_t fixed_bytes = 0;
+  // The type of its elements (ops/precision.h): a layer's output and its
+  // gradient as autocast makes them at the model's precision; the input,
+  // weights, their gradients and the optimizer state float32 (the weights of
+  // a 16-bit layer are followed by their 16-bit copy in the same block); the
+  // labels int32; saved state and the loss as their op stores them.
+  DataType dtype = DataType::float32;
   // Resident blocks (weights, their gradients, optimizer state) live on the
   // device for the whole run; moDNN §II-2 never offloads them.
   bool resident = false;

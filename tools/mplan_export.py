@@ -1078,7 +1078,8 @@ class Exporter:
         return logits
 
 
-def export(module, input_shape, batch, classes=None, name="model", lr=0.01, momentum=0.9, weight_decay=0.0):
+def export(module, input_shape, batch, classes=None, name="model", lr=0.01, momentum=0.9, weight_decay=0.0,
+           precision=None):
     """Exports `module` for images of `input_shape` [C, H, W] in mini-batches of
     `batch`. Returns (yaml_text, weights, names): weights maps each file name of
     the --load folder ("<layer>.weight") to a float32 array of mplan's shape, names
@@ -1115,8 +1116,10 @@ def export(module, input_shape, batch, classes=None, name="model", lr=0.01, mome
                      (params, exported))
     lines += ['name: "%s"' % name, "input: [%s]" % ", ".join(map(str, input_shape)), "batch: %d" % batch,
               "classes: %d" % found_classes,
-              "optimizer: {kind: sgd, lr: %g, momentum: %g, weight_decay: %g}" % (lr, momentum, weight_decay),
-              "layers:"]
+              "optimizer: {kind: sgd, lr: %g, momentum: %g, weight_decay: %g}" % (lr, momentum, weight_decay)]
+    if precision is not None:
+        lines.append("precision: %s" % precision)
+    lines.append("layers:")
     previous = "input"
     for l in layers:
         text = "  - {name: %s, op: %s" % (l["name"], l["op"])
@@ -1167,6 +1170,8 @@ def main(argv=None):
     parser.add_argument("--lr", type=float, default=0.01)
     parser.add_argument("--momentum", type=float, default=0.9)
     parser.add_argument("--weight-decay", type=float, default=0.0)
+    parser.add_argument("--precision", choices=["fp32", "tf32", "bf16", "fp16"],
+                        help="the model's precision (docs/model-format.md; default: none written, fp32 tensors)")
     a = parser.parse_args(argv)
     try:
         shape = [int(s) for s in a.input.split(",")]
@@ -1181,7 +1186,8 @@ def main(argv=None):
         if a.state_dict:
             module.load_state_dict(torch.load(a.state_dict, map_location="cpu"))
         name = a.name or os.path.splitext(os.path.basename(a.out))[0]
-        text, weights, names = export(module, shape, a.batch, a.classes, name, a.lr, a.momentum, a.weight_decay)
+        text, weights, names = export(module, shape, a.batch, a.classes, name, a.lr, a.momentum, a.weight_decay,
+                                      a.precision)
     except ExportError as e:
         print("mplan_export: error: %s" % e, file=sys.stderr)
         return 1

@@ -350,8 +350,13 @@ double predict_ms(const Case& c, const Device& device, const SourceTerms& terms,
     MPLAN_CHECK(best < 1e300, "calibration: no option of a task of " + c.label + " fits its workspace cap");
     total += count * best;
   }
-  for (const auto& [task, count] : c.others)
-    total += count * task_ms(phases_cost(device, task_work(task.shape, task.batch), c.math), 1.0);
+  // A benchmark run in 16-bit math stored its tensors in 16 bits too.
+  const bool half = c.math == MathMode::fp16 || c.math == MathMode::bf16;
+  for (const auto& [task, count] : c.others) {
+    TaskShape shape = task.shape;
+    if (half) shape.dtype = c.math == MathMode::fp16 ? DataType::float16 : DataType::bfloat16;
+    total += count * task_ms(phases_cost(device, task_work(shape, task.batch), c.math), 1.0);
+  }
   if (c.extra_copy_bytes > 0)
     total += analytic_copy_ms(device, static_cast<int64_t>(c.extra_copy_bytes), true) +
              analytic_copy_ms(device, static_cast<int64_t>(c.extra_copy_bytes), false);

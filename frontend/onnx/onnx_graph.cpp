@@ -18,6 +18,7 @@ ElementType element_type(int32_t onnx_type) {
     case ::onnx::TensorProto_DataType_FLOAT: return ElementType::float32;
     case ::onnx::TensorProto_DataType_DOUBLE: return ElementType::float64;
     case ::onnx::TensorProto_DataType_FLOAT16: return ElementType::float16;
+    case ::onnx::TensorProto_DataType_BFLOAT16: return ElementType::bfloat16;
     case ::onnx::TensorProto_DataType_INT64: return ElementType::int64;
     case ::onnx::TensorProto_DataType_INT32: return ElementType::int32;
     case ::onnx::TensorProto_DataType_INT8: return ElementType::int8;

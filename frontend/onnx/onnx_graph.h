@@ -13,7 +13,7 @@
 namespace mplan::onnx_import {
 
 // ONNX's element types the importer tells apart (TensorProto.DataType).
-enum class ElementType { float32, float64, float16, int64, int32, int8, uint8, boolean, other };
+enum class ElementType { float32, float64, float16, bfloat16, int64, int32, int8, uint8, boolean, other };
 
 // A tensor of the file (an initializer or a Constant's value): its shape, and
 // its values when it is small (shape arithmetic, scalars of patterns).

@@ -9,6 +9,7 @@
 // reported, all of them in one error, and nothing is written.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,9 @@ struct ImportOptions {
   int64_t classes = 0;      // 0: the size of the logits; else checked against it
   std::string name;         // the model's name; "": the file name's stem
   Optimizer optimizer;      // written as the model's optimizer
+  // Written as the model's precision; none: a float16 (bfloat16) image input
+  // makes it fp16 (bf16), else none is written (fp32 tensors).
+  std::optional<Precision> precision;
 };
 
 struct ImportResult {

@@ -351,7 +351,9 @@ Result<ImportResult> Translator::run() {
   for (const ValueInfo& in : graph_.inputs) {
     if (graph_.initializers.count(in.name) > 0) continue;
     if (!options_.input.empty() ? in.name == options_.input
-                                : (in.type == ElementType::float32 && in.dims.size() == 4 &&
+                                : ((in.type == ElementType::float32 || in.type == ElementType::float16 ||
+                                    in.type == ElementType::bfloat16) &&
+                                   in.dims.size() == 4 &&
                                    first_inputs.count(in.name) > 0))
       data_inputs.push_back(&in);
   }
@@ -366,6 +368,14 @@ Result<ImportResult> Translator::run() {
                      : fmt::format("the graph has several image inputs ({}); pick one with --input", names)};
   }
   const ValueInfo& image = *data_inputs[0];
+  // A graph exported in 16 bits (model.half(), or bfloat16) trains as autocast would run it.
+  precision_ = options_.precision;
+  if (!precision_ && (image.type == ElementType::float16 || image.type == ElementType::bfloat16)) {
+    precision_ = image.type == ElementType::float16 ? Precision::fp16 : Precision::bf16;
+    notes_.push_back(fmt::format("the input '{}' is {}: imported as precision {} (docs/model-format.md, \"Precision\")",
+                     image.name, image.type == ElementType::float16 ? "float16" : "bfloat16",
+                     precision_name(*precision_)));
+  }
   if (!image.has_shape || image.dims.size() != 4 || image.dims[1] < 1 || image.dims[2] < 1 || image.dims[3] < 1)
     return Error{{file_, 0, 0}, fmt::format("the input '{}' must be images [N, C, H, W] with fixed C, H and W",
                                             image.name)};

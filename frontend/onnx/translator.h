@@ -212,6 +212,7 @@ class Translator {
   std::map<std::string, int> used_names_;
   std::vector<Problem> problems_;
   std::vector<std::string> notes_;
+  std::optional<Precision> precision_;  // written to the YAML (ImportOptions::precision, or the input's type)
   std::map<std::string, int64_t> parameter_elements_;  // ONNX parameters' sizes
   int64_t graph_batch_ = -1;                            // the image input's batch dimension, -1 if not fixed
 };

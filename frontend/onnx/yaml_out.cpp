@@ -81,6 +81,7 @@ std::string Translator::yaml(const std::string& output_layer, int64_t classes, i
   const Optimizer& o = options_.optimizer;
   text += fmt::format("name: \"{}\"\ninput: [{}, {}, {}]\nbatch: {}\nclasses: {}\n", name, input_dims[0],
                       input_dims[1], input_dims[2], batch, classes);
+  if (precision_) text += fmt::format("precision: {}\n", precision_name(*precision_));
   text += fmt::format("optimizer: {{kind: {}, lr: {}, momentum: {}, weight_decay: {}}}\n", o.kind, o.lr, o.momentum,
                       o.weight_decay);
   text += "layers:\n";

@@ -73,12 +73,14 @@ TEST_F(CostModelLine, TheMathModeIsTheGpusDefaultOrTheModels) {
             std::string::npos)
       << refused.describe();
   EXPECT_FALSE(fs::exists(dir_ / "refused" / "plan.json"));
-  // 16-bit math needs 16-bit tensors, which the planner does not have: said where.
+  // 16-bit math is the 16-bit precision's: said where.
   write_file(dir_ / "fp16.yaml", small_model("math: fp16"));
   const MplanRun fp16 = mplan({"compile", (dir_ / "fp16.yaml").string(), "--budget", "1GiB", "-o",
                                (dir_ / "fp16").string()});
   EXPECT_NE(fp16.exit_code, 0);
-  EXPECT_NE(fp16.err.find("fp16.yaml:5:7: math 'fp16' needs 16-bit tensors"), std::string::npos) << fp16.describe();
+  EXPECT_NE(fp16.err.find("fp16.yaml:5:7: math 'fp16' needs 16-bit tensors: write 'precision: fp16' instead"),
+            std::string::npos)
+      << fp16.describe();
   write_file(dir_ / "bad.yaml", small_model("math: fast"));
   const MplanRun bad = mplan({"compile", (dir_ / "bad.yaml").string(), "--budget", "1GiB", "-o", (dir_ / "bad").string()});
   EXPECT_NE(bad.exit_code, 0);

@@ -103,6 +103,24 @@ TEST(Exporter, AModuleFromAFileWithAttentionAndItsWeights) {
   expect_weights_folder(*model, dir / "w");
 }
 
+TEST(Exporter, WritesThePrecisionAskedFor) {
+  if (!have_torchvision()) GTEST_SKIP() << "/usr/bin/python3 lacks torch or torchvision";
+  const fs::path dir = fresh_dir("exporter-precision");
+  const ShellRun r = run("/usr/bin/python3 " + kExporter + " " + MPLAN_SOURCE_DIR +
+                         "/tests/e2e/vision_models.py:Vit --input 3,16,16 --batch 4 --precision bf16 -o " +
+                         (dir / "v.yaml").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  Result<Model> model = load_model((dir / "v.yaml").string());
+  ASSERT_TRUE(model.ok()) << model.error().to_string();
+  EXPECT_EQ(model->precision, Precision::bf16);
+  const ShellRun refused = run("/usr/bin/python3 " + kExporter + " " + MPLAN_SOURCE_DIR +
+                               "/tests/e2e/vision_models.py:Vit --input 3,16,16 --batch 4 --precision fp8 -o " +
+                               (dir / "w.yaml").string());
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_NE(refused.output.find("--precision: invalid choice: 'fp8'"), std::string::npos) << refused.output;
+  EXPECT_FALSE(fs::exists(dir / "w.yaml"));
+}
+
 TEST(Exporter, EveryOpItCannotExportIsNamedAndNothingIsWritten) {
   if (!have_torchvision()) GTEST_SKIP() << "/usr/bin/python3 lacks torch or torchvision";
   const fs::path dir = fresh_dir("exporter-refused");

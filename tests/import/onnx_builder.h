@@ -74,6 +74,11 @@ class GraphBuilder {
     a->set_type(onnx::AttributeProto::FLOAT);
     a->set_f(v);
   }
+  // Gives a graph input another element type (onnx::TensorProto::FLOAT16, ...).
+  void input_type(const std::string& name, int32_t elem_type) {
+    for (onnx::ValueInfoProto& v : *graph_->mutable_input())
+      if (v.name() == name) v.mutable_type()->mutable_tensor_type()->set_elem_type(elem_type);
+  }
   std::string bytes() const { return model_.SerializeAsString(); }
 
  private:

@@ -97,6 +97,30 @@ TEST(OnnxImport, FlagsSetTheBatchClassesAndOptimizer) {
   EXPECT_NE(r.error().message.find("no input 'images'"), std::string::npos);
 }
 
+// A graph exported in 16 bits imports at that precision (said in a note);
+// --precision writes the one asked for.
+TEST(OnnxImport, SixteenBitGraphsImportAtTheirPrecision) {
+  for (const auto& [type, name] : {std::pair{onnx::TensorProto::FLOAT16, "fp16"},
+                                   std::pair{onnx::TensorProto::BFLOAT16, "bf16"}}) {
+    GraphBuilder g = conv_net();
+    g.input_type("x", type);
+    Result<ImportResult> r = import_onnx_bytes(g.bytes(), "net.onnx", {});
+    ASSERT_TRUE(r.ok()) << r.error().to_string();
+    EXPECT_STREQ(precision_name(parse(*r).precision), name);
+    ASSERT_FALSE(r->notes.empty());
+    EXPECT_NE(r->notes.back().find(std::string("imported as precision ") + name), std::string::npos)
+        << r->notes.back();
+  }
+  ImportOptions options;
+  options.precision = Precision::bf16;
+  Result<ImportResult> r = import_onnx_bytes(conv_net().bytes(), "net.onnx", options);
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  EXPECT_EQ(parse(*r).precision, Precision::bf16);
+  r = import_onnx_bytes(conv_net().bytes(), "net.onnx", {});
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  EXPECT_EQ(r->yaml.find("precision"), std::string::npos);  // a float32 graph writes none
+}
+
 TEST(OnnxImport, ADynamicBatchNeedsTheBatchFlag) {
   Result<ImportResult> r = import_onnx_bytes(conv_net(/*batch=*/-1).bytes(), "net.onnx", {});
   ASSERT_FALSE(r.ok());

@@ -1,0 +1,86 @@
+// --precision on the commands that read a model (docs/model-format.md,
+// `precision`): bounds and compare plan 16-bit models; compile refuses them
+// before writing anything (the programs have no 16-bit kernels), and
+// replaces the model's precision, in its copy too, for fp32 and tf32.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/cli/cli_test_util.h"
+
+namespace mplan::cli_test {
+namespace {
+
+class PrecisionFlag : public MplanTest {};
+
+std::string example_profile(const std::string& name) {
+  return (fs::path(example_model("cifar_small")).parent_path().parent_path() / "profiles" / name).string();
+}
+
+TEST_F(PrecisionFlag, BoundsCountSixteenBitActivations) {
+  auto peak = [&](const std::string& precision) {
+    const MplanRun run = mplan({"bounds", example_model("cifar_resnet"), "--json", "--precision", precision});
+    EXPECT_EQ(run.exit_code, 0) << run.describe();
+    const nlohmann::json j = nlohmann::json::parse(run.out);
+    EXPECT_EQ(j["precision"], precision);
+    return j["liveness_peak_bytes"].get<int64_t>() - j["weight_bytes"].get<int64_t>();
+  };
+  const int64_t fp32 = peak("fp32"), bf16 = peak("bf16"), fp16 = peak("fp16");
+  EXPECT_EQ(bf16, fp16);
+  EXPECT_LT(bf16, fp32 * 55 / 100);
+  EXPECT_GT(bf16, fp32 * 45 / 100);
+}
+
+TEST_F(PrecisionFlag, AnUnknownValueIsAUsageError) {
+  for (const char* command : {"bounds", "compare", "compile"}) {
+    std::vector<std::string> args = {command, example_model("cifar_small"), "--precision", "fp8"};
+    if (std::string(command) != "bounds") args.insert(args.end(), {"--budget", "64MiB"});
+    if (std::string(command) == "compile") args.insert(args.end(), {"-o", path("out")});
+    const MplanRun run = mplan(args);
+    EXPECT_NE(run.exit_code, 0) << run.describe();
+    EXPECT_TRUE(contains(run.err, "--precision 'fp8' is not one of fp32, tf32, bf16 and fp16")) << run.describe();
+  }
+  EXPECT_FALSE(fs::exists(path("out")));
+}
+
+TEST_F(PrecisionFlag, CompileRefusesSixteenBitsAndWritesNothing) {
+  write_file(path("m.yaml"), read_file(example_model("cifar_small")) + "precision: bf16\n");
+  for (const std::vector<std::string>& extra :
+       {std::vector<std::string>{path("m.yaml")}, {example_model("cifar_small"), "--precision", "fp16"}}) {
+    std::vector<std::string> args = {"compile"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    args.insert(args.end(), {"--budget", "64MiB", "-o", path("out")});
+    const MplanRun run = mplan(args);
+    EXPECT_EQ(run.exit_code, 1) << run.describe();
+    EXPECT_TRUE(contains(run.err, "the generated program has no 16-bit kernels yet, so compile writes nothing"))
+        << run.describe();
+    EXPECT_FALSE(fs::exists(path("out")));
+  }
+}
+
+TEST_F(PrecisionFlag, CompileReplacesThePrecisionInTheModelCopy) {
+  const MplanRun run = mplan({"compile", example_model("cifar_small"), "--precision", "tf32", "--device", "h100",
+                              "--budget", "64MiB", "-o", path("out")});
+  ASSERT_EQ(run.exit_code, 0) << run.describe();
+  const nlohmann::json plan = nlohmann::json::parse(read_file(path("out/plan.json")));
+  EXPECT_EQ(plan["cost_model"]["math_mode"], "tf32");
+  EXPECT_TRUE(contains(read_file(path("out/model.yaml")), "precision: tf32"));
+  const MplanRun verified = mplan({"verify", path("out")});
+  EXPECT_EQ(verified.exit_code, 0) << verified.describe();
+}
+
+TEST_F(PrecisionFlag, CompareWarnsWhenTheProfileWasMeasuredInFloat32) {
+  const MplanRun run = mplan({"compare", example_model("cifar_small"), "--precision", "bf16", "--profile",
+                              example_profile("cifar_small-h200.json"), "--budget", "64MiB", "--policies",
+                              "ideal,mplan"});
+  ASSERT_EQ(run.exit_code, 0) << run.describe();
+  EXPECT_TRUE(contains(run.err, "is precision bf16, but the profile was measured in fp32")) << run.describe();
+  EXPECT_TRUE(contains(run.out, "model cifar_small (batch 32, precision bf16)")) << run.describe();
+  const MplanRun json = mplan({"compare", example_model("cifar_small"), "--precision", "fp16", "--device", "h100",
+                               "--budget", "64MiB", "--policies", "ideal,mplan", "--json"});
+  ASSERT_EQ(json.exit_code, 0) << json.describe();
+  EXPECT_EQ(nlohmann::json::parse(json.out)["precision"], "fp16");
+}
+
+}  // namespace
+}  // namespace mplan::cli_test
