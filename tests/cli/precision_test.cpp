@@ -69,6 +69,15 @@ TEST_F(PrecisionFlag, CompileReplacesThePrecisionInTheModelCopy) {
   EXPECT_EQ(verified.exit_code, 0) << verified.describe();
 }
 
+// The model is read as written: an error names its line in the user's file.
+TEST_F(PrecisionFlag, ErrorsPointIntoTheUsersFile) {
+  write_file(path("bad.yaml"), "# a comment\n\nname: bad\ninput: [3, 8, 8]\nbatch: 4\nclasses: 10\nlayers:\n"
+                               "  - {op: conv, out: 4, kernel: 3}\n  - {op: frobnicate}\n");
+  const MplanRun run = mplan({"bounds", path("bad.yaml"), "--precision", "bf16"});
+  EXPECT_NE(run.exit_code, 0) << run.describe();
+  EXPECT_TRUE(contains(run.err, "bad.yaml:9:")) << run.describe();
+}
+
 TEST_F(PrecisionFlag, CompareWarnsWhenTheProfileWasMeasuredInFloat32) {
   const MplanRun run = mplan({"compare", example_model("cifar_small"), "--precision", "bf16", "--profile",
                               example_profile("cifar_small-h200.json"), "--budget", "64MiB", "--policies",
