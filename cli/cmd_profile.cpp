@@ -67,6 +67,17 @@ struct ProfiledGraphs {
   const Tdfg plain, variants;  // of model and of compact
 };
 
+// The model to profile: the kernels that profiling times store float32
+// tensors, so a 16-bit model is refused (a float32 profile prices it).
+Model profiled_model(const std::string& path) {
+  Model model = unwrap(load_model(path));
+  if (is_16_bit(model.precision))
+    fail(fmt::format("{}: precision {}: the kernels mplan profile times store float32 tensors; profile the model "
+                     "at fp32 or tf32 (such a profile prices it at {}, with a warning), or plan it with --device",
+                     path, precision_name(model.precision), precision_name(model.precision)));
+  return model;
+}
+
 void check_output(const ProfileOptions& options) {
   if (options.output.empty()) fail_usage("-o: expected the path of the profile to write");
   refuse_overwriting_inputs("-o", options.output,
@@ -88,7 +99,7 @@ std::string read_text(const std::string& path, const char* flag) {
 void run_write_jobs(const ProfileOptions& options) {
   if (options.repeats < 1 || options.repeats > 10000) fail_usage("--repeats: expected 1 to 10000");
   refuse_overwriting_inputs("--jobs", options.jobs, {options.model_path});
-  const ProfiledGraphs graphs(unwrap(load_model(options.model_path)));
+  const ProfiledGraphs graphs(profiled_model(options.model_path));
   const Model& model = graphs.model;
   const std::vector<int64_t> sub_batches = checked_sub_batches(options, model);
   const Tdfg& tdfg = graphs.plain;
@@ -111,7 +122,7 @@ void run_write_jobs(const ProfileOptions& options) {
 void run_merge(const ProfileOptions& options) {
   check_output(options);
   refuse_overwriting_inputs("-o", options.output, {options.merge});
-  const ProfiledGraphs graphs(unwrap(load_model(options.model_path)));
+  const ProfiledGraphs graphs(profiled_model(options.model_path));
   const Model& model = graphs.model;
   const std::vector<int64_t> sub_batches = checked_sub_batches(options, model);
   const Tdfg& tdfg = graphs.plain;
@@ -141,7 +152,7 @@ void run_cpu_profile(const ProfileOptions& options) {
   if (!options.device.empty())
     fail_usage("--device is for --backend analytic; --backend cpu measures this machine");
   check_output(options);
-  const ProfiledGraphs graphs(unwrap(load_model(options.model_path)));
+  const ProfiledGraphs graphs(profiled_model(options.model_path));
   const Model& model = graphs.model;
   const std::vector<int64_t> sub_batches = checked_sub_batches(options, model);
   const CpuMeasuredCostModel cost_model;
@@ -178,7 +189,7 @@ void run_profile(const ProfileOptions& options) {
     fail_usage("--backend: expected analytic, cpu or cuda, not '" + options.backend + "'");
   if (options.device.empty()) fail_usage("--device: required with --backend analytic");
   check_output(options);
-  const ProfiledGraphs graphs(unwrap(load_model(options.model_path)));
+  const ProfiledGraphs graphs(profiled_model(options.model_path));
   const Model& model = graphs.model;
   const std::vector<int64_t> sub_batches = checked_sub_batches(options, model);
   const Tdfg& tdfg = graphs.plain;

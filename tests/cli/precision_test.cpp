@@ -69,6 +69,15 @@ TEST_F(PrecisionFlag, CompileReplacesThePrecisionInTheModelCopy) {
   EXPECT_EQ(verified.exit_code, 0) << verified.describe();
 }
 
+TEST_F(PrecisionFlag, ProfileRefusesSixteenBitModels) {
+  write_file(path("m.yaml"), read_file(example_model("cifar_small")) + "precision: bf16\n");
+  const MplanRun run = mplan({"profile", path("m.yaml"), "--backend", "cuda", "--jobs", path("jobs.json")});
+  EXPECT_NE(run.exit_code, 0) << run.describe();
+  EXPECT_TRUE(contains(run.err, "precision bf16: the kernels mplan profile times store float32 tensors"))
+      << run.describe();
+  EXPECT_FALSE(fs::exists(path("jobs.json")));
+}
+
 // The model is read as written: an error names its line in the user's file.
 TEST_F(PrecisionFlag, ErrorsPointIntoTheUsersFile) {
   write_file(path("bad.yaml"), "# a comment\n\nname: bad\ninput: [3, 8, 8]\nbatch: 4\nclasses: 10\nlayers:\n"
