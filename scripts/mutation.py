@@ -13,7 +13,7 @@ behaviour, and the script fails.
     /usr/bin/python3 scripts/mutation.py [--work DIR] [--set SET,...] [--only NAME,...] [--list]
 
 The mutants come in sets (--set picks some; all by default): planner,
-runtime, verifier, codegen, checkpoints, frontend. Each names the tests that
+runtime, verifier, codegen, checkpoints, frontend, precision. Each names the tests that
 must kill it: a test binary (tests/<dir>/<dir>_tests), optionally with a
 gtest filter after a colon ("runtime:PoolTies.*:CpuFastPaths.*"), so a
 mutant runs only the tests about its code. scripts/mutation.sh is the entry
@@ -572,6 +572,87 @@ FRONTEND = [
      ["frontend"]),
 ]
 
+# 16-bit precision (ops/precision.h): each block's type, the casts fused into
+# their producer, the weights' 16-bit copy, and how the cost models count
+# bytes and find a task's entry.
+PRECISION = [
+    ("precision: a 16-bit op's output kept in fp32",
+     "ops/op_table.cpp",
+     "      case Autocast::low_precision: computed[l] = low; break;",
+     "      case Autocast::low_precision: computed[l] = DataType::float32; break;",
+     ["tdfg:BlockTypes.*"]),
+    ("precision: an add of fp32 and 16 bits keeps its first input's type",
+     "ops/precision.cpp",
+     "  if (a == b) return a;\n  return DataType::float32;",
+     "  return a;",
+     ["tdfg:BlockTypes.*"]),
+    ("precision: an element-wise op with an fp32 parameter follows its inputs",
+     "ops/op_table.cpp",
+     "      case Autocast::follow_inputs_and_weight: computed[l] = DataType::float32; break;",
+     "      case Autocast::follow_inputs_and_weight: computed[l] = widest; break;",
+     ["tdfg:BlockTypes.*"]),
+    ("precision: a cast fused into a producer whose backward reads its output",
+     "ops/op_table.cpp",
+     "only_low_consumers[l] && !reads_output &&",
+     "only_low_consumers[l] &&",
+     ["tdfg:BlockTypes.*"]),
+    ("precision: a cast fused where a consumer is not a 16-bit op",
+     "ops/op_table.cpp",
+     "      if (op_spec(layer.op).autocast != Autocast::low_precision) only_low_consumers[static_cast<size_t>(in)] = false;",
+     "",
+     ["tdfg:BlockTypes.*"]),
+    ("precision: a fused cast's gradient stored in 16 bits",
+     "tdfg/tdfg.cpp",
+     "layer(l).output.elements() * element_bytes(types.gradient[l]), 0, false);",
+     "layer(l).output.elements() * element_bytes(types.output[l]), 0, false);",
+     ["tdfg:BlockTypes.*"]),
+    ("precision: no 16-bit copy of the weights",
+     "tdfg/tdfg.cpp",
+     "                ? params * element_bytes(types.output[l]) : 0;",
+     "                ? 0 : 0;",
+     ["tdfg:BlockTypes.*", "profiler:PrecisionCost.*"]),
+    ("precision: attention keeps its probabilities in fp32",
+     "tdfg/tdfg.cpp",
+     "        if (spec.autocast == Autocast::low_precision && types.output[l] != DataType::float32) {",
+     "        if (false) {",
+     ["tdfg:BlockTypes.*"]),
+    ("precision: math folded without its precision",
+     "ops/model.cpp",
+     "  model.precision = precision;\n  model.math = mode;",
+     "  model.math = mode;",
+     ["frontend:Precision.*"]),
+    ("precision: a 16-bit task's signature without its type",
+     "profiler/signature.cpp",
+     "  if (s.dtype != DataType::float32) text += std::string(\" dtype=\") + data_type_name(s.dtype);",
+     "",
+     ["profiler:PrecisionCost.*"]),
+    ("precision: the update does not remake the 16-bit copies",
+     "profiler/analytic_model.cpp",
+     "per_parameter * kFloatBytes * s.parameters + 2.0 * s.copied_parameters,",
+     "per_parameter * kFloatBytes * s.parameters,",
+     ["profiler:PrecisionCost.*"]),
+    ("precision: every kernel's bytes scale with the math mode",
+     "profiler/kernel_work.cpp",
+     "work.bytes_in_math_operands ? work.bytes * math_operand_bytes(math) / 4.0 : work.bytes;",
+     "work.bytes * math_operand_bytes(math) / 4.0;",
+     ["profiler:AnalyticModel.TensorCores*"]),
+    ("precision: a 16-bit model compiled",
+     "driver/compile.cpp",
+     "  if (is_16_bit(model.precision))\n    return Error{{}, fmt::format(\"{}: precision {}: the generated program",
+     "  if (false)\n    return Error{{}, fmt::format(\"{}: precision {}: the generated program",
+     ["cli:PrecisionFlag.*"]),
+    ("precision: a 16-bit model profiled with float32 kernels",
+     "cli/cmd_profile.cpp",
+     "  if (is_16_bit(model.precision))\n    fail(",
+     "  if (false)\n    fail(",
+     ["cli:PrecisionFlag.*"]),
+    ("precision: a float32 profile prices a 16-bit model without a warning",
+     "driver/cost_source.cpp",
+     "  if (is_16_bit(model.precision) && model.math != profile.math_mode)",
+     "  if (false)",
+     ["cli:PrecisionFlag.*"]),
+]
+
 SETS = {
     "planner": PLANNER,
     "runtime": RUNTIME,
@@ -579,6 +660,7 @@ SETS = {
     "codegen": CODEGEN,
     "checkpoints": CHECKPOINTS,
     "frontend": FRONTEND,
+    "precision": PRECISION,
 }
 
 
