@@ -6,7 +6,7 @@
 // those names), checks the plan with the independent verifier
 // (planner/verify.h) and writes DIR/plan.json, DIR/trace.json,
 // DIR/memory.svg, DIR/model.yaml (the model, for `mplan verify DIR`) and the
-// program. Every flag is checked before anything is computed, nothing is
+// program (not with --plan-only). Every flag is checked before anything is computed, nothing is
 // written unless the plan is made and verified, and the folder is replaced as
 // one unit (codegen/output_dir.h): a failure or a kill leaves the previous
 // output as it was.
@@ -109,6 +109,10 @@ void run_compile(const driver::CompileFlags& flags) {
     fmt::print("recomputed: {} forward steps run again in the backward pass\n", planned.recomputed_tasks);
   fmt::print("wrote: {}, {}, {}, {} (the model, for `mplan verify`)\n", (dir / "plan.json").string(),
              (dir / "trace.json").string(), (dir / "memory.svg").string(), (dir / driver::kModelCopyFile).string());
+  if (settings.plan_only) {
+    fmt::print("program: none (--plan-only)\n");
+    return;
+  }
   fmt::print("{}\n", settings.target_line);
   fmt::print("program: {}, {}\n", (dir / "train.cpp").string(), (dir / "CMakeLists.txt").string());
   // Never a silent substitution: what the program does otherwise than planned.
@@ -142,7 +146,7 @@ void setup_compile(CLI::App& command) {
   auto* batch = command.add_option("--batch", o->batch, "Mini-batch size B (default: the model's batch)");
   command.add_option("--precision", o->precision,
                      "Precision of the tensors, replacing the model's precision and math: fp32, tf32, bf16 or fp16 "
-                     "(docs/model-format.md); 16-bit models are planned by bounds and compare, not yet compiled");
+                     "(docs/model-format.md); 16-bit models get a plan (--plan-only), not yet a program");
   auto* sub_batch =
       command.add_option("--sub-batch", o->sub_batch, "Fix the sub-batch size b (default: chosen by the planner)");
   auto* engines = command.add_option("--copy-engines", o->copy_engines,
@@ -193,6 +197,9 @@ void setup_compile(CLI::App& command) {
                      "Backend of the generated program: cpu (runtime/cpu) or cuda (runtime/cuda: cuDNN, cuBLAS); "
                      "default: cuda where this machine has an NVIDIA GPU, else cpu");
   command.add_flag("--build", o->build, "Also build the training program: cmake -S DIR -B DIR/build && cmake --build DIR/build");
+  command.add_flag("--plan-only", o->plan_only,
+                   "Write the plan (plan.json, trace.json, memory.svg, model.yaml) without a program: for `mplan "
+                   "verify` and `mplan inspect`, and for 16-bit models, which have no program yet");
   command.add_flag("--allow-oversubscribe", o->allow_oversubscribe,
                    "Accept a --budget above the device's memory (the device file's or profile's)");
   command.callback([o, batch, sub_batch, engines, workspace, batchnorm] {

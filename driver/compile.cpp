@@ -159,6 +159,10 @@ Result<CompileSettings> check_compile_flags(const CompileFlags& f) {
   s.allow_oversubscribe = f.allow_oversubscribe;
   s.dump_lp = f.dump_lp;
   s.build = f.build;
+  s.plan_only = f.plan_only;
+  if (f.plan_only && f.build) return usage("--plan-only and --build exclude each other: --build builds the program");
+  if (f.plan_only && !f.target.empty())
+    return usage("--plan-only and --target exclude each other: no program is written");
   s.memory_saving_variants = !f.no_memory_saving_variants;
   return s;
 }
@@ -204,12 +208,12 @@ Result<CompileResult> compile(const CompileSettings& s) {
   Result<ModelInput> input = load_model_input(s.model_path, s.plan.batch, s.precision);
   if (!input) return input.error();
   const Model& model = input->model;
-  // The programs' kernels store fp32 tensors only: a 16-bit model is planned
-  // by `mplan bounds` and `mplan compare`, not yet compiled (nothing is written).
-  if (is_16_bit(model.precision))
+  // The programs' kernels store fp32 tensors only: a 16-bit model gets its
+  // plan (--plan-only), not yet a program (nothing is written).
+  if (is_16_bit(model.precision) && !s.plan_only)
     return Error{{}, fmt::format("{}: precision {}: the generated program has no 16-bit kernels yet, so compile "
-                                 "writes nothing; `mplan bounds` and `mplan compare` plan the model at this "
-                                 "precision (docs/model-format.md, \"precision\")",
+                                 "writes nothing; --plan-only writes the plan without a program, and `mplan "
+                                 "compare` plans the model with every policy (docs/model-format.md, \"Precision\")",
                                  s.model_path, precision_name(model.precision))};
   out.model_notes = input->notes;
   const int64_t batch = s.plan.batch > 0 ? s.plan.batch : model.batch;
@@ -262,6 +266,11 @@ Result<CompileResult> compile(const CompileSettings& s) {
   if (s.plan.workspace == WorkspaceUse::undivided)
     out.lower_bound = lower_bound_over_models(model, costs, plan.arena_bytes, batch);
 
+  out.files = {{"plan.json", plan_to_json(plan)},
+               {"trace.json", plan_to_trace_json(plan)},
+               {"memory.svg", plan_memory_svg(plan)},
+               {kModelCopyFile, input->yaml}};
+  if (s.plan_only) return out;
   // The training program: train.cpp and CMakeLists.txt (codegen/codegen.h),
   // against the runtime this mplan ships (installed, $MPLAN_HOME, or its source tree).
   codegen::CodegenOptions codegen_options;
@@ -272,10 +281,6 @@ Result<CompileResult> compile(const CompileSettings& s) {
   Result<codegen::GeneratedProgram> program = codegen::emit_program(*chosen.model, tdfg, plan, codegen_options);
   if (!program) return program.error();
   out.program = std::move(program).value();
-  out.files = {{"plan.json", plan_to_json(plan)},
-               {"trace.json", plan_to_trace_json(plan)},
-               {"memory.svg", plan_memory_svg(plan)},
-               {kModelCopyFile, input->yaml}};
   for (const codegen::GeneratedFile& file : out.program.files) out.files.push_back({file.path, file.text});
   return out;
 }

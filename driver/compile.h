@@ -45,6 +45,7 @@ struct CompileFlags {
   std::string target;           // cpu|cuda; "": cuda where a GPU is present, else cpu
   bool allow_oversubscribe = false;  // a budget above the device's memory
   bool build = false;                // also build DIR/build/train
+  bool plan_only = false;            // the plan and its views, no program
 };
 
 // The flags, checked: everything compile needs besides the files.
@@ -59,6 +60,7 @@ struct CompileSettings {
   bool allow_oversubscribe = false;
   std::string dump_lp;
   bool build = false;
+  bool plan_only = false;  // no program: plan.json, trace.json, memory.svg and the model copy
   // mplan's search also plans the model with its memory-saving operator
   // variants and keeps the faster (driver/planned_model.h).
   bool memory_saving_variants = true;

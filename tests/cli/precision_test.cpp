@@ -58,6 +58,44 @@ TEST_F(PrecisionFlag, CompileRefusesSixteenBitsAndWritesNothing) {
   }
 }
 
+// --plan-only: a 16-bit plan, verified, without a program; its blocks are
+// half the bytes of the fp32 plan's where autocast makes them 16-bit.
+TEST_F(PrecisionFlag, PlanOnlyWritesAVerifiedSixteenBitPlan) {
+  auto plan_at = [&](const std::string& precision, const std::string& budget, const std::string& dir) {
+    const MplanRun run = mplan({"compile", example_model("cifar_small"), "--precision", precision, "--device", "h100",
+                                "--budget", budget, "--plan-only", "-o", path(dir)});
+    EXPECT_EQ(run.exit_code, 0) << run.describe();
+    EXPECT_TRUE(contains(run.out, "program: none (--plan-only)")) << run.describe();
+    EXPECT_TRUE(fs::exists(path(dir + "/plan.json")));
+    EXPECT_FALSE(fs::exists(path(dir + "/train.cpp")));
+    const MplanRun verified = mplan({"verify", path(dir)});
+    EXPECT_EQ(verified.exit_code, 0) << verified.describe();
+    return nlohmann::json::parse(read_file(path(dir + "/plan.json")));
+  };
+  const nlohmann::json fp32 = plan_at("fp32", "1GiB", "fp32");
+  const nlohmann::json bf16 = plan_at("bf16", "1GiB", "bf16");
+  auto buffer_bytes = [](const nlohmann::json& plan, const std::string& block) {
+    const auto& names = plan["block_names"];
+    for (const auto& b : plan["buffers"])
+      if (b["block"].get<int>() >= 0 && names[b["block"].get<size_t>()] == block) return b["bytes"].get<int64_t>();
+    return int64_t{-1};
+  };
+  ASSERT_GT(buffer_bytes(fp32, "Y[conv1+relu1]"), 0);
+  EXPECT_EQ(buffer_bytes(bf16, "Y[conv1+relu1]") * 2, buffer_bytes(fp32, "Y[conv1+relu1]"));
+  EXPECT_EQ(buffer_bytes(bf16, "X"), buffer_bytes(fp32, "X"));
+  // A plan that offloads (one round at a budget below its need) verifies too.
+  const MplanRun tight = mplan({"compile", example_model("cifar_resnet"), "--precision", "bf16", "--device", "h100",
+                                "--budget", "35MiB", "--batchnorm", "one", "--plan-only", "-o", path("tight")});
+  ASSERT_EQ(tight.exit_code, 0) << tight.describe();
+  EXPECT_GT(nlohmann::json::parse(read_file(path("tight/plan.json")))["summary"]["offload_count"].get<int>(), 0);
+  const MplanRun verified = mplan({"verify", path("tight")});
+  EXPECT_EQ(verified.exit_code, 0) << verified.describe();
+  const MplanRun both = mplan({"compile", example_model("cifar_small"), "--budget", "64MiB", "--plan-only", "--build",
+                               "-o", path("both")});
+  EXPECT_EQ(both.exit_code, 2) << both.describe();
+  EXPECT_TRUE(contains(both.err, "--plan-only and --build exclude each other")) << both.describe();
+}
+
 TEST_F(PrecisionFlag, CompileReplacesThePrecisionInTheModelCopy) {
   const MplanRun run = mplan({"compile", example_model("cifar_small"), "--precision", "tf32", "--device", "h100",
                               "--budget", "64MiB", "-o", path("out")});
