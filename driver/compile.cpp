@@ -262,6 +262,8 @@ Result<CompileResult> compile(const CompileSettings& s) {
     for (const Task& t : tdfg.tasks) plan.task_names.push_back(t.name);
   if (plan.block_names.empty())
     for (const Block& b : tdfg.blocks) plan.block_names.push_back(b.name);
+  if (is_16_bit(model.precision) && plan.block_types.empty())
+    for (const Block& b : tdfg.blocks) plan.block_types.push_back(data_type_name(b.dtype));
   if (Status ok = verified(plan, tdfg); !ok) return ok.error();
   if (s.plan.workspace == WorkspaceUse::undivided)
     out.lower_bound = lower_bound_over_models(model, costs, plan.arena_bytes, batch);

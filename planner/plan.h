@@ -215,6 +215,10 @@ struct Plan {
   // not filled (cmd_compile fills them from the Tdfg).
   std::vector<std::string> task_names;
   std::vector<std::string> block_names;
+  // The type of each block's elements (Block::dtype's name: "float32",
+  // "bfloat16", ...), indexed by id; filled for 16-bit models only, whose
+  // blocks are not all float32 (docs/model-format.md, "Precision").
+  std::vector<std::string> block_types;
 };
 
 // The host slot of a block instance (block, round); kNoHostSlot if it has none.

@@ -12,6 +12,7 @@
 
 #include "core/input_file.h"
 #include "core/limits.h"
+#include "ops/precision.h"
 #include "planner/plan_limits.h"
 #include "profiler/input_json.h"
 
@@ -148,6 +149,7 @@ std::string plan_to_json(const Plan& plan) {
   header["summary"] = summary_json(plan.summary);
   header["task_names"] = plan.task_names;
   header["block_names"] = plan.block_names;
+  if (!plan.block_types.empty()) header["block_types"] = plan.block_types;
 
   std::string out = "{\n";
   for (auto it = header.begin(); it != header.end(); ++it) {
@@ -347,6 +349,13 @@ class Reader {
     read_summary(object(field(root, "", "summary"), "summary"), plan.summary);
     if (root.contains("task_names")) plan.task_names = texts(root["task_names"], "task_names");
     if (root.contains("block_names")) plan.block_names = texts(root["block_names"], "block_names");
+    if (root.contains("block_types")) {
+      plan.block_types = texts(root["block_types"], "block_types");
+      for (size_t b = 0; b < plan.block_types.size(); ++b)
+        if (!parse_data_type(plan.block_types[b]))
+          fail("block_types", fmt::format("block_types[{}] is '{}', not a type (float32, bfloat16, float16, int32)", b,
+                                          plan.block_types[b]));
+    }
 
     return plan;
   }
@@ -590,7 +599,7 @@ bool plans_equal(const Plan& a, const Plan& b) {
          a.arena_bytes == b.arena_bytes && a.host_bytes == b.host_bytes && a.batch == b.batch &&
          a.sub_batch == b.sub_batch && a.sub_batches == b.sub_batches && a.copy_engines == b.copy_engines &&
          a.event_count == b.event_count && same(a.summary, b.summary) && a.task_names == b.task_names &&
-         a.block_names == b.block_names && same_all(a.choices, b.choices) && same_all(a.buffers, b.buffers) &&
+         a.block_names == b.block_names && a.block_types == b.block_types && same_all(a.choices, b.choices) && same_all(a.buffers, b.buffers) &&
          same_all(a.host_slots, b.host_slots) && same_all(a.steps, b.steps);
 }
 

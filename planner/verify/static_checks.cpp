@@ -360,6 +360,17 @@ void Verifier::check_header_against_tdfg() {
                       tdfg_.blocks[b].name));
       break;
     }
+  if (!plan_.block_types.empty() && plan_.block_types.size() != tdfg_.blocks.size())
+    add(-1, ViolationKind::header,
+        fmt::format("block_types has {} types but the TDFG has {} blocks", plan_.block_types.size(),
+                    tdfg_.blocks.size()));
+  for (size_t b = 0; b < plan_.block_types.size() && b < tdfg_.blocks.size(); ++b)
+    if (plan_.block_types[b] != data_type_name(tdfg_.blocks[b].dtype)) {
+      add(-1, ViolationKind::header,
+          fmt::format("block_types[{}] is '{}', but block {} ({}) is {}", b, plan_.block_types[b], b,
+                      tdfg_.blocks[b].name, data_type_name(tdfg_.blocks[b].dtype)));
+      break;
+    }
 }
 
 // Which host slots share host bytes (a sweep over slots by offset). Slots

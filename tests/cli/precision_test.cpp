@@ -80,6 +80,14 @@ TEST_F(PrecisionFlag, PlanOnlyWritesAVerifiedSixteenBitPlan) {
       if (b["block"].get<int>() >= 0 && names[b["block"].get<size_t>()] == block) return b["bytes"].get<int64_t>();
     return int64_t{-1};
   };
+  // A 16-bit plan names each block's type; an fp32 plan, all float32, does not.
+  EXPECT_FALSE(fp32.contains("block_types"));
+  ASSERT_TRUE(bf16.contains("block_types"));
+  const auto& names = bf16["block_names"];
+  for (size_t b = 0; b < names.size(); ++b) {
+    if (names[b] == "Y[conv1+relu1]") EXPECT_EQ(bf16["block_types"][b], "bfloat16");
+    if (names[b] == "X") EXPECT_EQ(bf16["block_types"][b], "float32");
+  }
   ASSERT_GT(buffer_bytes(fp32, "Y[conv1+relu1]"), 0);
   EXPECT_EQ(buffer_bytes(bf16, "Y[conv1+relu1]") * 2, buffer_bytes(fp32, "Y[conv1+relu1]"));
   EXPECT_EQ(buffer_bytes(bf16, "X"), buffer_bytes(fp32, "X"));
@@ -90,6 +98,18 @@ TEST_F(PrecisionFlag, PlanOnlyWritesAVerifiedSixteenBitPlan) {
   EXPECT_GT(nlohmann::json::parse(read_file(path("tight/plan.json")))["summary"]["offload_count"].get<int>(), 0);
   const MplanRun verified = mplan({"verify", path("tight")});
   EXPECT_EQ(verified.exit_code, 0) << verified.describe();
+  // The verifier checks the types against the model, the reader their names.
+  std::string text = read_file(path("bf16/plan.json"));
+  text.replace(text.find("\"bfloat16\""), 10, "\"float16\"");
+  write_file(path("bf16/plan.json"), text);
+  const MplanRun wrong = mplan({"verify", path("bf16")});
+  EXPECT_NE(wrong.exit_code, 0) << wrong.describe();
+  EXPECT_TRUE(contains(wrong.out + wrong.err, "block_types[")) << wrong.describe();
+  text.replace(text.find("\"float16\""), 9, "\"fp8\"");
+  write_file(path("bf16/plan.json"), text);
+  const MplanRun unknown = mplan({"verify", path("bf16")});
+  EXPECT_NE(unknown.exit_code, 0) << unknown.describe();
+  EXPECT_TRUE(contains(unknown.err, "is 'fp8', not a type")) << unknown.describe();
   const MplanRun both = mplan({"compile", example_model("cifar_small"), "--budget", "64MiB", "--plan-only", "--build",
                                "-o", path("both")});
   EXPECT_EQ(both.exit_code, 2) << both.describe();

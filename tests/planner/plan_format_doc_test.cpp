@@ -220,6 +220,7 @@ Plan full_plan() {
   p.event_count = 1;
   p.task_names = {"t"};
   p.block_names = {"b"};
+  p.block_types = {"bfloat16"};
   return p;
 }
 
