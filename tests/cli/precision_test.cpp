@@ -116,6 +116,21 @@ TEST_F(PrecisionFlag, PlanOnlyWritesAVerifiedSixteenBitPlan) {
   EXPECT_TRUE(contains(both.err, "--plan-only and --build exclude each other")) << both.describe();
 }
 
+// Every policy plans a 16-bit model, and every plan passes the verifier.
+TEST_F(PrecisionFlag, EveryPolicysSixteenBitPlanPassesTheVerifier) {
+  const MplanRun run = mplan({"compare", example_model("cifar_resnet"), "--precision", "bf16", "--device", "h100",
+                              "--budget", "35MiB", "--json"});
+  ASSERT_EQ(run.exit_code, 0) << run.describe();
+  int feasible = 0;
+  const nlohmann::json compared = nlohmann::json::parse(run.out);
+  for (const auto& p : compared.at("policies")) {
+    if (!p["feasible"].get<bool>()) continue;
+    ++feasible;
+    EXPECT_EQ(p["violations"].get<int>(), 0) << p["policy"] << ": " << p.value("first_violation", "");
+  }
+  EXPECT_GE(feasible, 8);
+}
+
 TEST_F(PrecisionFlag, CompileReplacesThePrecisionInTheModelCopy) {
   const MplanRun run = mplan({"compile", example_model("cifar_small"), "--precision", "tf32", "--device", "h100",
                               "--budget", "64MiB", "-o", path("out")});
