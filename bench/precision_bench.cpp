@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_args.h"
 #include "core/bytes.h"
 #include "driver/planned_model.h"
 #include "frontend/parse.h"
@@ -182,14 +183,6 @@ std::string markdown(const std::vector<Row>& rows, const std::string& curve_mode
   return out;
 }
 
-std::vector<std::string> split(const std::string& list) {
-  std::vector<std::string> out;
-  std::stringstream in(list);
-  for (std::string item; std::getline(in, item, ',');)
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
-
 }  // namespace
 }  // namespace mplan
 
@@ -202,7 +195,7 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--models" && i + 1 < argc) {
-      models = split(argv[++i]);
+      models = bench::split_list(argv[++i]);
       command += " --models " + std::string(argv[i]);
     } else if (arg == "--device" && i + 1 < argc) {
       device_path = argv[++i];

@@ -27,6 +27,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/bench_args.h"
 #include "core/bytes.h"
 #include "frontend/parse.h"
 #include "planner/planner.h"
@@ -54,14 +55,6 @@ struct Row {
   double sweep_s = 0;
   bool mplan_feasible = false;
 };
-
-std::vector<std::string> split(const std::string& text) {
-  std::vector<std::string> out;
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) if (!item.empty()) out.push_back(item);
-  return out;
-}
 
 Row sweep(const std::string& name, const Model& model, const Tdfg& tdfg, const CostModel& cost,
           const std::string& device, int64_t budget, int engines, int threads) {
@@ -136,9 +129,9 @@ int main(int argc, char** argv) {
       }
       return argv[++i];
     };
-    if (a == "--models") models = split(value());
+    if (a == "--models") models = bench::split_list(value());
     else if (a == "--device") device_name = value();
-    else if (a == "--budgets") budgets = split(value());
+    else if (a == "--budgets") budgets = bench::split_list(value());
     else if (a == "--batch") batch = std::stoll(value());
     else if (a == "--threads") threads = std::stoi(value());
     else if (a == "--markdown") markdown = value();

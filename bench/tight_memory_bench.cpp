@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_args.h"
 #include "core/bytes.h"
 #include "driver/planned_model.h"
 #include "frontend/parse.h"
@@ -65,15 +66,6 @@ struct Row {
   std::vector<Cell> cheap_only;  // one round, --no-recompute-convolutions
   std::vector<Cell> plain_only;  // one round, --no-memory-saving-variants
 };
-
-std::vector<std::string> split(const std::string& text) {
-  std::vector<std::string> out;
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ','))
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
 
 // Which levers a cell turns off.
 struct Levers {
@@ -196,7 +188,7 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--models" && i + 1 < argc) {
-      models = split(argv[++i]);
+      models = bench::split_list(argv[++i]);
       command += " --models " + std::string(argv[i]);
     } else if (arg == "--markdown" && i + 1 < argc) {
       markdown_path = argv[++i];

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "cli/command.h"
+#include "driver/model_input.h"
 #include "frontend/onnx/onnx_import.h"
 
 namespace mplan::cli {
@@ -32,11 +33,7 @@ void run_import(const ImportFlags& f) {
   if (f.options.batch < 0) fail(fmt::format("--batch must be at least 1, got {}", f.options.batch));
   if (f.options.classes < 0) fail(fmt::format("--classes must be at least 1, got {}", f.options.classes));
   onnx_import::ImportOptions options = f.options;
-  if (!f.precision.empty()) {
-    options.precision = parse_precision(f.precision);
-    if (!options.precision)
-      fail_usage(fmt::format("--precision '{}' is not one of fp32, tf32, bf16 and fp16", f.precision));
-  }
+  options.precision = unwrap(driver::precision_flag(f.precision));
   const onnx_import::ImportResult result = unwrap(onnx_import::import_onnx(f.onnx_path, options));
   write_file_atomically(f.out_path, result.yaml);
   for (const std::string& note : result.notes) fmt::print(stderr, "note: {}\n", note);

@@ -25,10 +25,10 @@ Result<LoadedCostModel> recorded(const CostSource& source, const Model& model, c
   // is planned with the profile's, and says so (docs/profile-format.md, "math").
   if (is_16_bit(model.precision) && model.math != profile.math_mode)
     out.warnings.push_back(fmt::format(
-        "{} is precision {}, but the profile was measured in {}: the plan counts {}-bit bytes but is priced with "
+        "{} is precision {}, but the profile was measured in {}: the plan counts 16-bit bytes but is priced with "
         "the profile's {} kernel times; profile the model in {} to plan in it",
         model_path, precision_name(model.precision),
-        profile.math_mode.empty() ? "an unrecorded math" : profile.math_mode, 16,
+        profile.math_mode.empty() ? "an unrecorded math" : profile.math_mode,
         profile.math_mode.empty() ? "recorded" : profile.math_mode, precision_name(model.precision)));
   else if (model.math != "default" && !profile.math_mode.empty() && model.math != profile.math_mode)
     out.warnings.push_back(fmt::format(

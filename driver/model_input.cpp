@@ -18,6 +18,9 @@ Result<std::optional<Precision>> precision_flag(const std::string& value) {
   return std::optional<Precision>{*p};
 }
 
+namespace {
+
+// The model YAML text with its precision replaced (and its math left out).
 Result<std::string> with_precision(const std::string& yaml, Precision precision, const std::string& file) {
   Result<YAML::Node> loaded = load_yaml_document(yaml, file, "a model: a map with name, input, batch and layers");
   if (!loaded) return loaded.error();
@@ -33,8 +36,6 @@ Result<std::string> with_precision(const std::string& yaml, Precision precision,
     return Error{{file, 0, 0}, "cannot write the model with --precision: " + e.msg};
   }
 }
-
-namespace {
 
 // The model parsed from the user's text (errors at its lines); with a
 // precision, that precision in the model and in the text written beside the plan.

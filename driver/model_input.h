@@ -28,7 +28,5 @@ Result<ModelInput> load_model_input(const std::string& path, int64_t batch,
 // The --precision flag's value, or a usage error naming the flag; nothing for "".
 Result<std::optional<Precision>> precision_flag(const std::string& value);
 
-// The model YAML text with its precision replaced (and its math left out).
-Result<std::string> with_precision(const std::string& yaml, Precision precision, const std::string& file);
 
 }  // namespace mplan::driver
