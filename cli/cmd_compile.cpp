@@ -146,7 +146,7 @@ void setup_compile(CLI::App& command) {
   auto* batch = command.add_option("--batch", o->batch, "Mini-batch size B (default: the model's batch)");
   command.add_option("--precision", o->precision,
                      "Precision of the tensors, replacing the model's precision and math: fp32, tf32, bf16 or fp16 "
-                     "(docs/model-format.md); 16-bit models get a plan (--plan-only), not yet a program");
+                     "(docs/model-format.md); a 16-bit model's program is the CPU backend's (--target cpu)");
   auto* sub_batch =
       command.add_option("--sub-batch", o->sub_batch, "Fix the sub-batch size b (default: chosen by the planner)");
   auto* engines = command.add_option("--copy-engines", o->copy_engines,

@@ -22,6 +22,7 @@
 #include "codegen/program_text.h"
 #include "codegen/round_classes.h"
 #include "codegen/segments.h"
+#include "codegen/sixteen_bit_calls.h"
 #include "codegen/step_calls.h"
 #include "core/bytes.h"
 
@@ -75,6 +76,11 @@ class ProgramEmitter {
 
   Result<GeneratedProgram> emit() {
     if (Status s = check_plan(model_, tdfg_, plan_); !s) return s.error();
+    types_ = model_types(model_);
+    if (types_.sixteen_bit && options_.target != Target::cpu)
+      return codegen_error(fmt::format("precision {}: the CUDA backend has no 16-bit kernels yet; the CPU backend "
+                                       "runs 16-bit programs (docs/generated-program.md, \"16-bit programs\")",
+                                       precision_name(model_.precision)));
     const ChoiceIndex choices(plan_);
     for (const Step& step : plan_.steps) {
       if (step.records != kNoEvent) recorder_[step.records] = step.index;
@@ -105,7 +111,8 @@ class ProgramEmitter {
     std::string text = emit_header(header) + "#include \"runtime/runtime.h\"\n\nnamespace {\n\nusing namespace mplan::rt;\n" +
                        emit_model_constants(header, resident_names_) + "\n// ---- shapes of the kernel calls " +
                        std::string(48, '-') + "\n" + constants_.text() + schedule +
-                       emit_program_spec(header, poisoning_.debug_event_count) + "\n}  // namespace\n\n" +
+                       emit_sixteen_bit_tables(header) +
+                       emit_program_spec(header, poisoning_.debug_event_count, wide_scratch_bytes_) + "\n}  // namespace\n\n" +
                        "int main(int argc, char** argv) { return mplan::rt::run_program(argc, argv, kSpec); }\n";
     program.files.push_back({"train.cpp", std::move(text)});
     program.files.push_back({"CMakeLists.txt", emit_cmake(model_.name, options_)});
@@ -279,31 +286,94 @@ class ProgramEmitter {
     return text;
   }
 
+  // A 16-bit program's cast of one operand region into or out of the float scratch.
+  std::string cast_line(Fields& fields, const CastOperand& operand, bool into_scratch, int32_t base) {
+    const std::string block = fmt::format("p.u8({}){}", buffer_expr(fields, operand.buffer, base),
+                                          operand.byte_offset != 0 ? " + " + std::to_string(operand.byte_offset) : "");
+    const std::string scratch = fmt::format("p.wide({})", operand.scratch_offset);
+    const auto code = [](DataType t) { return static_cast<int64_t>(storage_type(t)); };
+    if (into_scratch && operand.zeroed)
+      return fmt::format("zero_floats(p.compute(), {}, {});  // the results, added to {} after rounding", scratch,
+                         operand.count, data_type_name(operand.stored));
+    if (into_scratch)
+      return fmt::format("cast_to_float(p.compute(), {}, {}, {}, {}, {});  // {} -> float{}", block, scratch,
+                         operand.count, code(operand.stored), code(operand.load_rounding),
+                         data_type_name(operand.stored),
+                         operand.load_rounding != DataType::float32 && operand.load_rounding != operand.stored
+                             ? fmt::format(", rounded to {}", data_type_name(operand.load_rounding))
+                             : "");
+    std::string what = "float";
+    if (operand.result_type != DataType::float32 && operand.result_type != operand.stored)
+      what += fmt::format(" rounded to {}", data_type_name(operand.result_type));
+    return fmt::format("cast_from_float(p.compute(), {}, {}, {}, {}, {}, {});  // {} {} {}", scratch, block,
+                       operand.count, code(operand.stored), code(operand.result_type),
+                       operand.adds ? "true" : "false", what, operand.adds ? "added to" : "->",
+                       data_type_name(operand.stored));
+  }
+
   void compute_lines(Fields& fields, const Step& step, int32_t base, int32_t relative_index,
                      std::vector<std::string>& lines) {
     const StepCalls& calls = calls_.at(step.index);
     std::vector<std::string> names;
     for (const AlgorithmChoice& a : calls.algorithms) names.push_back(a.name);
     const Task& task = tdfg_.tasks[step.task];
-    std::vector<BufferId> outputs;
-    for (const rt::KernelCall& call : calls.invocation.calls) {
+    // fp16: the loss's gradient is multiplied by the loss scale (its one
+    // real argument, 1/B), before anything is rounded to 16 bits.
+    const bool scaled_loss = task.kind == TaskKind::BP1 && model_.precision == Precision::fp16 &&
+                             op_spec(task.op).is_loss;
+    const std::vector<CallCasts> casts = call_casts(model_, tdfg_, plan_, types_, step, calls);
+    std::vector<std::pair<BufferId, DataType>> outputs;
+    auto add_output = [&](BufferId buffer, DataType type) {
+      for (const auto& [b, t] : outputs)
+        if (b == buffer) return;
+      outputs.emplace_back(buffer, type);
+    };
+    std::vector<std::string> call_lines;
+    for (size_t c = 0; c < calls.invocation.calls.size(); ++c) {
+      const rt::KernelCall& call = calls.invocation.calls[c];
+      const CallCasts& cast = casts[c];
       const std::vector<rt::ParamType>& params = rt::kernel_params(call.kernel);
+      for (const CastOperand& operand : cast.operands) call_lines.push_back(cast_line(fields, operand, true, base));
       std::string args;
+      int reals = 0;
       for (size_t i = 0; i < call.args.size(); ++i) {
         const rt::Arg& arg = call.args[i];
         std::string text;
         if (arg.kind == rt::ArgKind::tensor) {
-          text = pointer(fields, arg, params[i], calls, base);
           const BufferId buffer = calls.slot_buffers[arg.slot];
-          if (params[i] == rt::ParamType::f32 && calls.invocation.tensors[arg.slot].role != TensorRole::workspace &&
-              std::find(outputs.begin(), outputs.end(), buffer) == outputs.end())
-            outputs.push_back(buffer);
+          if (cast.operand_of[i] >= 0) {
+            text = fmt::format("p.wide({})", cast.scratch_element[i] * 4);
+            if (params[i] == rt::ParamType::f32) add_output(buffer, cast.operands[cast.operand_of[i]].stored);
+          } else {
+            text = pointer(fields, arg, params[i], calls, base);
+            if (params[i] == rt::ParamType::f32 && calls.invocation.tensors[arg.slot].role != TensorRole::workspace)
+              add_output(buffer, DataType::float32);
+          }
         } else {
           text = scalar_argument(arg, params[i], constants_, names, "t.first_sample");
+          if (scaled_loss && params[i] == rt::ParamType::real) {
+            text += " * p.loss_scale()";
+            ++reals;
+          }
         }
         args += ", " + text;
       }
-      lines.push_back(fmt::format("{}(p.compute(){});", rt::kernel_name(call.kernel), args));
+      MPLAN_CHECK(!scaled_loss || reals == 1,
+                  fmt::format("codegen: the loss's backward kernel {} takes {} reals, not its scale alone",
+                              rt::kernel_name(call.kernel), reals));
+      call_lines.push_back(fmt::format("{}(p.compute(){});", rt::kernel_name(call.kernel), args));
+      for (const CastOperand& operand : cast.operands)
+        if (operand.written) call_lines.push_back(cast_line(fields, operand, false, base));
+      wide_scratch_bytes_ = std::max(wide_scratch_bytes_, cast.scratch_bytes);
+    }
+    if (task.kind == TaskKind::update && model_.precision == Precision::fp16) {
+      // fp16: the gradients lose the loss scale first; a step with a gradient
+      // that is not finite makes no update (runtime/loss_scale.h).
+      lines.push_back("if (p.unscale_gradients()) {");
+      for (const std::string& line : call_lines) lines.push_back("  " + line);
+      lines.push_back("}");
+    } else {
+      lines.insert(lines.end(), call_lines.begin(), call_lines.end());
     }
     if (task.kind == TaskKind::FP && !step.recompute && op_spec(task.op).is_loss) {
       for (size_t i = 0; i < task.writes.size(); ++i)
@@ -314,9 +384,16 @@ class ProgramEmitter {
     // float output is checked right where it is written.
     if (!outputs.empty()) {
       std::string list;
-      for (BufferId b : outputs)
-        list += fmt::format("{}{{{}, {}, {}}}", list.empty() ? "" : ", ", buffer_expr(fields, b, base),
-                            plan_.buffers[b].bytes, cpp_string_literal(block_label(b)));
+      for (const auto& [b, type] : outputs) {
+        // A W block with a 16-bit copy: its float32 part (the copy is made from it).
+        const Buffer& buffer = plan_.buffers[b];
+        int64_t bytes = buffer.bytes;
+        if (buffer.block != kNoBlock && tdfg_.blocks[buffer.block].kind == BlockKind::weight)
+          bytes = model_.parameter_count(tdfg_.blocks[buffer.block].layer) * element_bytes(DataType::float32);
+        list += fmt::format("{}{{{}, {}, {}{}}}", list.empty() ? "" : ", ", buffer_expr(fields, b, base), bytes,
+                            cpp_string_literal(block_label(b)),
+                            type == DataType::float32 ? "" : fmt::format(", {}", static_cast<int64_t>(storage_type(type))));
+      }
       lines.push_back(fmt::format("if (p.debug()) p.check_finite(t.round, {}, {{{}}});",
                                   cpp_string_literal(short_description(step)), list));
     }
@@ -604,6 +681,8 @@ class ProgramEmitter {
   const Plan& plan_;
   const CodegenOptions& options_;
   std::map<int32_t, StepCalls> calls_;          // step index -> its kernels
+  ModelTypes types_;                            // the blocks' types (16-bit programs)
+  int64_t wide_scratch_bytes_ = 0;              // the largest float scratch of a call's casts
   std::map<EventId, int32_t> recorder_;         // event -> the step that records it
   std::map<BufferId, std::string> resident_names_;
   DebugPoisoning poisoning_;

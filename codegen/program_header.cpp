@@ -182,8 +182,63 @@ std::string emit_model_constants(const ProgramHeader& h, const std::map<BufferId
   return text;
 }
 
-std::string emit_program_spec(const ProgramHeader& h, int32_t debug_event_count) {
+std::string emit_sixteen_bit_tables(const ProgramHeader& h) {
+  const Model& model = h.model;
+  if (!is_16_bit(model.precision)) return "";
+  const LayerTypes types = layer_types(model);
+  std::string copies, gradients;
+  int copy_count = 0, gradient_count = 0;
+  for (LayerId l = 0; l < static_cast<LayerId>(model.layers.size()); ++l) {
+    if (h.tdfg.weight_of[l] == kNoBlock) continue;
+    const Buffer* w = resident_buffer(h.plan, h.tdfg.weight_of[l]);
+    const Buffer* dw = resident_buffer(h.plan, h.tdfg.weight_grad_of[l]);
+    MPLAN_CHECK(w != nullptr && dw != nullptr, "codegen: no resident W or dW of " + model.layers[l].name);
+    const int64_t count = model.parameter_count(l);
+    if (const DataType copy = weight_copy_type(model, types, l); copy != DataType::float32) {
+      copies += fmt::format("    {{{}, {}, {}, {}}},  // {} ({})\n", absolute_offset(h.plan, *w), count,
+                            absolute_offset(h.plan, *w) + count * element_bytes(DataType::float32),
+                            static_cast<int64_t>(storage_type(copy)), comment_text(model.layers[l].name),
+                            data_type_name(copy));
+      ++copy_count;
+    }
+    gradients += fmt::format("{}{{{}, {}}}", gradients.empty() ? "" : ", ", absolute_offset(h.plan, *dw),
+                             count * element_bytes(DataType::float32));
+    ++gradient_count;
+  }
+  std::string text = "\n// ---- 16 bits: the weights' 16-bit copies and the weight gradients " +
+                     std::string(13, '-') + "\n";
+  text += "// master (float32) offset, count, copy offset, type (StorageType): made at start-up, remade by the update.\n";
+  text += copies.empty() ? "constexpr const WeightCopy* kWeightCopies = nullptr;\n"
+                         : "constexpr WeightCopy kWeightCopies[] = {\n" + copies + "};\n";
+  text += fmt::format("constexpr int32_t kWeightCopyCount = {};\n", copy_count);
+  text += "// Every dW (fp16: the loss scale is taken off them before the update).\n";
+  text += gradients.empty() ? "constexpr const Region* kWeightGradients = nullptr;\n"
+                            : "constexpr Region kWeightGradients[] = {" + gradients + "};\n";
+  text += fmt::format("constexpr int32_t kWeightGradientCount = {};\n", gradient_count);
+  return text;
+}
+
+std::string emit_program_spec(const ProgramHeader& h, int32_t debug_event_count, int64_t wide_scratch_bytes) {
   const Plan& plan = h.plan;
+  const bool sixteen = is_16_bit(h.model.precision);
+  const std::string sixteen_bit_fields =
+      sixteen ? fmt::format("    .precision = \"{}\",\n"
+                            "    .wide_scratch_bytes = {},\n"
+                            "    .weight_copies = kWeightCopies,\n"
+                            "    .weight_copy_count = kWeightCopyCount,\n"
+                            "    .loss_scaling = {},\n"
+                            "    .weight_gradients = kWeightGradients,\n"
+                            "    .weight_gradient_count = kWeightGradientCount,\n",
+                            precision_name(h.model.precision), wide_scratch_bytes,
+                            h.model.precision == Precision::fp16 ? "true" : "false")
+              : fmt::format("    .precision = \"{}\",\n"
+                            "    .wide_scratch_bytes = 0,\n"
+                            "    .weight_copies = nullptr,\n"
+                            "    .weight_copy_count = 0,\n"
+                            "    .loss_scaling = false,\n"
+                            "    .weight_gradients = nullptr,\n"
+                            "    .weight_gradient_count = 0,\n",
+                            precision_name(h.model.precision));
   return fmt::format(
       "\nconstexpr ProgramSpec kSpec = {{\n"
       "    .model_name = {},\n"
@@ -211,13 +266,15 @@ std::string emit_program_spec(const ProgramHeader& h, int32_t debug_event_count)
       "    .input_slots = kInputSlots,\n"
       "    .label_slots = kLabelSlots,\n"
       "    .run_iteration = run_iteration,\n"
+      "{}"
       "}};\n",
       cpp_string_literal(h.model.name),
       cpp_string_literal(plan.model_digest.empty() ? model_digest(h.model) : plan.model_digest),
       target_name(h.options.target), cpp_string_literal(plan.math_mode.empty() ? "fp32" : plan.math_mode), plan.batch, plan.sub_batches.size(), h.model.input.dims.at(0),
       h.model.input.dims.size() > 1 ? h.model.input.dims[1] : 1, h.model.input.dims.size() > 2 ? h.model.input.dims[2] : 1,
       h.model.classes, float_literal(h.model.optimizer.lr), plan.budget_bytes, plan.summary.peak_arena_bytes,
-      fmt::format("{:.4f}", plan.summary.simulated_ms), fmt::format("{:.4f}", plan.summary.stall_ms), plan.host_bytes, std::max(plan.event_count, 0), debug_event_count);
+      fmt::format("{:.4f}", plan.summary.simulated_ms), fmt::format("{:.4f}", plan.summary.stall_ms), plan.host_bytes, std::max(plan.event_count, 0), debug_event_count,
+      sixteen_bit_fields);
 }
 
 }  // namespace mplan::codegen

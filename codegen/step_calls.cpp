@@ -102,6 +102,7 @@ Result<StepCalls> step_calls(const Model& model, const Tdfg& tdfg, const Plan& p
       }
     }
     op_spec(layer.op).invoke(op_task, ctx, result.invocation);
+    result.accumulates_input_gradient = ctx.accumulates_input_gradient;
   }
   for (const TensorRef& ref : result.invocation.tensors) {
     BufferId buffer = kNoBuffer;

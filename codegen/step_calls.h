@@ -21,6 +21,9 @@ struct StepCalls {
   // the reason when it is another.
   std::vector<AlgorithmChoice> algorithms;
   std::vector<std::string> planned;    // the plan's names, in the same order
+  // BP1: per input of the layer, whether the task adds its gradient to what
+  // an earlier consumer wrote (InvocationContext::accumulates_input_gradient).
+  std::vector<bool> accumulates_input_gradient;
 };
 
 // The kernels of compute step `step` (of task step.task in step.round).

@@ -208,12 +208,13 @@ Result<CompileResult> compile(const CompileSettings& s) {
   Result<ModelInput> input = load_model_input(s.model_path, s.plan.batch, s.precision);
   if (!input) return input.error();
   const Model& model = input->model;
-  // The programs' kernels store fp32 tensors only: a 16-bit model gets its
-  // plan (--plan-only), not yet a program (nothing is written).
-  if (is_16_bit(model.precision) && !s.plan_only)
-    return Error{{}, fmt::format("{}: precision {}: the generated program has no 16-bit kernels yet, so compile "
-                                 "writes nothing; --plan-only writes the plan without a program, and `mplan "
-                                 "compare` plans the model with every policy (docs/model-format.md, \"Precision\")",
+  // A 16-bit program runs on the CPU backend, the reference; the CUDA
+  // backend has no 16-bit kernels yet (nothing is written).
+  if (is_16_bit(model.precision) && !s.plan_only && s.target != codegen::Target::cpu)
+    return Error{{}, fmt::format("{}: precision {}: the CUDA backend has no 16-bit kernels yet, so compile writes "
+                                 "nothing; --target cpu writes the CPU program (the reference, which computes in "
+                                 "float and stores 16 bits), --plan-only the plan without a program "
+                                 "(docs/generated-program.md, \"16-bit programs\")",
                                  s.model_path, precision_name(model.precision))};
   out.model_notes = input->notes;
   const int64_t batch = s.plan.batch > 0 ? s.plan.batch : model.batch;

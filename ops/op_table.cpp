@@ -93,6 +93,14 @@ LayerTypes layer_types(const Model& model) {
   return types;
 }
 
+DataType weight_copy_type(const Model& model, const LayerTypes& types, LayerId l) {
+  const size_t at = static_cast<size_t>(l);
+  if (model.parameter_count(l) == 0 || types.output.at(at) == DataType::float32 ||
+      op_spec(model.layers.at(at).op).autocast != Autocast::low_precision)
+    return DataType::float32;
+  return types.output[at];
+}
+
 int64_t layer_buffer_count(const Layer& layer, const std::vector<Shape>& inputs) {
   const OpSpec& spec = op_spec(layer.op);
   if (spec.buffers == nullptr) return 0;

@@ -274,6 +274,10 @@ struct LayerTypes {
   std::vector<DataType> output, gradient;
 };
 LayerTypes layer_types(const Model& model);
+// The type of the copy of its float32 parameters that a layer's W block
+// keeps after them: a 16-bit op's at 16-bit precision (autocast's weight
+// cast, remade by the update); float32 where the layer keeps none.
+DataType weight_copy_type(const Model& model, const LayerTypes& types, LayerId l);
 
 // Shortcuts over the entry.
 int64_t layer_parameter_count(const Layer& layer, const std::vector<Shape>& inputs);

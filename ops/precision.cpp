@@ -1,5 +1,7 @@
 #include "ops/precision.h"
 
+#include "core/error.h"
+
 namespace mplan {
 
 const char* precision_name(Precision p) {
@@ -47,6 +49,17 @@ DataType low_precision_type(Precision p) {
 DataType wider_type(DataType a, DataType b) {
   if (a == b) return a;
   return DataType::float32;
+}
+
+rt::StorageType storage_type(DataType t) {
+  switch (t) {
+    case DataType::float32: return rt::StorageType::float32;
+    case DataType::bfloat16: return rt::StorageType::bfloat16;
+    case DataType::float16: return rt::StorageType::float16;
+    case DataType::int32: break;
+  }
+  MPLAN_CHECK(false, "storage_type: int32 is not a float type");
+  return rt::StorageType::float32;
 }
 
 }  // namespace mplan

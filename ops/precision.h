@@ -10,6 +10,8 @@
 #include <optional>
 #include <string_view>
 
+#include "runtime/ops_casts.h"
+
 namespace mplan {
 
 enum class Precision {
@@ -32,6 +34,9 @@ DataType low_precision_type(Precision p);
 // The wider of two types (PyTorch's promotion of float types: float32 wins;
 // bfloat16 with float16 gives float32).
 DataType wider_type(DataType a, DataType b);
+// The runtime's name of a float type (the casts' argument, runtime/ops_casts.h).
+// Aborts for int32, which no cast takes.
+rt::StorageType storage_type(DataType t);
 
 // How an op's output type follows autocast (the op table's OpSpec::autocast).
 enum class Autocast {

@@ -6,10 +6,12 @@
 #include <algorithm>
 #include <cerrno>
 #include <cinttypes>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 namespace mplan::rt {
@@ -68,13 +70,18 @@ std::string meta_text(const CheckpointMeta& meta) {
   std::ostringstream out;
   out << "step " << meta.step << "\nseed " << meta.seed << "\nmodel " << meta.model_name << "\ndigest "
       << meta.model_digest << "\n";
+  if (meta.loss_scale) {
+    char scale[32];
+    std::snprintf(scale, sizeof scale, "%.9g", static_cast<double>(meta.loss_scale->scale));  // reads back exactly
+    out << "loss_scale " << scale << "\nloss_scale_growth_tracker " << meta.loss_scale->growth_tracker << "\n";
+  }
   return out.str();
 }
 
 bool parse_meta(const std::string& path, CheckpointMeta* meta, std::string* error) {
   std::ifstream in(path);
   if (!in) return fail(error, path + ": cannot read");
-  bool has_step = false, has_seed = false;
+  bool has_step = false, has_seed = false, has_scale = false, has_tracker = false;
   for (std::string line; std::getline(in, line);) {
     const size_t space = line.find(' ');
     const std::string key = line.substr(0, space), value = space == std::string::npos ? "" : line.substr(space + 1);
@@ -96,9 +103,26 @@ bool parse_meta(const std::string& path, CheckpointMeta* meta, std::string* erro
       meta->model_name = value;
     } else if (key == "digest") {
       meta->model_digest = value;
+    } else if (key == "loss_scale") {
+      const float v = std::strtof(value.c_str(), &end);
+      if (errno != 0 || end == value.c_str() || *end != '\0' || !std::isfinite(v) || !(v > 0))
+        return fail(error, path + ": loss_scale must be a finite number > 0, got '" + value + "'");
+      if (!meta->loss_scale) meta->loss_scale = LossScale{};
+      meta->loss_scale->scale = v;
+      has_scale = true;
+    } else if (key == "loss_scale_growth_tracker") {
+      const long long v = std::strtoll(value.c_str(), &end, 10);
+      if (errno != 0 || end == value.c_str() || *end != '\0' || v < 0 || v > std::numeric_limits<int32_t>::max())
+        return fail(error, path + ": loss_scale_growth_tracker must be an integer >= 0, got '" + value + "'");
+      if (!meta->loss_scale) meta->loss_scale = LossScale{};
+      meta->loss_scale->growth_tracker = static_cast<int32_t>(v);
+      has_tracker = true;
     }
   }
   if (!has_step || !has_seed) return fail(error, path + ": needs a step and a seed line");
+  if (has_scale != has_tracker)
+    return fail(error, path + ": has " + (has_scale ? "loss_scale without loss_scale_growth_tracker"
+                                                    : "loss_scale_growth_tracker without loss_scale"));
   return true;
 }
 

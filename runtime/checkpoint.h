@@ -16,9 +16,11 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "runtime/loss_scale.h"
 #include "runtime/npy.h"
 
 namespace mplan::rt {
@@ -29,6 +31,8 @@ struct CheckpointMeta {
   uint64_t seed = 1;        // --seed of the run (dropout masks and synthetic data depend on it)
   std::string model_name;
   std::string model_digest;
+  // fp16's loss scale and its clean-step counter (runtime/loss_scale.h).
+  std::optional<LossScale> loss_scale;
 };
 
 struct CheckpointTensor {

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "runtime/check.h"
+#include "runtime/ops_casts.h"
 
 namespace mplan::rt {
 namespace {
@@ -245,6 +246,11 @@ ClassTokenExtents class_token(Operands& e, const Values& v, size_t at) {
   if (e.failed()) return {};
   return {product({v(at), v(at + 1), v(at + 2)}), v(at + 2), product({v(at), v(at + 1) + 1, v(at + 2)})};
 }
+
+// The casts of 16-bit programs (runtime/ops_casts.h): whether a type argument
+// is a storage type, and the bytes of one of its elements.
+bool storage_type(int64_t type) { return type >= 0 && type < kStorageTypeCount; }
+int64_t storage_type_bytes(int64_t type) { return storage_type(type) ? storage_bytes(type) : kTooMany; }
 
 // ---- the table --------------------------------------------------------------------------------
 

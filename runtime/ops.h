@@ -227,6 +227,7 @@ void sgd_step(const Context& ctx, float* w, float* g, float* momentum_buf, int64
 // The other families of kernels, under the rules above.
 #include "runtime/ops_activations.h"
 #include "runtime/ops_attention.h"
+#include "runtime/ops_casts.h"
 #include "runtime/ops_channel.h"
 #include "runtime/ops_embeddings.h"
 #include "runtime/ops_normalization.h"

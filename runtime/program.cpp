@@ -97,6 +97,12 @@ std::string mib(int64_t bytes) {
 
 int64_t input_elements(const ProgramSpec& spec) { return spec.input_c * spec.input_h * spec.input_w; }
 
+std::string precision_of(const ProgramSpec& spec) { return spec.precision != nullptr ? spec.precision : "fp32"; }
+bool is_16_bit_program(const ProgramSpec& spec) {
+  const std::string p = precision_of(spec);
+  return p == "bf16" || p == "fp16";
+}
+
 }  // namespace
 
 // ---- the program's state ----------------------------------------------------------------------
@@ -121,6 +127,7 @@ Program::~Program() {
   stream_destroy(h2d_);
   stream_destroy(d2h_);
   if (device_.base != nullptr) device_free(device_);
+  if (wide_.base != nullptr) device_free(wide_);
   if (host_.base != nullptr) host_free(host_);
   if (round_loss_.base != nullptr) host_free(round_loss_);
   if (input_sets_.base != nullptr) host_free(input_sets_);
@@ -130,6 +137,10 @@ bool Program::allocate(std::string* error) {
   // One device allocation for the whole run (llm.c's single cudaMalloc).
   device_ = device_alloc(static_cast<size_t>(spec_.resident_region_bytes + spec_.arena_bytes), error);
   if (device_.base == nullptr) return false;
+  if (spec_.wide_scratch_bytes > 0) {
+    wide_ = device_alloc(static_cast<size_t>(spec_.wide_scratch_bytes), error);
+    if (wide_.base == nullptr) return false;
+  }
   host_ = host_alloc(static_cast<size_t>(std::max<int64_t>(spec_.host_bytes, 1)), error);
   if (host_.base == nullptr) return false;
   // Pinned, so that reading a round's loss does not make the host wait for the GPU.
@@ -206,8 +217,7 @@ void Program::check_finite(int32_t round, const char* step, std::initializer_lis
   if (!debug_poison_) return;
   stream_synchronize(compute_stream_);
   for (const Output& out : outputs) {
-    std::vector<float> values(static_cast<size_t>(out.bytes / 4));
-    copy_to_host(values.data(), bytes(out.offset), values.size() * sizeof(float));
+    const std::vector<float> values = read_floats(out.offset, out.bytes / storage_bytes(out.type), out.type);
     const size_t at = first_non_finite(values.data(), values.size());
     if (at == values.size()) continue;
     std::fprintf(stderr,
@@ -257,6 +267,8 @@ double Program::run_step(uint64_t step, const Dataset& data, bool prepare_next) 
   last_data_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - data_started).count();
   if (measure_next_) timeline_.begin(compute_stream_);
   measure_next_ = false;
+  last_update_skipped_ = false;
+  last_loss_scale_ = loss_scale();
   const auto enqueue_started = std::chrono::steady_clock::now();
   spec_.run_iteration(*this);
   last_enqueue_ms_ =
@@ -272,7 +284,9 @@ double Program::run_step(uint64_t step, const Dataset& data, bool prepare_next) 
   stream_synchronize(compute_stream_);
   stream_synchronize(h2d_);
   stream_synchronize(d2h_);
-  first_update_ = false;
+  // SGD's momentum starts at the first update that ran (a step fp16's loss
+  // scaling skipped made none).
+  if (!last_update_skipped_) first_update_ = false;
   double loss = 0;
   for (int32_t r = 0; r < spec_.rounds; ++r) loss += reinterpret_cast<const float*>(round_loss_.base)[r];
   return loss / static_cast<double>(spec_.batch);
@@ -349,7 +363,9 @@ bool save_weights(Program& p, const std::string& dir, int64_t step, std::string*
   for (int32_t t = 0; t < spec.tensor_count; ++t)
     tensors.push_back({spec.tensors[t].file, tensor_shape(spec.tensors[t]),
                        resident.data() + spec.tensors[t].offset_bytes / 4});
-  return checkpoint_save(dir, CheckpointMeta{step, p.seed(), spec.model_name, spec.model_digest}, tensors, error);
+  CheckpointMeta meta{step, p.seed(), spec.model_name, spec.model_digest, std::nullopt};
+  if (spec.loss_scaling) meta.loss_scale = p.loss_scale_state();
+  return checkpoint_save(dir, meta, tensors, error);
 }
 
 // Loads the weights and the step; refuses another model's checkpoint, a
@@ -400,6 +416,7 @@ bool load_weights(Program& p, const std::string& dir, bool reseed, int64_t* step
   if (!resident.empty()) copy_to_device(p.bytes(0), resident.data(), resident.size() * sizeof(float));
   *step = loaded.has_meta ? loaded.meta.step : 0;
   p.set_first_update(*step == 0);
+  if (spec.loss_scaling && loaded.has_meta && loaded.meta.loss_scale) p.set_loss_scale_state(*loaded.meta.loss_scale);
   return true;
 }
 
@@ -416,6 +433,10 @@ struct Flags {
   bool reseed = false;
   int copy_delay_ms = 0;
   std::string timeline;  // --timeline FILE: measure the last step's copies and waits
+  // fp16's loss scaling (runtime/loss_scale.h): --loss-scale, --loss-scale-growth-interval.
+  std::optional<float> loss_scale;
+  int32_t growth_interval = LossScaleRules{}.growth_interval;
+  bool growth_interval_given = false;
 };
 
 [[noreturn]] void flag_error(const std::string& message) {
@@ -473,6 +494,7 @@ Flags parse_flags(int argc, char** argv, const ProgramSpec& spec) {
       std::printf(
           "usage: train [--steps N] [--seed S] [--lr LR] [--data DIR] [--save DIR] [--load DIR] [--reseed]\n"
           "             [--checkpoint-every N] [--timeline FILE] [--debug-poison] [--debug-copy-delay-ms MS]\n"
+          "             [--loss-scale S] [--loss-scale-growth-interval N]  (fp16 programs)\n"
           "Trains %s by the plan compiled into it (target %s); see docs/generated-program.md.\n",
           spec.model_name, spec.target);
       std::exit(0);
@@ -500,6 +522,17 @@ Flags parse_flags(int argc, char** argv, const ProgramSpec& spec) {
     } else if (flag == "--timeline") {
       flags.timeline = value();
       if (flags.timeline.empty()) flag_error("--timeline: expected a file name");
+    } else if (flag == "--loss-scale") {
+      const char* text = value();
+      char* end = nullptr;
+      errno = 0;
+      const float scale = std::strtof(text, &end);
+      if (errno != 0 || end == text || *end != '\0' || !std::isfinite(scale) || !(scale > 0))
+        flag_error("--loss-scale: expected a finite number > 0, got '" + std::string(text) + "'");
+      flags.loss_scale = scale;
+    } else if (flag == "--loss-scale-growth-interval") {
+      flags.growth_interval = static_cast<int32_t>(parse_int(flag, value(), 1, std::numeric_limits<int32_t>::max()));
+      flags.growth_interval_given = true;
     } else if (flag == "--debug-poison") {
       flags.debug_poison = true;
     } else if (flag == "--debug-copy-delay-ms") {
@@ -511,6 +544,9 @@ Flags parse_flags(int argc, char** argv, const ProgramSpec& spec) {
   if (flags.checkpoint_every > 0 && flags.save.empty()) flag_error("--checkpoint-every: needs --save DIR");
   if (flags.reseed && flags.load.empty()) flag_error("--reseed: needs --load DIR");
   if (!flags.timeline.empty() && flags.steps == 0) flag_error("--timeline: needs at least one step");
+  if ((flags.loss_scale || flags.growth_interval_given) && !spec.loss_scaling)
+    flag_error(std::string(flags.loss_scale ? "--loss-scale" : "--loss-scale-growth-interval") +
+               ": only an fp16 program scales its loss; this one is " + precision_of(spec));
   return flags;
 }
 
@@ -543,21 +579,32 @@ int run_program(int argc, char** argv, const ProgramSpec& spec) {
     return 1;
   }
   init_weights(p);
+  if (spec.loss_scaling) {
+    LossScaleRules rules;
+    if (flags.loss_scale) rules.initial_scale = *flags.loss_scale;
+    rules.growth_interval = flags.growth_interval;
+    p.set_loss_scale_rules(rules);
+    p.set_loss_scale_state(LossScale{rules.initial_scale, 0});
+  }
   int64_t step = 0;
   if (!flags.load.empty() && !load_weights(p, flags.load, flags.reseed, &step, &error)) {
     std::fprintf(stderr, "train: error: --load: %s\n", error.c_str());
     return 2;
   }
+  // --loss-scale starts the scale afresh, even over a checkpoint's.
+  if (spec.loss_scaling && flags.loss_scale) p.set_loss_scale_state(LossScale{*flags.loss_scale, 0});
+  p.make_weight_copies();
   Dataset data;
   if (!flags.data.empty() && !load_dataset(spec, flags.data, &data, &error)) {
     std::fprintf(stderr, "train: error: --data: %s\n", error.c_str());
     return 2;
   }
   const BackendInfo backend = backend_info();
-  std::printf("%s: batch %" PRId64 " in %d sub-batch(es), budget %s, %s%s; %s backend (%s), math %s\n",
+  std::printf("%s: batch %" PRId64 " in %d sub-batch(es), budget %s, %s%s; %s backend (%s), math %s%s%s\n",
               spec.model_name, spec.batch, spec.rounds, mib(spec.budget_bytes).c_str(),
               data.count > 0 ? "data " : "synthetic data", data.count > 0 ? flags.data.c_str() : "",
-              backend.backend.c_str(), backend.device.c_str(), math_mode().c_str());
+              backend.backend.c_str(), backend.device.c_str(), math_mode().c_str(),
+              is_16_bit_program(spec) ? ", precision " : "", is_16_bit_program(spec) ? spec.precision : "");
   double total_ms = 0, data_ms = 0, enqueue_ms = 0;
   std::string timeline_error;
   int64_t timed_steps = 0;
@@ -569,8 +616,12 @@ int run_program(int argc, char** argv, const ProgramSpec& spec) {
     if (!flags.timeline.empty() && i + 2 >= flags.steps) p.measure_next_step();
     const double loss = p.run_step(static_cast<uint64_t>(step), data, /*prepare_next=*/!last);
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
-    std::printf("step %" PRId64 ": loss %.6f, %.2f ms, %.1f samples/s\n", step + 1, loss, ms,
+    std::printf("step %" PRId64 ": loss %.6f, %.2f ms, %.1f samples/s", step + 1, loss, ms,
                 static_cast<double>(spec.batch) * 1000.0 / ms);
+    if (spec.loss_scaling)
+      std::printf(", loss scale %g%s", static_cast<double>(p.last_loss_scale()),
+                  p.last_update_skipped() ? ": a gradient was not finite, update skipped, scale halved" : "");
+    std::printf("\n");
     std::fflush(stdout);
     if (!std::isfinite(loss)) {
       std::fprintf(stderr, "train: error: the loss is not finite at step %" PRId64 "%s\n", step + 1,

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "runtime/device.h"
+#include "runtime/loss_scale.h"
 #include "runtime/ops.h"
 #include "runtime/timeline.h"
 
@@ -40,6 +41,16 @@ struct WeightTensor {
 struct Region {
   int64_t offset;
   int64_t bytes;
+};
+
+// The 16-bit copy of a layer's float32 weights that its W block keeps after
+// them (docs/generated-program.md, "16-bit programs"): made from the float32
+// ones after initialisation and --load; the update remakes it every step.
+struct WeightCopy {
+  int64_t master_offset;  // the float32 weights, from the start of device memory
+  int64_t count;          // elements
+  int64_t copy_offset;    // the copy
+  int64_t type;           // StorageType (runtime/ops_casts.h)
 };
 
 class Program;
@@ -72,6 +83,15 @@ struct ProgramSpec {
   const Region* label_slots;      // [rounds]: and labels
   // Runs one iteration of the plan: every step of every round, then the update.
   void (*run_iteration)(Program& program);
+  // 16-bit programs (docs/generated-program.md, "16-bit programs"); an fp32
+  // or tf32 program has none of these.
+  const char* precision;              // "fp32", "tf32", "bf16" or "fp16"
+  int64_t wide_scratch_bytes;         // the float scratch of the casts around a kernel: outside the budget
+  const WeightCopy* weight_copies;
+  int32_t weight_copy_count;
+  bool loss_scaling;                  // fp16: dynamic loss scaling (runtime/loss_scale.h)
+  const Region* weight_gradients;     // every dW block: what the loss scale is taken off again
+  int32_t weight_gradient_count;
 };
 
 // The running program as the schedule sees it: device pointers, streams,
@@ -91,6 +111,8 @@ class Program {
   int32_t* i32(int64_t offset) const { return reinterpret_cast<int32_t*>(device_.base + offset); }
   uint8_t* u8(int64_t offset) const { return reinterpret_cast<uint8_t*>(device_.base + offset); }
   void* bytes(int64_t offset) const { return device_.base + offset; }
+  // The float scratch of a 16-bit program's casts (ProgramSpec::wide_scratch_bytes).
+  float* wide(int64_t offset) const { return reinterpret_cast<float*>(wide_.base + offset); }
   // Host memory for the range [offset, offset + bytes) of the plan's host
   // area: inside one input or label slot, the running step's input set
   // (input_sets_); any other range (an offloaded block's slot, even one that
@@ -140,6 +162,7 @@ class Program {
     int64_t offset;
     int64_t bytes;
     const char* name;
+    int64_t type = 0;  // StorageType of its elements (runtime/ops_casts.h)
   };
   void check_finite(int32_t round, const char* step, std::initializer_list<Output> outputs);
 
@@ -148,6 +171,25 @@ class Program {
   uint64_t step() const { return step_; }
   float lr() const { return lr_; }
   bool first_update() const { return first_update_; }
+  // What the loss's gradient is multiplied by: fp16's loss scale, else 1.
+  float loss_scale() const { return spec_.loss_scaling ? loss_scale_.scale : 1.0f; }
+
+  // ---- 16-bit programs (runtime/program_sixteen_bit.cpp) --------------------------------
+  // Makes every 16-bit weight copy from its float32 weights (after
+  // initialisation and --load).
+  void make_weight_copies();
+  // Before the update (fp16): waits for the backward pass, multiplies every
+  // weight gradient by 1/scale and checks them, then moves the loss scale on
+  // (runtime/loss_scale.h). false: a gradient was not finite; the update is
+  // skipped and the gradients are zeroed for the next step. Always true
+  // without loss scaling.
+  bool unscale_gradients();
+  const LossScale& loss_scale_state() const { return loss_scale_; }
+  void set_loss_scale_state(const LossScale& state) { loss_scale_ = state; }
+  void set_loss_scale_rules(const LossScaleRules& rules) { loss_scale_rules_ = rules; }
+  // Whether the last run_step skipped its update, and the scale it ran at.
+  bool last_update_skipped() const { return last_update_skipped_; }
+  float last_loss_scale() const { return last_loss_scale_; }
 
   // Runs one iteration (fills the input slots, runs the schedule, waits for
   // every stream); returns the mean loss over the batch. With prepare_next,
@@ -176,6 +218,8 @@ class Program {
 
  private:
   void copy_delay(Stream* stream);
+  // `count` elements of device memory at `offset`, stored as `type` (StorageType), as floats.
+  std::vector<float> read_floats(int64_t offset, int64_t count, int64_t type) const;
   void* host_of_step(int64_t offset, int64_t bytes, uint64_t step) const;
   // Writes step's samples into its input set's slots.
   void make_input(uint64_t step, const struct Dataset& data) const;
@@ -201,6 +245,7 @@ class Program {
   bool debug_poison_;
   int copy_delay_ms_;
   DeviceMemory device_;
+  DeviceMemory wide_;  // the casts' float scratch
   HostMemory host_;
   Stream* compute_stream_ = nullptr;
   Stream* h2d_ = nullptr;
@@ -212,6 +257,10 @@ class Program {
   Timeline timeline_;
   bool measure_next_ = false;
   int64_t peak_arena_end_bytes_ = 0;
+  LossScale loss_scale_;
+  LossScaleRules loss_scale_rules_;
+  bool last_update_skipped_ = false;
+  float last_loss_scale_ = 1.0f;
 };
 
 // --data DIR: images.npy (N, C, H, W) float32 and labels.npy (N) int32; empty: synthetic.

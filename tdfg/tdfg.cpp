@@ -222,9 +222,8 @@ class Builder {
         // A 16-bit layer reads a 16-bit copy of its fp32 master weights,
         // kept resident after them and remade by the update (autocast's
         // weight cast, made once per step).
-        const int64_t copy =
-            types.output[l] != DataType::float32 && op_spec(ly.op).autocast == Autocast::low_precision
-                ? params * element_bytes(types.output[l]) : 0;
+        const DataType copy_type = weight_copy_type(model_, types, l);
+        const int64_t copy = copy_type == DataType::float32 ? 0 : params * element_bytes(copy_type);
         tdfg_.weight_of[l] = add_block("W[" + ly.name + "]", BlockKind::weight, l, 0,
                                        params * dtype + copy, true);
         tdfg_.weight_grad_of[l] = add_block("dW[" + ly.name + "]", BlockKind::weight_grad, l, 0,
@@ -257,9 +256,11 @@ class Builder {
           saved.per_sample = saved.per_sample / 4 * element_bytes(types.output[l]);
           saved.fixed = saved.fixed / 4 * element_bytes(types.output[l]);
         }
-        if (saved.per_sample > 0 || saved.fixed > 0)
+        if (saved.per_sample > 0 || saved.fixed > 0) {
           tdfg_.saved_of[l] = add_block("saved[" + ly.name + "]", BlockKind::saved, l, saved.per_sample,
                                         saved.fixed, false);
+          if (spec.autocast == Autocast::low_precision) tdfg_.blocks[tdfg_.saved_of[l]].dtype = types.output[l];
+        }
       }
       if (is_loss(l))
         tdfg_.loss_block = add_block("loss", BlockKind::loss, l, 0, 4, false);

@@ -43,18 +43,26 @@ TEST_F(PrecisionFlag, AnUnknownValueIsAUsageError) {
   EXPECT_FALSE(fs::exists(path("out")));
 }
 
-TEST_F(PrecisionFlag, CompileRefusesSixteenBitsAndWritesNothing) {
+// A 16-bit program is the CPU backend's: --target cuda is refused before
+// anything is written; --target cpu writes the program.
+TEST_F(PrecisionFlag, CompileWritesSixteenBitProgramsForTheCpuOnly) {
   write_file(path("m.yaml"), read_file(example_model("cifar_small")) + "precision: bf16\n");
   for (const std::vector<std::string>& extra :
        {std::vector<std::string>{path("m.yaml")}, {example_model("cifar_small"), "--precision", "fp16"}}) {
     std::vector<std::string> args = {"compile"};
     args.insert(args.end(), extra.begin(), extra.end());
-    args.insert(args.end(), {"--budget", "64MiB", "-o", path("out")});
+    args.insert(args.end(), {"--device", "h100", "--budget", "64MiB", "-o", path("out"), "--target", "cuda"});
     const MplanRun run = mplan(args);
     EXPECT_EQ(run.exit_code, 1) << run.describe();
-    EXPECT_TRUE(contains(run.err, "the generated program has no 16-bit kernels yet, so compile writes nothing"))
+    EXPECT_TRUE(contains(run.err, "the CUDA backend has no 16-bit kernels yet, so compile writes nothing"))
         << run.describe();
     EXPECT_FALSE(fs::exists(path("out")));
+    args.back() = "cpu";
+    const MplanRun cpu = mplan(args);
+    EXPECT_EQ(cpu.exit_code, 0) << cpu.describe();
+    EXPECT_TRUE(fs::exists(path("out/train.cpp")));
+    EXPECT_TRUE(contains(read_file(path("out/train.cpp")), "cast_to_float(")) << "a 16-bit program casts";
+    fs::remove_all(path("out"));
   }
 }
 

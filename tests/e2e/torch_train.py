@@ -11,6 +11,15 @@
       gradients accumulated over the sub-batches, batch-norm statistics per
       sub-batch, dropout masks from (seed, step, global sample index), and
       writes the weights in the program's format to --out.
+      --precision picks the arithmetic:
+        fp32             float32 (the default)
+        fp64             float64
+        bf16-autocast    PyTorch's own CPU autocast in bfloat16 (torch.autocast)
+        bf16, fp16       mplan's 16-bit semantics emulated in float64
+                         (docs/generated-program.md, "16-bit programs"): the
+                         values autocast keeps in 16 bits, and their gradients,
+                         rounded to the type; fp16 with GradScaler's dynamic
+                         loss scaling (--loss-scale, --growth-interval)
 
 Only flat models (no blocks/repeat) are supported: the examples the tests use.
 """
@@ -61,9 +70,27 @@ def load_layers(path):
     return doc, layers
 
 
+class Round(torch.autograd.Function):
+    """A value autocast keeps in 16 bits: rounded to the type, and so is its gradient."""
+
+    @staticmethod
+    def forward(ctx, x, dtype):
+        ctx.dtype = dtype
+        return x.to(dtype).to(x.dtype)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g.to(ctx.dtype).to(g.dtype), None
+
+
+# The ops autocast runs in 16 bits (ops/precision.h, OpSpec::autocast low_precision).
+SIXTEEN_BIT_OPS = ("conv", "linear")
+
+
 class Net:
-    def __init__(self, doc, layers, init_dir):
+    def __init__(self, doc, layers, init_dir, dtype=torch.float32, emulate=None, autocast=False):
         self.doc, self.layers = doc, layers
+        self.dtype, self.emulate, self.autocast = dtype, emulate, autocast
         self.params, self.buffers = {}, {}
         for name, spec, _ in layers:
             op = spec["op"]
@@ -71,19 +98,38 @@ class Net:
                 for part in ("weight", "bias"):
                     path = os.path.join(init_dir, "%s.%s.npy" % (name, part))
                     if os.path.exists(path):
-                        self.params["%s.%s" % (name, part)] = torch.tensor(np.load(path), requires_grad=True)
+                        self.params["%s.%s" % (name, part)] = torch.tensor(np.load(path), dtype=dtype,
+                                                                          requires_grad=True)
             if op == "batchnorm":
                 for part in ("running_mean", "running_var"):
                     self.buffers["%s.%s" % (name, part)] = torch.tensor(
-                        np.load(os.path.join(init_dir, "%s.%s.npy" % (name, part))))
+                        np.load(os.path.join(init_dir, "%s.%s.npy" % (name, part))), dtype=dtype)
 
     def forward(self, x, labels, batch, seed, step, first_sample):
+        if self.autocast:
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                return self.forward_layers(x, labels, batch, seed, step, first_sample).float()
+        return self.forward_layers(x.to(self.dtype), labels, batch, seed, step, first_sample)
+
+    def forward_layers(self, x, labels, batch, seed, step, first_sample):
         values = {"input": x}
+        sixteen = {"input": False}  # emulated: whether the value is kept in 16 bits
         n = x.shape[0]
+        low = self.emulate
         for name, spec, ins in self.layers:
             op = spec["op"]
+            if low is not None and op in SIXTEEN_BIT_OPS:
+                # A 16-bit op: its inputs and weights cast to 16 bits.
+                for i in ins:
+                    if not sixteen[i]:
+                        values[i] = Round.apply(values[i], low)
+                        sixteen[i] = True
             a = values[ins[0]]
-            p = lambda part: self.params.get("%s.%s" % (name, part))
+            if low is not None and op in SIXTEEN_BIT_OPS:
+                p = lambda part: (None if self.params.get("%s.%s" % (name, part)) is None
+                                  else Round.apply(self.params["%s.%s" % (name, part)], low))
+            else:
+                p = lambda part: self.params.get("%s.%s" % (name, part))
             if op == "conv":
                 y = F.conv2d(a, p("weight"), p("bias"), stride=pair(spec.get("stride", 1)),
                              padding=pair(spec.get("pad", 0)), groups=spec.get("groups", 1))
@@ -113,7 +159,7 @@ class Net:
                 prob = np.float32(float(spec.get("p", 0.5)))
                 flat = a.reshape(n, -1)
                 u = dropout_uniform(seed, step, np.arange(first_sample, first_sample + n), flat.shape[1])
-                keep = torch.tensor((u >= prob).astype(np.float32))
+                keep = torch.tensor((u >= prob).astype(np.float32)).to(flat.dtype)
                 y = (flat * keep * (1.0 / (1.0 - float(prob)))).reshape(a.shape)
             elif op == "add":
                 y = values[ins[0]]
@@ -128,6 +174,13 @@ class Net:
                 y = F.cross_entropy(a.reshape(n, -1), labels, reduction="sum") / batch
             else:
                 raise SystemExit("torch_train.py: op %s is not supported" % op)
+            # Emulated 16 bits: a 16-bit op's result, and an element-wise op's
+            # of 16-bit inputs, are kept in 16 bits; the loss is float32.
+            kept = low is not None and op != "softmax_xent" and (
+                op in SIXTEEN_BIT_OPS or all(sixteen[i] for i in ins))
+            if kept:
+                y = Round.apply(y, low)
+            sixteen[name] = kept
             values[name] = y
         return values[self.layers[-1][0]]
 
@@ -142,6 +195,9 @@ def main():
     parser.add_argument("--data")
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--sub-batches")
+    parser.add_argument("--precision", default="fp32", choices=["fp32", "fp64", "bf16-autocast", "bf16", "fp16"])
+    parser.add_argument("--loss-scale", type=float, default=65536.0)
+    parser.add_argument("--growth-interval", type=int, default=2000)
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
     doc, layers = load_layers(args.model)
@@ -159,11 +215,16 @@ def main():
     batch = int(doc["batch"])
     subs = [int(s) for s in args.sub_batches.split(",")]
     assert sum(subs) == batch
-    net = Net(doc, layers, args.init)
+    emulate = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(args.precision)
+    dtype = torch.float64 if args.precision in ("fp64", "bf16", "fp16") else torch.float32
+    net = Net(doc, layers, args.init, dtype, emulate, autocast=args.precision == "bf16-autocast")
     opt = doc.get("optimizer", {})
     # PyYAML reads "5e-4" (no dot) as a string: numbers go through float().
     sgd = torch.optim.SGD(list(net.params.values()), lr=float(opt.get("lr", 0.01)),
                           momentum=float(opt.get("momentum", 0.9)), weight_decay=float(opt.get("weight_decay", 0.0)))
+    # fp16: torch.cuda.amp.GradScaler's dynamic loss scaling, step by step.
+    scaling = args.precision == "fp16"
+    scale, tracker = args.loss_scale, 0
     for step in range(args.steps):
         sgd.zero_grad()
         first = 0
@@ -172,9 +233,24 @@ def main():
             x = torch.tensor(images[idx])
             y = torch.tensor(labels[idx]).long()
             loss = net.forward(x, y, batch, args.seed, step, first)
-            loss.backward()
+            (loss * scale if scaling else loss).backward()
             first += n
-        sgd.step()
+        if scaling:
+            inverse = 1.0 / scale
+            finite = True
+            for value in net.params.values():
+                value.grad.mul_(inverse)
+                finite = finite and bool(torch.isfinite(value.grad).all())
+            if finite:
+                sgd.step()
+                tracker += 1
+                if tracker == args.growth_interval:
+                    scale, tracker = scale * 2.0, 0
+            else:
+                scale, tracker = scale * 0.5, 0
+            print("step %d: loss scale after %g%s" % (step + 1, scale, "" if finite else " (update skipped)"))
+        else:
+            sgd.step()
     for key, value in list(net.params.items()) + list(net.buffers.items()):
         np.save(os.path.join(args.out, key + ".npy"), value.detach().numpy().astype(np.float32))
     for key, value in net.params.items():

@@ -29,7 +29,7 @@ class Checkpoint : public ::testing::Test {
   // Saves tensor "w" = {value, value + 1} at `step` into `path`.
   bool save(const std::string& path, int64_t step, float value, std::string* error, uint64_t seed = 1) {
     const float data[2] = {value, value + 1};
-    return checkpoint_save(path, CheckpointMeta{step, seed, "m", "0123"}, {{"w", {2}, data}}, error);
+    return checkpoint_save(path, CheckpointMeta{step, seed, "m", "0123", std::nullopt}, {{"w", {2}, data}}, error);
   }
   float load_w(const std::string& path, LoadedCheckpoint* loaded) {
     std::string error;
@@ -145,7 +145,7 @@ TEST_F(Checkpoint, AFailedSaveKeepsThePreviousCheckpoint) {
   const std::string path = (dir_ / "ckpt").string();
   ASSERT_TRUE(save(path, 1, 1.0f, &error)) << error;
   const float data[2] = {9, 9};
-  EXPECT_FALSE(checkpoint_save(path, CheckpointMeta{2, 1, "m", "0123"}, {{"no/such/folder/w", {2}, data}}, &error));
+  EXPECT_FALSE(checkpoint_save(path, CheckpointMeta{2, 1, "m", "0123", std::nullopt}, {{"no/such/folder/w", {2}, data}}, &error));
   LoadedCheckpoint loaded;
   EXPECT_EQ(load_w(path, &loaded), 1.0f);
   EXPECT_EQ(loaded.meta.step, 1);
@@ -160,6 +160,44 @@ TEST_F(Checkpoint, APlainFolderOfNpyFilesLoadsWithoutMeta) {
   EXPECT_FALSE(loaded.has_meta);
   EXPECT_FALSE(checkpoint_load((dir_ / "missing").string(), {"w"}, &loaded, &error));
   EXPECT_NE(error.find("no such folder"), std::string::npos) << error;
+}
+
+// fp16's loss scale and its counter go with the weights, to the bit.
+TEST_F(Checkpoint, TheLossScaleStateRoundTrips) {
+  std::string error;
+  const std::string path = (dir_ / "ckpt").string();
+  const float data[2] = {1, 2};
+  CheckpointMeta meta{3, 1, "m", "0123", LossScale{1.25000002e+29f, 17}};
+  ASSERT_TRUE(checkpoint_save(path, meta, {{"w", {2}, data}}, &error)) << error;
+  LoadedCheckpoint loaded;
+  load_w(path, &loaded);
+  ASSERT_TRUE(loaded.meta.loss_scale.has_value());
+  EXPECT_EQ(loaded.meta.loss_scale->scale, 1.25000002e+29f);
+  EXPECT_EQ(loaded.meta.loss_scale->growth_tracker, 17);
+  // Without one (every program but fp16's), none is written or read.
+  ASSERT_TRUE(save(path, 4, 1.0f, &error)) << error;
+  load_w(path, &loaded);
+  EXPECT_FALSE(loaded.meta.loss_scale.has_value());
+}
+
+TEST_F(Checkpoint, ABadLossScaleIsRefusedByName) {
+  std::string error;
+  const std::string path = (dir_ / "ckpt").string();
+  ASSERT_TRUE(save(path, 4, 1.0f, &error)) << error;
+  const fs::path meta = fs::canonical(dir_ / "ckpt" / "latest") / "meta.txt";
+  const std::string good = "step 4\nseed 1\nmodel m\ndigest 0123\n";
+  for (const auto& [extra, message] : std::vector<std::pair<std::string, std::string>>{
+           {"loss_scale 0\nloss_scale_growth_tracker 0\n", "loss_scale must be a finite number > 0, got '0'"},
+           {"loss_scale inf\nloss_scale_growth_tracker 0\n", "loss_scale must be a finite number > 0, got 'inf'"},
+           {"loss_scale 1024\nloss_scale_growth_tracker -1\n",
+            "loss_scale_growth_tracker must be an integer >= 0, got '-1'"},
+           {"loss_scale 1024\n", "has loss_scale without loss_scale_growth_tracker"},
+           {"loss_scale_growth_tracker 3\n", "has loss_scale_growth_tracker without loss_scale"}}) {
+    std::ofstream(meta) << good << extra;
+    LoadedCheckpoint loaded;
+    EXPECT_FALSE(checkpoint_load(path, {"w"}, &loaded, &error)) << extra;
+    EXPECT_NE(error.find(message), std::string::npos) << error;
+  }
 }
 
 }  // namespace

@@ -30,7 +30,12 @@ const char* kConvNet =
     "  - {name: loss, op: softmax_xent}\n";
 
 const Block& block(const Tdfg& tdfg, const std::string& name) {
-  static const Block missing{.name = "missing", .dtype = DataType::int32};
+  static const Block missing = [] {
+    Block b;
+    b.name = "missing";
+    b.dtype = DataType::int32;
+    return b;
+  }();
   const BlockId b = testing::find_block(tdfg, name);
   EXPECT_NE(b, kNoBlock) << "no block " << name;
   return b == kNoBlock ? missing : tdfg.blocks[b];
@@ -72,7 +77,9 @@ TEST(BlockTypes, FullPrecisionKeepsEveryBlockAsBefore) {
   for (size_t b = 0; b < fp32.blocks.size(); ++b) {
     EXPECT_EQ(fp32.blocks[b].bytes_per_sample, tf32.blocks[b].bytes_per_sample) << fp32.blocks[b].name;
     EXPECT_EQ(fp32.blocks[b].fixed_bytes, tf32.blocks[b].fixed_bytes) << fp32.blocks[b].name;
-    if (fp32.blocks[b].kind != BlockKind::labels) EXPECT_EQ(fp32.blocks[b].dtype, DataType::float32);
+    if (fp32.blocks[b].kind != BlockKind::labels) {
+      EXPECT_EQ(fp32.blocks[b].dtype, DataType::float32);
+    }
   }
   EXPECT_EQ(block(fp32, "Y[conv]").bytes_per_sample, 4 * 8 * 8 * 4);
 }
