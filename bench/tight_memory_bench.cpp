@@ -95,7 +95,7 @@ Cell plan_cell(const Model& model, const CostModel& cost, int64_t budget, PlanOp
   c.recomputed = r.recomputed_tasks;
   c.bytes_copied = r.plan.summary.bytes_to_host + r.plan.summary.bytes_to_device;
   const IterationLowerBound bound =
-      driver::lower_bound_over_models(model, cost, r.plan.arena_bytes, r.plan.batch);
+      driver::lower_bound_over_models(model, cost, r.plan.resident_region_bytes + r.plan.arena_bytes, r.plan.batch);
   if (bound.found) c.above_bound = r.plan.summary.simulated_ms / bound.ms - 1;
   return c;
 }

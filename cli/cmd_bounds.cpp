@@ -148,11 +148,28 @@ void run_bounds(const BoundsOptions& options) {
         unwrap(driver::make_cost_model(driver::CostSource{options.device, "", false}, model, options.model_path, tdfg, 0));
     ideal = IdealFigures{cost.model->describe(), ideal_run(tdfg, *cost.model, batch)};
   }
-  if (options.json)
-    fmt::print("{}\n", bounds_json(model, tdfg, bounds, ideal, options.layers)
-                           .dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
-  else
-    fmt::print("{}", bounds_text(model, tdfg, bounds, ideal, options.layers));
+  // A 16-bit model's weight copies may instead be made where each task uses
+  // them (docs/planner.md, "16-bit weight copies"): less resident, more per task.
+  std::optional<MemoryBounds> where_used;
+  if (has_weight_copies(model)) {
+    Model copies = model;
+    copies.weight_copies_where_used = true;
+    where_used = compute_bounds(build_tdfg(copies), batch);
+  }
+  if (options.json) {
+    nlohmann::json out = bounds_json(model, tdfg, bounds, ideal, options.layers);
+    if (where_used)
+      out["weight_copies_where_used"] = {{"weight_bytes", where_used->weight_bytes},
+                                         {"modnn_min_bytes", where_used->modnn_min_bytes}};
+    fmt::print("{}\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
+  } else {
+    std::string text = bounds_text(model, tdfg, bounds, ideal, options.layers);
+    if (where_used)
+      text += fmt::format("copies where used  weights {}, Mmin {}  (the 16-bit weight copies made by each task "
+                          "that reads them, not resident)\n",
+                          format_bytes_exact(where_used->weight_bytes), format_bytes_exact(where_used->modnn_min_bytes));
+    fmt::print("{}", text);
+  }
 }
 
 void setup_bounds(CLI::App& command) {

@@ -105,6 +105,7 @@ void run_compile(const driver::CompileFlags& flags) {
   fmt::print("{}", driver::plan_summary_text(planned.plan, result.device_line));
   fmt::print("{}", driver::lower_bound_text(planned.plan, result.lower_bound));
   if (!result.variants_line.empty()) fmt::print("{}\n", result.variants_line);
+  if (!result.copies_line.empty()) fmt::print("{}\n", result.copies_line);
   if (planned.recomputed_tasks > 0)
     fmt::print("recomputed: {} forward steps run again in the backward pass\n", planned.recomputed_tasks);
   fmt::print("wrote: {}, {}, {}, {} (the model, for `mplan verify`)\n", (dir / "plan.json").string(),

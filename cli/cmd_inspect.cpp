@@ -20,6 +20,7 @@
 #include "planner/plan_json.h"
 #include "planner/trace.h"
 #include "profiler/cost_model.h"
+#include "driver/planned_model.h"
 #include "tdfg/compact_backward.h"
 #include "tdfg/tdfg.h"
 
@@ -201,7 +202,7 @@ void run_inspect(const InspectOptions& o) {
     if (digest != plan.model_digest)
       fail(fmt::format("{} was made for model '{}' (digest {}), but {} has digest {}", path, plan.model_name,
                        plan.model_digest, o.model_path, digest));
-    Result<Model> planned = with_compact_backward(model, plan.compact_backward_layers);
+    Result<Model> planned = driver::model_as_planned(model, plan);
     if (!planned) fail(fmt::format("{}: {}", path, planned.error().message));
     const Tdfg tdfg = build_tdfg(*planned);
     plan.task_names.clear();

@@ -16,6 +16,7 @@
 #include "frontend/parse.h"
 #include "planner/plan_json.h"
 #include "planner/verify.h"
+#include "driver/planned_model.h"
 #include "tdfg/compact_backward.h"
 #include "tdfg/tdfg.h"
 
@@ -49,7 +50,7 @@ void run_verify(const VerifyOptions& o) {
                      "plan again or pass the model it was made from",
                      path, plan.model_name, plan.model_digest, model_path, model.name, digest));
   // The TDFG the plan was made for: the model with the plan's memory-saving variants.
-  Result<Model> planned = with_compact_backward(model, plan.compact_backward_layers);
+  Result<Model> planned = driver::model_as_planned(model, plan);
   if (!planned) fail(fmt::format("{}: {}", path, planned.error().message));
   const Tdfg tdfg = build_tdfg(*planned);
   VerifiedFigures figures;

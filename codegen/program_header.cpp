@@ -201,8 +201,9 @@ std::string emit_sixteen_bit_tables(const ProgramHeader& h) {
                             data_type_name(copy));
       ++copy_count;
     }
-    gradients += fmt::format("{}{{{}, {}}}", gradients.empty() ? "" : ", ", absolute_offset(h.plan, *dw),
-                             count * element_bytes(DataType::float32));
+    // Four to a line.
+    gradients += fmt::format("{}{{{}, {}}}", gradient_count == 0 ? "    " : gradient_count % 4 == 0 ? ",\n    " : ", ",
+                             absolute_offset(h.plan, *dw), count * element_bytes(DataType::float32));
     ++gradient_count;
   }
   std::string text = "\n// ---- 16 bits: the weights' 16-bit copies and the weight gradients " +
@@ -213,7 +214,7 @@ std::string emit_sixteen_bit_tables(const ProgramHeader& h) {
   text += fmt::format("constexpr int32_t kWeightCopyCount = {};\n", copy_count);
   text += "// Every dW (fp16: the loss scale is taken off them before the update).\n";
   text += gradients.empty() ? "constexpr const Region* kWeightGradients = nullptr;\n"
-                            : "constexpr Region kWeightGradients[] = {" + gradients + "};\n";
+                            : "constexpr Region kWeightGradients[] = {\n" + gradients + "\n};\n";
   text += fmt::format("constexpr int32_t kWeightGradientCount = {};\n", gradient_count);
   return text;
 }

@@ -52,6 +52,8 @@ PlannedModel mplan_row(const Model& model, const CostModel& cost, const PlanOpti
   if (!planned.compact_layers.empty())
     row.note += fmt::format("{}compact backward of {} layer{}", row.note.empty() ? "" : "; ",
                             planned.compact_layers.size(), planned.compact_layers.size() == 1 ? "" : "s");
+  if (planned.copies_where_used)
+    row.note += fmt::format("{}16-bit weight copies made where used", row.note.empty() ? "" : "; ");
   if (!has_batch_statistics(planned.tdfg)) return planned;
   PlanOptions preferred_options = options;
   preferred_options.policy = PolicyKind::mplan;

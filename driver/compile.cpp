@@ -251,10 +251,12 @@ Result<CompileResult> compile(const CompileSettings& s) {
   PlannedModel chosen = plan_model(model, variants, s.plan, plan_one, !costs.measures_when_asked());
   out.planned = std::move(chosen.planned);
   out.variants_line = variants_text(chosen);
+  out.copies_line = weight_copies_text(chosen);
   const Tdfg& tdfg = chosen.tdfg;
   if (!out.planned.feasible) return infeasible(s, out.planned, budget_text);
   Plan& plan = out.planned.plan;
   plan.compact_backward_layers = chosen.compact_layers;
+  plan.weight_copies_where_used = chosen.copies_where_used;
   const CostModelInfo info = costs.info();
   plan.cost_model_kind = info.kind;
   plan.math_mode = info.math_mode;
@@ -267,7 +269,7 @@ Result<CompileResult> compile(const CompileSettings& s) {
     for (const Block& b : tdfg.blocks) plan.block_types.push_back(data_type_name(b.dtype));
   if (Status ok = verified(plan, tdfg); !ok) return ok.error();
   if (s.plan.workspace == WorkspaceUse::undivided)
-    out.lower_bound = lower_bound_over_models(model, costs, plan.arena_bytes, batch);
+    out.lower_bound = lower_bound_over_models(model, costs, plan.resident_region_bytes + plan.arena_bytes, batch);
 
   out.files = {{"plan.json", plan_to_json(plan)},
                {"trace.json", plan_to_trace_json(plan)},

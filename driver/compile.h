@@ -82,6 +82,7 @@ struct CompileResult {
   // Which layers took their memory-saving backward (driver/planned_model.h);
   // "" where none did.
   std::string variants_line;
+  std::string copies_line;  // a 16-bit model: how its weight copies are made (weight_copies_text)
   codegen::GeneratedProgram program;  // train.cpp, CMakeLists.txt and what runs otherwise than planned
   // Everything the output folder gets: plan.json, trace.json, memory.svg,
   // model.yaml (the model, for `mplan verify DIR`) and the program.

@@ -50,7 +50,16 @@ Result<LoadedCostModel> analytic(const CostSource& source, const Model& model, c
   if (!device)
     return Error{{}, fmt::format("--device '{}': {}", source.device, device.error().to_string()), device.error().kind};
   const Result<MathMode> math = resolve_math_mode(*device, model.math);
-  if (!math) return Error{{}, fmt::format("{}: {}", model_path, math.error().message), math.error().kind};
+  if (!math) {
+    // The default device, a K40, has FP32 cores only: say how to plan a 16-bit model.
+    const std::string hint =
+        default_device && is_16_bit(model.precision)
+            ? fmt::format(" ({} is the default device: give a GPU with {} tensor cores, e.g. --device h100, or a "
+                          "profile with --profile)",
+                          device->name, precision_name(model.precision))
+            : "";
+    return Error{{}, fmt::format("{}: {}{}", model_path, math.error().message, hint), math.error().kind};
+  }
   LoadedCostModel out;
   out.device_name = device->name;
   out.device_line = default_device ? fmt::format("device: {} (default; use --device to choose)", device->name)

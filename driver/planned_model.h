@@ -25,6 +25,13 @@ struct PlannedModel {
   std::vector<std::string> compact_layers;
   // The other candidate's time where both were planned and feasible; 0 if not.
   double other_ms = 0;
+  // A 16-bit model's weight copies (docs/planner.md, "16-bit weight copies"):
+  // made where used (Model::weight_copies_where_used) or resident, and the
+  // other way's time where both were planned and feasible (0 if not, or if
+  // the model keeps no copies).
+  bool copies_where_used = false;
+  bool copies_compared = false;  // both ways were planned
+  double copies_other_ms = 0;
 };
 
 // A planner: one plan of a TDFG (plan_iteration with the caller's options).
@@ -40,14 +47,25 @@ using PlanOf = std::function<PlanResult(const Tdfg&)>;
 PlannedModel plan_model(const Model& model, bool variants, const PlanOptions& options, const PlanOf& plan,
                         bool at_once = false);
 
-// The lower bound (planner/lower_bound.h) at `arena_bytes` over both models
-// plan_model may plan, the plain one and the one with its variants: no plan
-// of either is faster, whichever was kept.
-IterationLowerBound lower_bound_over_models(const Model& model, const CostModel& cost, int64_t arena_bytes,
+// The lower bound (planner/lower_bound.h) under `budget_bytes` over every
+// model plan_model may plan (the plain one and the one with its variants; a
+// 16-bit model's with resident weight copies and with copies made where
+// used), each with the arena its resident region leaves: no plan of any is
+// faster, whichever was kept.
+IterationLowerBound lower_bound_over_models(const Model& model, const CostModel& cost, int64_t budget_bytes,
                                            int64_t batch);
 
 // One line for compile: which layers took their compact backward, and what
 // that saved ("" for the plain model).
 std::string variants_text(const PlannedModel& planned);
+// One line for compile: how a 16-bit model's weight copies are made, and the
+// other way's time ("" for a model without copies).
+std::string weight_copies_text(const PlannedModel& planned);
+
+// The model a plan was made for: the user's with the plan's memory-saving
+// variants and its weight copies (what `mplan verify` and `inspect` rebuild
+// the TDFG from). Error: a layer the model does not have, or copies made
+// where used in a model that has none.
+Result<Model> model_as_planned(const Model& model, const Plan& plan);
 
 }  // namespace mplan::driver

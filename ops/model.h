@@ -118,6 +118,10 @@ struct Model {
   // tf32 keep every tensor float32; bf16 and fp16 store what autocast makes
   // 16-bit in 16 bits (ops/precision.h), and `math` is then the same mode.
   Precision precision = Precision::fp32;
+  // A planner's choice, not the format's (docs/planner.md, "16-bit weight
+  // copies"): a 16-bit op's weights are cast into a 16-bit copy where each
+  // task uses them, instead of a copy kept resident and remade by the update.
+  bool weight_copies_where_used = false;
   Optimizer optimizer;
   std::vector<Layer> layers;    // topological order; the loss is last
 

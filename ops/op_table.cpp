@@ -95,10 +95,26 @@ LayerTypes layer_types(const Model& model) {
 
 DataType weight_copy_type(const Model& model, const LayerTypes& types, LayerId l) {
   const size_t at = static_cast<size_t>(l);
-  if (model.parameter_count(l) == 0 || types.output.at(at) == DataType::float32 ||
+  if (model.weight_copies_where_used || model.parameter_count(l) == 0 || types.output.at(at) == DataType::float32 ||
       op_spec(model.layers.at(at).op).autocast != Autocast::low_precision)
     return DataType::float32;
   return types.output[at];
+}
+
+int64_t weights_cast_by_task(const Model& model, LayerId l, TaskKind kind, DataType output) {
+  if (!model.weight_copies_where_used || output == DataType::float32 || l < 0) return 0;
+  const Layer& layer = model.layers.at(static_cast<size_t>(l));
+  const OpSpec& spec = op_spec(layer.op);
+  if (spec.autocast != Autocast::low_precision) return 0;
+  const bool reads = kind == TaskKind::FP || (kind == TaskKind::BP1 && spec.bp1_needs && spec.bp1_needs(layer).weight);
+  return reads ? model.parameter_count(l) : 0;
+}
+
+bool has_weight_copies(const Model& model) {
+  if (!is_16_bit(model.precision)) return false;
+  for (LayerId l = 0; l < static_cast<LayerId>(model.layers.size()); ++l)
+    if (model.parameter_count(l) > 0 && op_spec(model.layers[l].op).autocast == Autocast::low_precision) return true;
+  return false;
 }
 
 int64_t layer_buffer_count(const Layer& layer, const std::vector<Shape>& inputs) {

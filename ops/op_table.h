@@ -278,6 +278,13 @@ LayerTypes layer_types(const Model& model);
 // keeps after them: a 16-bit op's at 16-bit precision (autocast's weight
 // cast, remade by the update); float32 where the layer keeps none.
 DataType weight_copy_type(const Model& model, const LayerTypes& types, LayerId l);
+// The parameters a task casts into a 16-bit copy as it reads them, where the
+// model makes its weight copies where they are used
+// (Model::weight_copies_where_used): a 16-bit op's FP, and its BP1 where that
+// reads the weights; 0 otherwise. `output` is the layer's output type.
+int64_t weights_cast_by_task(const Model& model, LayerId l, TaskKind kind, DataType output);
+// Whether any layer of the model keeps or makes a 16-bit copy of its weights.
+bool has_weight_copies(const Model& model);
 
 // Shortcuts over the entry.
 int64_t layer_parameter_count(const Layer& layer, const std::vector<Shape>& inputs);

@@ -185,6 +185,10 @@ struct Plan {
   // The layers planned with their memory-saving backward (Layer::compact_backward,
   // tdfg/compact_backward.h), by name: the TDFG is the model's with these set.
   std::vector<std::string> compact_backward_layers;
+  // A 16-bit model's weight copies are made where each task uses them
+  // (Model::weight_copies_where_used), not kept resident: the TDFG is the
+  // model's with that set. plan.json "weight_copies": "where_used".
+  bool weight_copies_where_used = false;
   std::string device;           // CostModel::describe()
   // Which cost model planned (CostModel::info()), so that nobody mistakes a
   // prediction for a measurement: "analytic" (with the calibration's expected

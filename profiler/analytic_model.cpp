@@ -30,6 +30,21 @@ KernelWork gemm(double flops, double bytes, double parallel_items) {
 
 }  // namespace
 
+std::vector<KernelWork> weight_cast_work(const TaskShape& s) {
+  if (s.kind == TaskKind::update || s.copied_parameters == 0) return {};
+  // Read the float32 weights, write their 16-bit copy: one kernel.
+  return {streaming(6.0 * static_cast<double>(s.copied_parameters), 1, static_cast<double>(s.copied_parameters))};
+}
+
+std::vector<TaskOption> with_weight_cast(std::vector<TaskOption> options, const TaskShape& s, double cast_ms) {
+  if (s.kind == TaskKind::update || s.copied_parameters == 0) return options;
+  for (TaskOption& o : options) {
+    o.time_ms += cast_ms;
+    o.workspace_bytes += 2 * s.copied_parameters;
+  }
+  return options;
+}
+
 std::vector<KernelWork> task_work(const TaskShape& s, int64_t b) {
   if (s.kind == TaskKind::update) {
     // SGD with momentum and weight decay, one kernel per weighted layer: read
@@ -71,8 +86,9 @@ std::vector<TaskOption> analytic_options(const Device& device, const TaskShape& 
                                          MathMode math, StreamState stream) {
   MPLAN_CHECK(sub_batch >= 1, "analytic_options: the sub-batch must be at least 1");
   if (shape.kind == TaskKind::update || !op_spec(shape.op).has_algorithms)
-    return {TaskOption{"default", time_ms(device, task_work(shape, sub_batch), math, stream),
-                       task_scratch_bytes(shape, sub_batch)}};
+    return with_weight_cast({TaskOption{"default", time_ms(device, task_work(shape, sub_batch), math, stream),
+                                        task_scratch_bytes(shape, sub_batch)}},
+                            shape, time_ms(device, weight_cast_work(shape), math, stream));
   const ConvDirection direction = conv_direction(shape.kind);
   const ConvShape conv = conv_shape(shape);
   std::vector<TaskOption> options;
@@ -83,6 +99,7 @@ std::vector<TaskOption> analytic_options(const Device& device, const TaskShape& 
                                  conv_workspace_bytes(direction, algorithm, conv, sub_batch)});
   }
   MPLAN_CHECK(!options.empty(), "analytic_options: no conv algorithm supports the shape");
+  options = with_weight_cast(std::move(options), shape, time_ms(device, weight_cast_work(shape), math, stream));
   std::stable_sort(options.begin(), options.end(), [](const TaskOption& a, const TaskOption& b) {
     if (a.time_ms != b.time_ms) return a.time_ms < b.time_ms;
     return a.workspace_bytes < b.workspace_bytes;

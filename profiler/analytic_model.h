@@ -34,6 +34,14 @@ std::vector<TaskOption> analytic_options(const Device& device, const TaskShape& 
 // docs/design.md), and the update's (one SGD kernel per weighted layer).
 std::vector<KernelWork> task_work(const TaskShape& shape, int64_t sub_batch);
 
+// A task that casts weights into a 16-bit copy where it uses them
+// (TaskShape::copied_parameters on FP or BP1): the cast's kernel (read 4,
+// write 2 bytes per parameter; none for other tasks), and its options with
+// the cast's time and the copy's bytes (2 per parameter, held through the
+// task) added to each one's time and workspace.
+std::vector<KernelWork> weight_cast_work(const TaskShape& shape);
+std::vector<TaskOption> with_weight_cast(std::vector<TaskOption> options, const TaskShape& shape, double cast_ms);
+
 // Whether the device has the math mode; the error lists the modes it has.
 Status check_math_mode(const Device& device, MathMode math);
 

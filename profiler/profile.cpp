@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "core/input_file.h"
+#include "profiler/analytic_model.h"
 #include "core/limits.h"
 #include "profiler/input_json.h"
 #include "profiler/math_mode.h"
@@ -530,6 +531,20 @@ std::vector<TaskOption> RecordedCostModel::options(const Tdfg& tdfg, TaskId t, i
   // the program's kernel needs one.
   const int64_t scratch = task_scratch_bytes(shape, sub_batch);
   for (TaskOption& o : result) o.workspace_bytes = std::max(o.workspace_bytes, scratch);
+  // A task that casts its weights where it uses them: a profile has no such
+  // kernel, so the cast is priced at the rate the measured update streams
+  // its parameters (the same kind of kernel: every parameter read and written).
+  if (shape.kind != TaskKind::update && shape.copied_parameters > 0 && tdfg.update_task != kNoTask) {
+    const TaskShape& update = keys_.shape(keys_.key(tdfg, tdfg.update_task));
+    const std::vector<TaskOption> update_options = options(tdfg, tdfg.update_task, 1);
+    const double update_bytes = (update.state_elements > 0 ? 24.0 : 16.0) * static_cast<double>(update.parameters) +
+                                2.0 * static_cast<double>(update.copied_parameters);
+    const double cast_ms = update_options.empty() || update_bytes <= 0
+                               ? 0.0
+                               : update_options.front().time_ms / update_bytes * 6.0 *
+                                     static_cast<double>(shape.copied_parameters);
+    result = with_weight_cast(std::move(result), shape, cast_ms);
+  }
   std::stable_sort(result.begin(), result.end(), [](const TaskOption& a, const TaskOption& b) {
     return a.time_ms != b.time_ms ? a.time_ms < b.time_ms : a.workspace_bytes < b.workspace_bytes;
   });

@@ -42,6 +42,7 @@ TaskShape describe_task(const Tdfg& tdfg, TaskId t) {
   }
   const Layer& layer = model.layers.at(task.layer);
   shape.dtype = tdfg.blocks.at(tdfg.output_of.at(task.layer)).dtype;
+  shape.copied_parameters = weights_cast_by_task(model, task.layer, task.kind, shape.dtype);
   shape.layer = layer;
   shape.layer.name.clear();
   // Positions, not ids (TaskShape::layer): clearing them left every job of a
@@ -94,6 +95,8 @@ std::string layer_signature(const TaskShape& s) {
   // The fields that change the work: the op table's.
   if (const OpSpec& spec = op_spec(s.op); spec.signature != nullptr) text += spec.signature(task_layer(s));
   if (s.dtype != DataType::float32) text += std::string(" dtype=") + data_type_name(s.dtype);
+  // A 16-bit op that casts its weights where it uses them (FP, BP1).
+  if (s.copied_parameters > 0) text += fmt::format(" copies={}", s.copied_parameters);
   return text;
 }
 
@@ -171,7 +174,9 @@ uint64_t task_fingerprint(const Tdfg& tdfg, TaskId t) {
   }
   const Layer& layer = model.layers.at(task.layer);
   h = mix(h, static_cast<uint64_t>(layer.op));
-  h = mix(h, static_cast<uint64_t>(tdfg.blocks.at(tdfg.output_of.at(task.layer)).dtype));
+  const DataType output = tdfg.blocks.at(tdfg.output_of.at(task.layer)).dtype;
+  h = mix(h, static_cast<uint64_t>(output));
+  h = mix(h, static_cast<uint64_t>(weights_cast_by_task(model, task.layer, task.kind, output)));
   for (int k = 0; k < static_cast<int>(layer.inputs.size()); ++k) {
     h = mix_shape(h, model.input_shape(task.layer, k));
     // The input's first position, as describe_task keeps it: add(x, x) is

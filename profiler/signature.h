@@ -40,7 +40,9 @@ struct TaskShape {
   int64_t parameters = 0;
   int64_t state_elements = 0;
   int64_t tensors = 0;
-  // The parameters whose 16-bit copy the update remakes (16-bit layers, ops/precision.h).
+  // The parameters cast into a 16-bit copy (ops/precision.h): by the update,
+  // which remakes the resident copies; by a 16-bit op's FP or BP1 where the
+  // model makes its copies where they are used (weights_cast_by_task).
   int64_t copied_parameters = 0;
   // The storage type of the layer's output (tdfg/tdfg.h Block::dtype): what
   // its element-wise traffic moves. In the signature only when not float32.

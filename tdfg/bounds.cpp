@@ -44,16 +44,21 @@ int64_t task_footprint_bytes(const Tdfg& tdfg, const Task& task, int64_t sub_bat
   return total;
 }
 
-// The op table's scratch of task t at sub-batch 1 (aligned; 0 for the update
-// and for tasks that choose an algorithm, whose leanest has no workspace).
+// The op table's scratch of task t at sub-batch 1 (0 for the update and for
+// tasks that choose an algorithm, whose leanest has no workspace), and the
+// 16-bit copy of its weights where the task makes it (weights_cast_by_task);
+// aligned.
 int64_t task_scratch_bytes(const Tdfg& tdfg, TaskId t) {
   const Task& task = tdfg.tasks[t];
-  if (t == tdfg.update_task || task.has_algorithms || tdfg.model == nullptr) return 0;
+  if (t == tdfg.update_task || tdfg.model == nullptr) return 0;
   const Layer& layer = tdfg.model->layers.at(task.layer);
   const OpSpec& spec = op_spec(layer.op);
-  if (spec.scratch_bytes == nullptr) return 0;
-  const std::vector<Shape> inputs = tdfg.model->input_shapes(task.layer);
-  const int64_t bytes = spec.scratch_bytes(OpTask{layer, inputs, layer.output, task.kind}, 1);
+  int64_t bytes = 2 * weights_cast_by_task(*tdfg.model, task.layer, task.kind,
+                                           tdfg.blocks.at(tdfg.output_of.at(task.layer)).dtype);
+  if (!task.has_algorithms && spec.scratch_bytes != nullptr) {
+    const std::vector<Shape> inputs = tdfg.model->input_shapes(task.layer);
+    bytes += spec.scratch_bytes(OpTask{layer, inputs, layer.output, task.kind}, 1);
+  }
   return bytes > 0 ? aligned_block_bytes(bytes) : 0;
 }
 

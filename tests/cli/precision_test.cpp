@@ -4,6 +4,8 @@
 // replaces the model's precision, in its copy too, for fp32 and tf32.
 #include <gtest/gtest.h>
 
+#include <regex>
+
 #include <nlohmann/json.hpp>
 
 #include "tests/cli/cli_test_util.h"
@@ -64,6 +66,58 @@ TEST_F(PrecisionFlag, CompileWritesSixteenBitProgramsForTheCpuOnly) {
     EXPECT_TRUE(contains(read_file(path("out/train.cpp")), "cast_to_float(")) << "a 16-bit program casts";
     fs::remove_all(path("out"));
   }
+}
+
+// The default device has no 16-bit arithmetic: the message says what to give.
+TEST_F(PrecisionFlag, TheDefaultDeviceRefusesSixteenBitsWithAHint) {
+  const MplanRun run = mplan({"compile", example_model("cifar_small"), "--precision", "bf16", "--budget", "64MiB",
+                              "-o", path("out")});
+  EXPECT_NE(run.exit_code, 0) << run.describe();
+  EXPECT_TRUE(contains(run.err, "k40 is the default device: give a GPU with bf16 tensor cores, e.g. --device h100"))
+      << run.describe();
+  EXPECT_FALSE(fs::exists(path("out")));
+}
+
+// A 16-bit model's weight copies: resident where that is fastest, made where
+// each task uses them where only that fits; the plan says which, verify and
+// bounds know it. (A model of large linear layers: the copies are 9 MiB.)
+TEST_F(PrecisionFlag, WeightCopiesAreResidentOrMadeWhereUsedByCost) {
+  write_file(path("mlp.yaml"),
+             "name: mlp\ninput: [3, 8, 8]\nbatch: 8\nclasses: 10\nprecision: bf16\nlayers:\n"
+             "  - {name: flat, op: flatten}\n  - {name: fc1, op: linear, out: 2048}\n  - {name: act1, op: relu}\n"
+             "  - {name: fc2, op: linear, out: 2048}\n  - {name: act2, op: relu}\n"
+             "  - {name: fc3, op: linear, out: 10}\n  - {name: loss, op: softmax_xent}\n");
+  auto compile_at = [&](const std::string& budget) {
+    const MplanRun run = mplan({"compile", path("mlp.yaml"), "--device", "h100", "--budget", budget, "--plan-only",
+                                "-o", path("out-" + budget)});
+    EXPECT_EQ(run.exit_code, 0) << run.describe();
+    const MplanRun verified = mplan({"verify", path("out-" + budget)});
+    EXPECT_EQ(verified.exit_code, 0) << verified.describe();
+    return run;
+  };
+  // Room for everything: resident copies, no cast per use.
+  const MplanRun roomy = compile_at("1GiB");
+  EXPECT_TRUE(std::regex_search(roomy.out, std::regex(R"(weight copies: 16-bit, resident, remade by the update \()"
+                                                      R"([0-9.]+ ms against [0-9.]+ ms made where used\))")))
+      << roomy.describe();
+  EXPECT_FALSE(contains(read_file(path("out-1GiB/plan.json")), "weight_copies"));
+  // 61 MiB: the resident copies leave no room (61.59 MiB at least); made where used, 60.79 MiB.
+  const MplanRun tight = compile_at("61MiB");
+  EXPECT_TRUE(contains(tight.out, "weight copies: 16-bit, made where each task uses them (not resident) (resident "
+                                  "copies do not fit)"))
+      << tight.describe();
+  EXPECT_TRUE(contains(read_file(path("out-61MiB/plan.json")), "\"weight_copies\": \"where_used\""));
+  const MplanRun bounds = mplan({"bounds", path("mlp.yaml")});
+  EXPECT_TRUE(contains(bounds.out, "Mmin (moDNN)    61.59 MiB (64578304 B)")) << bounds.describe();
+  EXPECT_TRUE(contains(bounds.out, "copies where used  weights 52.78 MiB (55345272 B), Mmin 60.79 MiB (63746816 B)"))
+      << bounds.describe();
+  // Below both: the message gives both minimums.
+  const MplanRun none = mplan({"compile", path("mlp.yaml"), "--device", "h100", "--budget", "60MiB", "--plan-only",
+                               "-o", path("out-60MiB")});
+  EXPECT_NE(none.exit_code, 0);
+  EXPECT_TRUE(contains(none.err, "with the 16-bit weight copies made where they are used instead of resident: "
+                                 "budget 62914560 bytes (60.00 MiB) is below the minimum 63746816 bytes (60.79 MiB)"))
+      << none.describe();
 }
 
 // --plan-only: a 16-bit plan, verified, without a program; its blocks are

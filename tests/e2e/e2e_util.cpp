@@ -116,6 +116,7 @@ Compiled compile_model(const Model& model, Budget budget, const std::string& tag
   Result<Plan> plan = std::move(planned.planned).take_plan();
   if (!plan) return Compiled{{}, "", "make_plan: " + plan.error().to_string()};
   plan->compact_backward_layers = planned.compact_layers;
+  plan->weight_copies_where_used = planned.copies_where_used;
   return write_plan_program(*planned.model, std::move(*plan), tag, target);
 }
 

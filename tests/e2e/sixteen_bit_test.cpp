@@ -161,6 +161,21 @@ std::string write_noise_data(const std::string& dir) {
   return dir;
 }
 
+// The first 16 of those: one batch of cifar_tiny, so that every step sees
+// the same samples.
+std::string write_one_batch(const std::string& dir) {
+  write_noise_data(dir);
+  std::string error;
+  const std::string one_batch = dir + "/one-batch";
+  std::filesystem::create_directories(one_batch);
+  rt::NpyArray images, labels;
+  EXPECT_TRUE(rt::npy_read(dir + "/images.npy", &images, &error)) << error;
+  EXPECT_TRUE(rt::npy_read(dir + "/labels.npy", &labels, &error)) << error;
+  EXPECT_TRUE(rt::npy_write_f32(one_batch + "/images.npy", images.f32(), {16, 3, 32, 32}, &error)) << error;
+  EXPECT_TRUE(rt::npy_write_i32(one_batch + "/labels.npy", labels.i32(), {16}, &error)) << error;
+  return one_batch;
+}
+
 // 200 steps on data that float32 learns: bf16 and fp16 learn it too, to
 // about the same loss, and never diverge.
 TEST(SixteenBitTraining, TwoHundredStepsConvergeLikeFloat32) {
@@ -275,16 +290,7 @@ TEST_F(LossScaling, AnOverflowSkipsExactlyThatStepsUpdate) {
 // the momentum starts as the gradient).
 TEST_F(LossScaling, SkippedStepsLeaveNothingBehind) {
   const std::string dir = work_dir("sixteen-loss-scale-in-run");
-  // One batch of data: every step sees the same samples.
-  write_noise_data(dir);
-  std::string error;
-  const std::string one_batch = dir + "/one-batch";
-  std::filesystem::create_directories(one_batch);
-  rt::NpyArray images, labels;
-  ASSERT_TRUE(rt::npy_read(dir + "/images.npy", &images, &error)) << error;
-  ASSERT_TRUE(rt::npy_read(dir + "/labels.npy", &labels, &error)) << error;
-  ASSERT_TRUE(rt::npy_write_f32(one_batch + "/images.npy", images.f32(), {16, 3, 32, 32}, &error)) << error;
-  ASSERT_TRUE(rt::npy_write_i32(one_batch + "/labels.npy", labels.i32(), {16}, &error)) << error;
+  const std::string one_batch = write_one_batch(dir);
   const double start = std::ldexp(1.0, 40);
   RunResult probe = run_program(compiled_->dir, fmt::format("--steps 60 --seed 5 --loss-scale {} --data {}", start,
                                                             one_batch));
@@ -328,6 +334,43 @@ TEST_F(LossScaling, CleanStepsGrowTheScale) {
   EXPECT_NE(resumed.output.find("loss scale 2048"), std::string::npos) << resumed.output;
   EXPECT_EQ(meta_value(dir + "/w2", "loss_scale"), 4096);
   EXPECT_EQ(meta_value(dir + "/w2", "loss_scale_growth_tracker"), 0);
+}
+
+// The 16-bit weight copies exist from the first step: at learning rate 0
+// the weights never change, so every step on the same batch has the same loss.
+TEST(SixteenBitPrograms, TheFirstStepReadsTheWeightsCopy) {
+  const std::string one_batch = write_one_batch(work_dir("sixteen-first-step"));
+  Compiled compiled = compile_at("tests/e2e/cifar_tiny.yaml", Precision::bf16, Budget::unlimited,
+                                 "sixteen-first-step-build");
+  ASSERT_EQ(compiled.error, "");
+  ASSERT_EQ(build_program(compiled.dir), "");
+  RunResult run = run_program(compiled.dir, "--steps 2 --lr 0 --data " + one_batch);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const std::vector<double> losses = losses_of(run.output);
+  ASSERT_EQ(losses.size(), 2u) << run.output;
+  EXPECT_EQ(losses[0], losses[1]) << run.output;
+}
+
+// Weight copies made where used compute what resident copies do: each 16-bit
+// op rounds the float32 weights as it loads them instead of reading the
+// copy the update made, the same bits.
+TEST(SixteenBitPrograms, CopiesMadeWhereUsedTrainAsResidentOnes) {
+  std::map<std::string, Weights> trained;
+  for (bool where_used : {false, true}) {
+    Result<Model> model = load_model(source_dir() + "/tests/e2e/cifar_tiny.yaml");
+    ASSERT_TRUE(model.ok());
+    ASSERT_TRUE(apply_precision(*model, Precision::bf16, true).ok());
+    model->weight_copies_where_used = where_used;
+    const std::string tag = where_used ? "where-used" : "resident";
+    Compiled compiled = compile_model(*model, Budget::unlimited, "sixteen-copies-" + tag);
+    ASSERT_EQ(compiled.error, "");
+    ASSERT_EQ(compiled.plan.weight_copies_where_used, where_used);
+    const std::string text = read_file(compiled.dir + "/train.cpp");
+    EXPECT_EQ(text.find("constexpr WeightCopy kWeightCopies[]") != std::string::npos, !where_used);
+    trained[tag] = build_and_train(compiled, 2, 5);
+    ASSERT_FALSE(trained[tag].empty());
+  }
+  EXPECT_EQ(trained["where-used"], trained["resident"]);
 }
 
 // The loss-scale flags belong to fp16 programs.

@@ -7,6 +7,7 @@
 
 #include "frontend/parse.h"
 #include "profiler/analytic_model.h"
+#include "profiler/device.h"
 #include "profiler/signature.h"
 #include "tdfg/tdfg.h"
 
@@ -64,6 +65,41 @@ TEST(PrecisionCost, TheAnalyticModelMovesHalfTheBytesOfASixteenBitTask) {
   const double update32 = bytes_of(task_work(describe_task(a, a.update_task), 1));
   const double update16 = bytes_of(task_work(describe_task(b, b.update_task), 1));
   EXPECT_DOUBLE_EQ(update16 - update32, 2.0 * describe_task(b, b.update_task).copied_parameters);
+}
+
+// Weight copies made where they are used (Model::weight_copies_where_used):
+// no copy in W and none remade by the update; each 16-bit op's FP, and its
+// BP1 where that reads the weights, casts them instead, which costs the
+// cast's time and the copy's bytes of workspace, and is its own key.
+TEST(PrecisionCost, CopiesMadeWhereUsedMoveTheCastIntoTheTasks) {
+  const Model resident_model = model_at("bf16");
+  Model where_used_model = resident_model;
+  where_used_model.weight_copies_where_used = true;
+  const Tdfg resident = build_tdfg(resident_model), where_used = build_tdfg(where_used_model);
+  const int64_t conv_params = 8 * 3 * 3 * 3 + 8, fc_params = (8 * 16 * 16 + 1) * 10;
+  EXPECT_EQ(where_used.blocks[where_used.weight_of[0]].fixed_bytes, 4 * conv_params);
+  EXPECT_EQ(resident.blocks[resident.weight_of[0]].fixed_bytes, 6 * conv_params);
+  EXPECT_EQ(describe_task(where_used, where_used.update_task).copied_parameters, 0);
+  EXPECT_EQ(describe_task(where_used, task_named(where_used, "FP(conv)")).copied_parameters, conv_params);
+  EXPECT_EQ(describe_task(where_used, task_named(where_used, "BP1(fc)")).copied_parameters, fc_params);
+  EXPECT_EQ(describe_task(where_used, task_named(where_used, "BP2(fc)")).copied_parameters, 0) << "BP2 reads no W";
+  EXPECT_EQ(describe_task(where_used, task_named(where_used, "FP(act)")).copied_parameters, 0);
+  EXPECT_EQ(describe_task(resident, task_named(resident, "FP(conv)")).copied_parameters, 0);
+  TaskKeyCache keys;
+  EXPECT_NE(keys.key(resident, task_named(resident, "FP(fc)")), keys.key(where_used, task_named(where_used, "FP(fc)")));
+  const Result<Device> device = load_device("h100");
+  ASSERT_TRUE(device.ok());
+  for (const char* name : {"FP(conv)", "FP(fc)", "BP1(fc)"}) {
+    const TaskShape kept = describe_task(resident, task_named(resident, name));
+    const TaskShape cast = describe_task(where_used, task_named(where_used, name));
+    const std::vector<TaskOption> a = analytic_options(*device, kept, 8, MathMode::bf16);
+    const std::vector<TaskOption> b = analytic_options(*device, cast, 8, MathMode::bf16);
+    ASSERT_EQ(a.size(), b.size()) << name;
+    for (size_t i = 0; i < a.size(); ++i) {
+      EXPECT_EQ(b[i].workspace_bytes, a[i].workspace_bytes + 2 * cast.copied_parameters) << name;
+      EXPECT_GT(b[i].time_ms, a[i].time_ms) << name;
+    }
+  }
 }
 
 }  // namespace
