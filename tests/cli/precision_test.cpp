@@ -111,6 +111,23 @@ TEST_F(PrecisionFlag, WeightCopiesAreResidentOrMadeWhereUsedByCost) {
   EXPECT_TRUE(contains(bounds.out, "Mmin (moDNN)    61.59 MiB (64578304 B)")) << bounds.describe();
   EXPECT_TRUE(contains(bounds.out, "copies where used  weights 52.78 MiB (55345272 B), Mmin 60.79 MiB (63746816 B)"))
       << bounds.describe();
+  // A hand-edited plan: a value that is not a way, and copies made where used
+  // for a float32 model, which keeps none, are refused by name.
+  std::string text = read_file(path("out-61MiB/plan.json"));
+  text.replace(text.find("\"where_used\""), 12, "\"sometimes\"");
+  write_file(path("out-61MiB/plan.json"), text);
+  const MplanRun odd = mplan({"verify", path("out-61MiB")});
+  EXPECT_NE(odd.exit_code, 0) << odd.describe();
+  EXPECT_TRUE(contains(odd.err, "'sometimes' is not resident or where_used")) << odd.describe();
+  const MplanRun fp32 = mplan({"compile", example_model("cifar_small"), "--budget", "64MiB", "--plan-only", "-o",
+                               path("fp32")});
+  ASSERT_EQ(fp32.exit_code, 0) << fp32.describe();
+  text = read_file(path("fp32/plan.json"));
+  text.replace(text.find("\"compact_backward\""), 0, "\"weight_copies\": \"where_used\", ");
+  write_file(path("fp32/plan.json"), text);
+  const MplanRun none_kept = mplan({"verify", path("fp32")});
+  EXPECT_NE(none_kept.exit_code, 0) << none_kept.describe();
+  EXPECT_TRUE(contains(none_kept.err, "but model 'cifar_small' keeps none (precision fp32)")) << none_kept.describe();
   // Below both: the message gives both minimums.
   const MplanRun none = mplan({"compile", path("mlp.yaml"), "--device", "h100", "--budget", "60MiB", "--plan-only",
                                "-o", path("out-60MiB")});
