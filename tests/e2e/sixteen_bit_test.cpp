@@ -313,6 +313,19 @@ TEST_F(LossScaling, SkippedStepsLeaveNothingBehind) {
     if (name.find("running_") == std::string::npos) EXPECT_EQ(a.at(name), values) << name;
 }
 
+// Bad values are refused before training, by name.
+TEST_F(LossScaling, BadFlagsAreRefusedByName) {
+  for (const auto& [flags, message] : std::vector<std::pair<std::string, std::string>>{
+           {"--loss-scale 0", "--loss-scale: expected a finite number > 0, got '0'"},
+           {"--loss-scale inf", "--loss-scale: expected a finite number > 0, got 'inf'"},
+           {"--loss-scale-growth-interval 0", "--loss-scale-growth-interval: expected an integer in [1, 2147483647]"},
+           {"--loss-scale", "--loss-scale: expected a value"}}) {
+    RunResult run = run_program(compiled_->dir, "--steps 1 " + flags);
+    EXPECT_EQ(run.exit_code, 2) << flags << "\n" << run.output;
+    EXPECT_NE(run.output.find(message), std::string::npos) << run.output;
+  }
+}
+
 // Growth: after N clean steps the scale doubles, the counter restarts.
 TEST_F(LossScaling, CleanStepsGrowTheScale) {
   const std::string dir = work_dir("sixteen-loss-scale-growth");
