@@ -222,24 +222,19 @@ std::string emit_sixteen_bit_tables(const ProgramHeader& h) {
 std::string emit_program_spec(const ProgramHeader& h, int32_t debug_event_count, int64_t wide_scratch_bytes) {
   const Plan& plan = h.plan;
   const bool sixteen = is_16_bit(h.model.precision);
-  const std::string sixteen_bit_fields =
-      sixteen ? fmt::format("    .precision = \"{}\",\n"
-                            "    .wide_scratch_bytes = {},\n"
-                            "    .weight_copies = kWeightCopies,\n"
-                            "    .weight_copy_count = kWeightCopyCount,\n"
-                            "    .loss_scaling = {},\n"
-                            "    .weight_gradients = kWeightGradients,\n"
-                            "    .weight_gradient_count = kWeightGradientCount,\n",
-                            precision_name(h.model.precision), wide_scratch_bytes,
-                            h.model.precision == Precision::fp16 ? "true" : "false")
-              : fmt::format("    .precision = \"{}\",\n"
-                            "    .wide_scratch_bytes = 0,\n"
-                            "    .weight_copies = nullptr,\n"
-                            "    .weight_copy_count = 0,\n"
-                            "    .loss_scaling = false,\n"
-                            "    .weight_gradients = nullptr,\n"
-                            "    .weight_gradient_count = 0,\n",
-                            precision_name(h.model.precision));
+  // A 16-bit program's tables (emit_sixteen_bit_tables); none otherwise.
+  const std::string sixteen_bit_fields = fmt::format(
+      "    .precision = \"{}\",\n"
+      "    .wide_scratch_bytes = {},\n"
+      "    .weight_copies = {},\n"
+      "    .weight_copy_count = {},\n"
+      "    .loss_scaling = {},\n"
+      "    .weight_gradients = {},\n"
+      "    .weight_gradient_count = {},\n",
+      precision_name(h.model.precision), sixteen ? wide_scratch_bytes : 0,
+      sixteen ? "kWeightCopies" : "nullptr", sixteen ? "kWeightCopyCount" : "0",
+      h.model.precision == Precision::fp16 ? "true" : "false", sixteen ? "kWeightGradients" : "nullptr",
+      sixteen ? "kWeightGradientCount" : "0");
   return fmt::format(
       "\nconstexpr ProgramSpec kSpec = {{\n"
       "    .model_name = {},\n"
