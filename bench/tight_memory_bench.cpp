@@ -65,12 +65,14 @@ struct Row {
   std::vector<Cell> one_round, default_plan;
   std::vector<Cell> cheap_only;  // one round, --no-recompute-convolutions
   std::vector<Cell> plain_only;  // one round, --no-memory-saving-variants
+  std::vector<Cell> unrefined;   // one round, --no-refinement
 };
 
 // Which levers a cell turns off.
 struct Levers {
   bool recompute_convolutions = true;
   bool variants = true;
+  bool refine = true;
 };
 
 // A plan as compile makes it (driver/planned_model.h: the plain model
@@ -79,6 +81,7 @@ Cell plan_cell(const Model& model, const CostModel& cost, int64_t budget, PlanOp
                double unlimited_ms, Levers levers = {}) {
   PlanOptions o;
   o.recompute_convolutions = levers.recompute_convolutions;
+  o.refine_blocks = levers.refine;
   o.budget_bytes = budget;
   o.batchnorm_rounds = rounds;
   const auto started = std::chrono::steady_clock::now();
@@ -161,6 +164,7 @@ std::string markdown(const std::vector<Row>& rows, const std::string& command, d
   out += fraction_table(rows, "One round, convolutions never recomputed (`--no-recompute-convolutions`)",
                         &Row::cheap_only);
   out += fraction_table(rows, "One round, every backward plain (`--no-memory-saving-variants`)", &Row::plain_only);
+  out += fraction_table(rows, "One round, the best plan of the rules unrefined (`--no-refinement`)", &Row::unrefined);
   out += "\n## What the one-round plans do\n\nCompact: the layers planned with their memory-saving backward "
          "(docs/planner.md, \"Memory-saving variants\"). Above the bound: the plan's time over the lower bound at "
          "its budget (`planner/lower_bound.h`; docs/planner.md, \"The lower bound\").\n\n"
@@ -253,6 +257,8 @@ int main(int argc, char** argv) {
                                          {.recompute_convolutions = false}));
       row.plain_only.push_back(plan_cell(*model, **cost, budget, PlanOptions::BatchnormRounds::one, row.unlimited_ms,
                                          {.variants = false}));
+      row.unrefined.push_back(plan_cell(*model, **cost, budget, PlanOptions::BatchnormRounds::one, row.unlimited_ms,
+                                        {.refine = false}));
       std::fprintf(stderr, "  F = %.2f: one round %s, default %s\n", f, cell_text(row.one_round.back()).c_str(),
                    cell_text(row.default_plan.back()).c_str());
     }

@@ -175,6 +175,10 @@ void setup_compile(CLI::App& command) {
                    "Drop blocks for recomputation only when an allocation needs their room (mplan's planner "
                    "otherwise also tries dropping cheap outputs right after their last forward use when the "
                    "round does not fit, and keeps the faster plan)");
+  command.add_flag("--no-refinement", o->no_refinement,
+                   "Keep the best plan of the levers as it is (mplan's planner otherwise refines it one large "
+                   "block at a time, dropping or offloading it right after its last forward use where the "
+                   "simulation is faster; docs/planner.md)");
   auto* batchnorm = command.add_option(
       "--batchnorm", o->batchnorm,
       "Rounds of a model with batchnorm layers (statistics are per round): prefer-one (default: one round, "

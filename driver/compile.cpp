@@ -56,6 +56,7 @@ std::optional<Error> check_policy_flags(const CompileFlags& f, PolicyKind policy
                        : f.no_memory_saving_variants ? "--no-memory-saving-variants"
                        : f.no_early_offload     ? "--no-early-offload"
                        : f.no_early_drops       ? "--no-early-drops"
+                       : f.no_refinement        ? "--no-refinement"
                        : f.batchnorm_given      ? "--batchnorm"
                                                 : nullptr;
     if (flag != nullptr)
@@ -69,6 +70,7 @@ std::optional<Error> check_policy_flags(const CompileFlags& f, PolicyKind policy
                        : f.no_memory_saving_variants ? "--no-memory-saving-variants"
                        : f.no_early_offload          ? "--no-early-offload"
                        : f.no_early_drops            ? "--no-early-drops"
+                       : f.no_refinement             ? "--no-refinement"
                                                      : nullptr;
     if (flag != nullptr)
       return usage(fmt::format("{} is a lever of mplan's planner; --policy modnn has none to turn off", flag));
@@ -115,6 +117,7 @@ Result<PlanOptions> plan_options(const CompileFlags& f) {
   o.recompute_convolutions = !f.no_recompute_convolutions;
   o.early_offload = !f.no_early_offload;
   o.early_drops = !f.no_early_drops;
+  o.refine_blocks = !f.no_refinement;
   return o;
 }
 

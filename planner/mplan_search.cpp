@@ -86,6 +86,8 @@ class SchedulerSearch {
   // One candidate: every lever on first; where that plan could improve, the
   // variants (planner/plan_search.h).
   void search_candidate(Search& search, Candidate c, int64_t large_block_bytes);
+  // The best plan's rules with per-block choices, improved one block at a time.
+  void refine_blocks(Search& search);
   Error batchnorm_refusal(const std::string& why) const;
 
   const bool published_;
@@ -250,6 +252,7 @@ std::optional<Candidate> SchedulerSearch::candidate(int64_t b, int64_t pool) {
 void SchedulerSearch::search_candidate(Search& search, Candidate c, int64_t large_block_bytes) {
   const std::string label = c.label;
   c.decider = modnn_factory(base_);
+  c.rules = base_;
   if (!published_) c.label = label + " [" + rules_text(base_, false) + "]";
   const PlanResult& first = search.consider(c);
   // An abandoned first try still gets its variants: one of them may beat the
@@ -314,6 +317,7 @@ void SchedulerSearch::search_candidate(Search& search, Candidate c, int64_t larg
   for (size_t i = 0; i < variants.size(); ++i) {
     const ModnnRules& r = variants[i];
     c.decider = modnn_factory(r);
+    c.rules = r;
     c.label = label + " [" + rules_text(r, false) + "]";
     const PlanResult& sim = search.consider(c);
     if (sim.feasible && (best_ms < 0 || sim.plan.summary.simulated_ms < best_ms)) {
@@ -334,6 +338,7 @@ void SchedulerSearch::search_candidate(Search& search, Candidate c, int64_t larg
     if (i == 0) r.eq5_refetch = false;
     else r.refetch_cost = false;
     c.decider = modnn_factory(r);
+    c.rules = r;
     c.label = label + " [" + rules_text(r, false) + "]";
     search.consider(c);
   }
@@ -345,6 +350,7 @@ void SchedulerSearch::search_candidate(Search& search, Candidate c, int64_t larg
     Candidate one = c;
     one.copy_engines = 1;
     one.decider = modnn_factory(variants.back());
+    one.rules = variants.back();
     one.label = label + " [" + rules_text(variants.back(), false) + ", one copy engine]";
     search.consider(one);
   }
@@ -369,6 +375,7 @@ void SchedulerSearch::search_candidate(Search& search, Candidate c, int64_t larg
         stacked.push_back(*r);
     for (const ModnnRules& r : stacked) {
       c.decider = modnn_factory(r);
+      c.rules = r;
       c.label = label + " [" + rules_text(r, true) + "]";
       search.consider(c);
     }
@@ -398,7 +405,8 @@ void SchedulerSearch::search_sizes(Search& search, Sizes which) {
   // tiling, where a block lands), so the neighbours of the best size are
   // tried too, recentring while one is faster (ResNet-152 at 4 GiB on the
   // K40: 33 samples per round is 1% faster than 32, its balanced neighbour).
-  if (published_ || opt_.sub_batch > 0 || !search.have()) return;
+  if (published_ || !search.have()) return;
+  if (opt_.sub_batch > 0) return refine_blocks(search);
   constexpr int64_t kRadius = 3;
   for (int step = 0; step < 16; ++step) {
     const int64_t center = search.best().plan.sub_batch;
@@ -408,6 +416,73 @@ void SchedulerSearch::search_sizes(Search& search, Sizes which) {
       for (int64_t b : {center + d, center - d})
         if (b >= 1 && b <= largest_of_pool[pool]) try_size(b, pool);
     if (!(search.best().plan.summary.simulated_ms < before)) break;
+  }
+  refine_blocks(search);
+}
+
+// The blocks a refinement may decide: made by forward tasks, read again in
+// the backward pass, largest first (the most room per simulation), at least
+// 1/kRefinedBlockDivisor of the arena, at most kRefinedBlocks of them.
+constexpr int kRefinedBlocks = 128;
+constexpr int64_t kRefinedBlockDivisor = 256;
+constexpr int kRefinementPasses = 2;
+// The refinement's simulations are bounded by the task runs they simulate
+// (tasks x rounds each), so that it costs about as much on any graph: about
+// 400 simulations of ResNet-50 at one round, 30 of ResNet-1001.
+constexpr int64_t kRefinementTaskRuns = int64_t{1} << 18;
+
+void SchedulerSearch::refine_blocks(Search& search) {
+  if (published_ || !opt_.refine_blocks || !search.have() || !could_improve(search.best())) return;
+  Candidate c = search.best_candidate();
+  const int64_t b = c.rounds.front();
+  std::vector<std::pair<int64_t, BlockId>> blocks;
+  for (BlockId x = 0; x < static_cast<BlockId>(tdfg_.blocks.size()); ++x) {
+    const Block& block = tdfg_.blocks[x];
+    if (block.resident || block.writers.empty()) continue;
+    const bool forward = std::all_of(block.writers.begin(), block.writers.end(),
+                                     [&](TaskId w) { return tdfg_.tasks[w].kind == TaskKind::FP; });
+    const bool backward = std::any_of(block.readers.begin(), block.readers.end(),
+                                      [&](TaskId t) { return tdfg_.tasks[t].kind != TaskKind::FP; });
+    const int64_t bytes = block.bytes(b);
+    if (forward && backward && bytes * kRefinedBlockDivisor >= arena_) blocks.emplace_back(bytes, x);
+  }
+  std::stable_sort(blocks.begin(), blocks.end(), [](const auto& p, const auto& q) { return p.first > q.first; });
+  if (blocks.size() > static_cast<size_t>(kRefinedBlocks)) blocks.resize(kRefinedBlocks);
+  auto recomputable = [&](BlockId x) {
+    return opt_.recompute && std::all_of(tdfg_.blocks[x].writers.begin(), tdfg_.blocks[x].writers.end(), [&](TaskId w) {
+             const Task& t = tdfg_.tasks[w];
+             return !t.recompute_writes.empty() &&
+                    (!t.has_algorithms || (opt_.recompute_convolutions && c.pool_bytes == 0 && c.fixed.empty() && !c.dynamic));
+           });
+  };
+  std::vector<BlockChoice> choices =
+      c.rules.block_choices ? *c.rules.block_choices : std::vector<BlockChoice>(tdfg_.blocks.size(), BlockChoice::rules);
+  const std::string label = c.label;
+  const int64_t runs = static_cast<int64_t>(tdfg_.tasks.size() * c.rounds.size());
+  int64_t left = std::max<int64_t>(kRefinementTaskRuns / std::max<int64_t>(runs, 1), 16);
+  for (int pass = 0; pass < kRefinementPasses && left > 0; ++pass) {
+    bool improved = false;
+    for (const auto& [bytes, x] : blocks) {
+      for (BlockChoice alt : {BlockChoice::drop, BlockChoice::offload, BlockChoice::rules}) {
+        if (alt == choices[x] || (alt == BlockChoice::drop && !recomputable(x))) continue;
+        if (left-- <= 0) break;
+        std::vector<BlockChoice> trial = choices;
+        trial[x] = alt;
+        const auto count = [&](BlockChoice q) { return std::count(trial.begin(), trial.end(), q); };
+        const std::string what = fmt::format("{} blocks dropped, {} offloaded after their last forward use",
+                                             count(BlockChoice::drop), count(BlockChoice::offload));
+        c.rules.block_choices = std::make_shared<const std::vector<BlockChoice>>(std::move(trial));
+        c.decider = modnn_factory(c.rules);
+        c.label = label.substr(0, label.size() - 1) + ", " + what + "]";
+        search.consider(c);
+        if (search.best_candidate().rules.block_choices == c.rules.block_choices) {  // kept: better_plan
+          choices = *c.rules.block_choices;
+          improved = true;
+          break;
+        }
+      }
+    }
+    if (!improved) break;
   }
 }
 

@@ -63,6 +63,10 @@ struct PlanOptions {
   bool early_offload = true;
   // With recompute: the search also tries early drops (ModnnRules::early_drop_ratio).
   bool early_drops = true;
+  // The search refines its best plan one block at a time: a large block
+  // dropped, or offloaded, right after its last forward use, kept where the
+  // simulation is faster (planner/mplan_search.cpp).
+  bool refine_blocks = true;
   // Batch normalisation: what the rounds of a model with batchnorm layers may
   // be (statistics are per round). prefer_one: one round, full-batch
   // statistics as plain training computes them, whenever a plan of one round

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "planner/deciders/deciders.h"
 #include "planner/plan_search.h"
 #include "planner/sim/decider.h"
 #include "planner/sim/iteration_sim.h"
@@ -33,6 +34,7 @@ struct Candidate {
   int copy_engines = 0;  // 0: the search's; 1: one engine shared by both directions
   std::function<std::unique_ptr<Decider>()> decider;
   std::string label;
+  ModnnRules rules;  // the decider's, where it is moDNN's (mplan's searches)
 };
 
 // Whether plan `a` is better than `b`: faster; at the same simulated time (to

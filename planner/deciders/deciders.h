@@ -6,11 +6,19 @@
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "planner/checkmate_milp.h"
 #include "planner/sim/decider.h"
 
 namespace mplan {
+
+// What the search's refinement fixed for one block (ModnnRules::block_choices).
+enum class BlockChoice : uint8_t {
+  rules,    // the rules decide, as for any block
+  drop,     // freed right after its last forward use, recomputed when next needed
+  offload,  // copied to the host and freed right after its last forward use
+};
 
 // moDNN Algorithm 1 (moDNN §IV-B) and mplan's additions.
 struct ModnnRules {
@@ -65,6 +73,12 @@ struct ModnnRules {
   // every prefetch up to the last urgent task starts now (moDNN stops at the
   // first task that need not start yet).
   bool queued_prefetch = false;
+  // Per block (by BlockId; empty: every block by the rules), a choice made
+  // for the whole iteration, as Checkmate's and Beaumont et al.'s solvers
+  // make it, by the search's refinement (planner/block_refinement.h): a
+  // dropped block's recomputation keeps its inputs until its last use, as
+  // any dropped block's does.
+  std::shared_ptr<const std::vector<BlockChoice>> block_choices;
 };
 std::unique_ptr<Decider> make_modnn_decider(const ModnnRules& rules);
 

@@ -33,6 +33,7 @@ class ModnnDecider final : public Decider {
 
   // Cheap blocks whose recomputation needs nothing kept longer than it is anyway.
   bool may_drop(const IterationSim& sim, BlockId b) override {
+    if (choice(b) != BlockChoice::rules) return choice(b) == BlockChoice::drop;
     if (!rules_.recompute) return false;
     if (!rules_.recompute_convolutions)
       for (TaskId w : sim.tdfg().blocks[b].writers)
@@ -52,11 +53,15 @@ class ModnnDecider final : public Decider {
   void after_task(IterationSim& sim, int32_t r, int32_t k) override;
 
  private:
+  BlockChoice choice(BlockId b) const {
+    return rules_.block_choices ? (*rules_.block_choices)[static_cast<size_t>(b)] : BlockChoice::rules;
+  }
   static bool recompute_is_free_of_extensions(const IterationSim& sim, BlockId b);
   // The position of block b's next use after position k if a backward task
   // makes it, else -1 (none, or the forward pass reads it again).
   static int32_t next_backward_use(const IterationSim& sim, BlockId b, int32_t k);
   void drop_cheap_blocks(IterationSim& sim, int32_t r, int32_t k) const;
+  void apply_block_choices(IterationSim& sim, int32_t r, int32_t k) const;
   int64_t excess_bytes(IterationSim& sim, int32_t r) const;
   // Missing inputs of the task at unrolled position p (loads and the loads
   // of recomputations), and the bytes the task needs in all.
@@ -283,8 +288,25 @@ void ModnnDecider::drop_cheap_blocks(IterationSim& sim, int32_t r, int32_t k) co
 // Early offloads: right after a block's last forward use, while the round's
 // excess is not yet covered, copy it out if only the backward pass needs it
 // again, beyond the lookahead.
+// The refinement's choices (ModnnRules::block_choices): right after a
+// block's last forward use, drop or offload it as chosen.
+void ModnnDecider::apply_block_choices(IterationSim& sim, int32_t r, int32_t k) const {
+  for (const std::vector<BlockId>* list : {&sim.inputs_at(k), &sim.outputs_at(k)}) {
+    for (BlockId b : *list) {
+      const BlockChoice c = choice(b);
+      if (c == BlockChoice::rules || next_backward_use(sim, b, k) < 0) continue;
+      const int32_t i = sim.instance(r, b);
+      const InstanceState& s = sim.state(i);
+      if (s.buffer == kNoBuffer || !s.created) continue;
+      if (c == BlockChoice::drop && sim.droppable(i)) sim.drop(i);
+      else if (c == BlockChoice::offload && !sim.droppable(i)) sim.evict(i);
+    }
+  }
+}
+
 void ModnnDecider::after_task(IterationSim& sim, int32_t r, int32_t k) {
   if (sim.tdfg().tasks[sim.task_at(k)].kind != TaskKind::FP) return;
+  if (rules_.block_choices) apply_block_choices(sim, r, k);
   if (drop_early_) drop_cheap_blocks(sim, r, k);
   for (const std::vector<BlockId>* list : {&sim.inputs_at(k), &sim.outputs_at(k)}) {
     for (BlockId b : *list) {

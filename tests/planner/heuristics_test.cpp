@@ -434,6 +434,63 @@ TEST(EarlyDrop, NothingIsDroppedInARoundThatFits) {
   EXPECT_EQ(r.plan.summary.offload_count, 0);
 }
 
+// ---- mplan: the refinement's per-block choices (ModnnRules::block_choices) ------
+
+// The early-drops graph with T1 at 1 ms and no recomputation by the rules: M
+// stays and A is evicted at T3 and prefetched back for T6 (as in
+// EarlyDrop.AnOutputDearerThanTheRatioIsKeptAndTheCopiedBlockLeaves). A
+// choice fixed for M overrides the rules for M alone.
+PlanResult run_block_choice(BlockChoice m_choice) {
+  auto g = tiny_graph({{"X", 256}, {"A", MiB}, {"M", MiB}, {"Q", MiB}, {"C", MiB}, {"D", 256}, {"E", 256},
+                       {"F", 256}},
+                      {{"T0", {0}, {1}, TaskKind::FP, true}, {"T1", {1}, {2}}, {"T2", {2}, {3}, TaskKind::FP, true},
+                       {"T3", {3}, {4}, TaskKind::FP, true}, {"T4", {4, 3}, {5}, TaskKind::BP1},
+                       {"T5", {2, 5}, {6}, TaskKind::BP1}, {"T6", {1, 6}, {7}, TaskKind::BP1}});
+  FakeCost cost;
+  for (const char* t : {"T0", "T1", "T2", "T3"}) cost.table[t] = {TaskOption{"default", 1.0, 0}};
+  ModnnRules rules = testing::published_rules();
+  rules.refetch_cost = true;
+  rules.lookahead_tasks = 1;
+  std::vector<BlockChoice> choices(g->tdfg.blocks.size(), BlockChoice::rules);
+  choices[/*M=*/2] = m_choice;
+  rules.block_choices = std::make_shared<const std::vector<BlockChoice>>(choices);
+  return simulate_modnn(g->tdfg, cost, 3 * MiB + 1024, rules);
+}
+
+TEST(BlockChoices, ByTheRulesMStaysAndAIsCopied) {
+  PlanResult r = run_block_choice(BlockChoice::rules);
+  ASSERT_TRUE(r.feasible) << r.note;
+  EXPECT_EQ(r.recomputed_tasks, 0);
+  EXPECT_EQ(testing::count_steps_of(r.plan, StepKind::prefetch, /*A=*/1), 1);
+  EXPECT_EQ(testing::count_steps_of(r.plan, StepKind::offload, /*M=*/2), 0);
+}
+
+TEST(BlockChoices, ADroppedBlockIsFreedAfterItsLastForwardUseAndRecomputed) {
+  // M is dropped right after T2 although the rules recompute nothing; T1
+  // runs again before T5, and A stays.
+  PlanResult r = run_block_choice(BlockChoice::drop);
+  ASSERT_TRUE(r.feasible) << r.note;
+  EXPECT_EQ(r.recomputed_tasks, 1);
+  const int m_free = first_step(r.plan, StepKind::free, /*M=*/2);
+  EXPECT_GT(m_free, first_step(r.plan, StepKind::compute, /*T2=*/2));
+  EXPECT_LT(m_free, first_step(r.plan, StepKind::compute, /*T3=*/3));
+  EXPECT_EQ(testing::count_steps_of(r.plan, StepKind::prefetch, /*A=*/1), 0);
+  EXPECT_EQ(testing::count_steps_of(r.plan, StepKind::offload, /*M=*/2), 0);
+}
+
+TEST(BlockChoices, AnOffloadedBlockIsCopiedOutAfterItsLastForwardUseAndBroughtBack) {
+  // M is copied out right after T2 and freed, and comes back for T5.
+  PlanResult r = run_block_choice(BlockChoice::offload);
+  ASSERT_TRUE(r.feasible) << r.note;
+  EXPECT_EQ(r.recomputed_tasks, 0);
+  const int m_offload = first_step(r.plan, StepKind::offload, /*M=*/2);
+  ASSERT_GE(m_offload, 0);
+  EXPECT_GT(m_offload, first_step(r.plan, StepKind::compute, /*T2=*/2));
+  EXPECT_LT(m_offload, first_step(r.plan, StepKind::compute, /*T3=*/3));
+  EXPECT_EQ(testing::count_steps_of(r.plan, StepKind::prefetch, /*M=*/2), 1);
+  EXPECT_LT(first_step(r.plan, StepKind::prefetch, /*M=*/2), first_step(r.plan, StepKind::compute, /*T5=*/5));
+}
+
 // ---- mplan: recomputation against offloading --------------------------------------
 
 // M (512K) is made by a cheap task T1 from A and needed again by T5; when T3

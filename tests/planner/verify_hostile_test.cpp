@@ -171,7 +171,8 @@ TEST(VerifyHostile, HostBytesReusedAfterTheCopyWasReadAreFine) {
   for (size_t a = 0; a < base.host_slots.size(); ++a)
     for (size_t b = 0; b < base.host_slots.size(); ++b) {
       if (a == b || offload[a] < 0 || prefetch[a] < 0 || offload[b] <= prefetch[a]) continue;
-      if (base.host_slots[a].host_offset + base.host_slots[b].bytes > base.host_bytes) continue;
+      // Within a's bytes, so that b shares no other slot's.
+      if (base.host_slots[b].bytes > base.host_slots[a].bytes) continue;
       Plan plan = base;
       plan.host_slots[b].host_offset = plan.host_slots[a].host_offset;
       std::vector<Violation> v = verify(plan);
@@ -196,7 +197,8 @@ TEST(VerifyHostile, AnOffloadOverwritingHostBytesAPrefetchIsStillReadingIsReport
       // Issued after the prefetch but started before it ends: the two copies overlap in
       // simulated time, which a valid plan allows only for copies no event orders.
       if (base.steps[offload[b]].start_ms >= base.steps[prefetch[a]].end_ms) continue;
-      if (base.host_slots[a].host_offset + base.host_slots[b].bytes > base.host_bytes) continue;
+      // Within a's bytes, so that b shares no other slot's.
+      if (base.host_slots[b].bytes > base.host_slots[a].bytes) continue;
       Plan plan = base;
       plan.host_slots[b].host_offset = plan.host_slots[a].host_offset;
       const auto v = verify(plan);
