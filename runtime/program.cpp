@@ -20,6 +20,7 @@
 
 #include "runtime/check.h"
 #include "runtime/checkpoint.h"
+#include "runtime/lr_schedule.h"
 #include "runtime/npy.h"
 #include "runtime/poison.h"
 
@@ -427,6 +428,7 @@ struct Flags {
   uint64_t seed = 1;
   float lr = 0;
   bool lr_given = false;
+  std::optional<LrSchedule> lr_schedule;  // --lr-schedule (runtime/lr_schedule.h)
   std::string data, save, load;
   int64_t checkpoint_every = 0;
   bool debug_poison = false;
@@ -494,6 +496,7 @@ Flags parse_flags(int argc, char** argv, const ProgramSpec& spec) {
       std::printf(
           "usage: train [--steps N] [--seed S] [--lr LR] [--data DIR] [--save DIR] [--load DIR] [--reseed]\n"
           "             [--checkpoint-every N] [--timeline FILE] [--debug-poison] [--debug-copy-delay-ms MS]\n"
+          "             [--lr-schedule KIND[,key=value...]]\n"
           "             [--loss-scale S] [--loss-scale-growth-interval N]  (fp16 programs)\n"
           "Trains %s by the plan compiled into it (target %s); see docs/generated-program.md.\n",
           spec.model_name, spec.target);
@@ -509,6 +512,10 @@ Flags parse_flags(int argc, char** argv, const ProgramSpec& spec) {
       flags.lr = std::strtof(text, &end);
       if (errno != 0 || end == text || *end != '\0' || !std::isfinite(flags.lr) || !(flags.lr >= 0))
         flag_error("--lr: expected a finite number >= 0, got '" + std::string(text) + "'");
+    } else if (flag == "--lr-schedule") {
+      std::string error;
+      flags.lr_schedule = parse_lr_schedule(value(), &error);
+      if (!flags.lr_schedule) flag_error("--lr-schedule " + error);
     } else if (flag == "--data") {
       flags.data = value();
     } else if (flag == "--save") {
@@ -591,6 +598,17 @@ int run_program(int argc, char** argv, const ProgramSpec& spec) {
     std::fprintf(stderr, "train: error: --load: %s\n", error.c_str());
     return 2;
   }
+  // A schedule that ends (cosine, onecycle) must span the run's updates, as
+  // PyTorch's OneCycleLR refuses a step past its total_steps.
+  if (flags.lr_schedule && flags.lr_schedule->steps > 0 && step + flags.steps > flags.lr_schedule->steps) {
+    std::fprintf(stderr,
+                 "train: error: --lr-schedule: steps=%" PRId64 " ends before the run's last update (%" PRId64
+                 "%s); give steps= of at least %" PRId64 "\n",
+                 flags.lr_schedule->steps, step + flags.steps,
+                 step > 0 ? (" = " + std::to_string(step) + " loaded + " + std::to_string(flags.steps)).c_str() : "",
+                 step + flags.steps);
+    return 2;
+  }
   // --loss-scale starts the scale afresh, even over a checkpoint's.
   if (spec.loss_scaling && flags.loss_scale) p.set_loss_scale_state(LossScale{*flags.loss_scale, 0});
   p.make_weight_copies();
@@ -605,6 +623,9 @@ int run_program(int argc, char** argv, const ProgramSpec& spec) {
               data.count > 0 ? "data " : "synthetic data", data.count > 0 ? flags.data.c_str() : "",
               backend.backend.c_str(), backend.device.c_str(), math_mode().c_str(),
               is_16_bit_program(spec) ? ", precision " : "", is_16_bit_program(spec) ? spec.precision : "");
+  if (flags.lr_schedule)
+    std::printf("lr schedule: %s from lr %g (update %" PRId64 " on)\n", lr_schedule_text(*flags.lr_schedule).c_str(),
+                static_cast<double>(flags.lr), step + 1);
   double total_ms = 0, data_ms = 0, enqueue_ms = 0;
   std::string timeline_error;
   int64_t timed_steps = 0;
@@ -614,10 +635,12 @@ int run_program(int argc, char** argv, const ProgramSpec& spec) {
     // The step before the last measures too (not reported), so that the
     // last one's events exist before it is enqueued.
     if (!flags.timeline.empty() && i + 2 >= flags.steps) p.measure_next_step();
+    if (flags.lr_schedule) p.set_lr(static_cast<float>(lr_at(*flags.lr_schedule, flags.lr, step)));
     const double loss = p.run_step(static_cast<uint64_t>(step), data, /*prepare_next=*/!last);
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
     std::printf("step %" PRId64 ": loss %.6f, %.2f ms, %.1f samples/s", step + 1, loss, ms,
                 static_cast<double>(spec.batch) * 1000.0 / ms);
+    if (flags.lr_schedule) std::printf(", lr %.6g", static_cast<double>(p.lr()));
     if (spec.loss_scaling)
       std::printf(", loss scale %g%s", static_cast<double>(p.last_loss_scale()),
                   p.last_update_skipped() ? ": a gradient was not finite, update skipped, scale halved" : "");

@@ -170,6 +170,8 @@ class Program {
   uint64_t seed() const { return seed_; }
   uint64_t step() const { return step_; }
   float lr() const { return lr_; }
+  // The learning rate of the next steps (a schedule sets it per step: runtime/lr_schedule.h).
+  void set_lr(float lr) { lr_ = lr; }
   bool first_update() const { return first_update_; }
   // What the loss's gradient is multiplied by: fp16's loss scale, else 1.
   float loss_scale() const { return spec_.loss_scaling ? loss_scale_.scale : 1.0f; }
