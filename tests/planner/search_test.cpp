@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <regex>
 #include <string>
 
 #include "frontend/parse.h"
@@ -369,6 +370,12 @@ TEST(Refinement, FixedBlocksBeatTheRulesWhereTheyStallOnTheH200) {
   EXPECT_LT(h->searched.plan.summary.simulated_ms, 0.85 * rules.plan.summary.simulated_ms);
   EXPECT_NE(h->searched.note.find("after their last forward use"), std::string::npos) << h->searched.note;
   EXPECT_EQ(rules.note.find("after their last forward use"), std::string::npos) << rules.note;
+  // Both choices pay somewhere: some blocks are recomputed, others copied.
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(h->searched.note, m, std::regex("(\\d+) blocks dropped, (\\d+) offloaded")))
+      << h->searched.note;
+  EXPECT_GT(std::stoi(m[1]), 0) << h->searched.note;
+  EXPECT_GT(std::stoi(m[2]), 0) << h->searched.note;
 }
 
 TEST(Refinement, NothingIsRefinedWhereTheRoundFits) {
