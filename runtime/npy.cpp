@@ -1,5 +1,9 @@
 #include "runtime/npy.h"
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -8,6 +12,17 @@
 #include <vector>
 
 namespace mplan::rt {
+
+int64_t npy_element_bytes(NpyType type) { return type == NpyType::u8 ? 1 : 4; }
+
+const char* npy_type_name(NpyType type) {
+  switch (type) {
+    case NpyType::f32: return "float32";
+    case NpyType::i32: return "int32";
+    case NpyType::u8: return "uint8";
+  }
+  return "?";
+}
 
 int64_t NpyArray::elements() const {
   // The reader bounds the product (at most 2^60); arrays built in code must too.
@@ -53,7 +68,7 @@ bool is_little_endian_host() {
   return first == 1;
 }
 
-bool write_npy(const std::string& path, const char* descr, const void* data,
+bool write_npy(const std::string& path, const char* descr, size_t element_bytes, const void* data,
                const std::vector<int64_t>& shape, std::string* error) {
   if (!is_little_endian_host()) return fail(error, path, "writing .npy needs a little-endian host");
   std::string shape_text = "(";
@@ -78,7 +93,7 @@ bool write_npy(const std::string& path, const char* descr, const void* data,
                                       static_cast<unsigned char>(length >> 8)};
   bool ok = std::fwrite(preamble, 1, 10, file) == 10 &&
             std::fwrite(header.data(), 1, header.size(), file) == header.size() &&
-            std::fwrite(data, 4, static_cast<size_t>(count), file) == static_cast<size_t>(count);
+            std::fwrite(data, element_bytes, static_cast<size_t>(count), file) == static_cast<size_t>(count);
   ok = (std::fclose(file) == 0) && ok;
   if (!ok) {
     std::remove(temp.c_str());
@@ -104,8 +119,8 @@ struct NpyHeader {
 };
 
 // The shape tuple's text "(2, 3)", "(5,)" or "()": whole numbers only, each
-// and their product (times 4 bytes) without overflow.
-bool parse_shape(const std::string& text, const std::string& name, std::vector<int64_t>* shape,
+// and their product (times the element's bytes) without overflow.
+bool parse_shape(const std::string& text, const std::string& name, NpyType type, std::vector<int64_t>* shape,
                  uint64_t* data_bytes, std::string* error) {
   if (text.size() < 2 || text.front() != '(' || text.back() != ')')
     return fail(error, name, "the header's shape is not a tuple such as (2, 3): " + text);
@@ -145,7 +160,7 @@ bool parse_shape(const std::string& text, const std::string& name, std::vector<i
   if (expect_number && !shape->empty() && !seen_comma_after_last)
     return fail(error, name, "the header's shape is malformed: " + text);
   if (shape->size() > 32) return fail(error, name, "the shape " + text + " has more than 32 dimensions");
-  *data_bytes = count * 4;
+  *data_bytes = count * static_cast<uint64_t>(npy_element_bytes(type));
   return true;
 }
 
@@ -180,11 +195,13 @@ bool parse_header(const uint8_t* data, size_t size, const std::string& name, Npy
     out->type = NpyType::f32;
   } else if (descr == "'<i4'") {
     out->type = NpyType::i32;
+  } else if (descr == "'|u1'" || descr == "'<u1'") {
+    out->type = NpyType::u8;
   } else {
-    return fail(error, name, "dtype " + descr + " is not supported (expected '<f4' or '<i4')");
+    return fail(error, name, "dtype " + descr + " is not supported (expected '<f4', '<i4' or '|u1')");
   }
   if (fortran != "False") return fail(error, name, "Fortran order is not supported (expected C order)");
-  if (!parse_shape(shape_text, name, &out->shape, &out->data_bytes, error)) return false;
+  if (!parse_shape(shape_text, name, out->type, &out->shape, &out->data_bytes, error)) return false;
   out->data_offset = prefix + header_length;
   return true;
 }
@@ -197,7 +214,9 @@ bool check_data_size(const NpyHeader& h, uint64_t file_size, const std::string& 
   for (size_t i = 0; i < h.shape.size(); ++i) shape += (i ? ", " : "") + std::to_string(h.shape[i]);
   shape += ")";
   if (available < h.data_bytes)
-    return fail(error, name, "data ends early: expected " + std::to_string(h.data_bytes / 4) + " elements of shape " +
+    return fail(error, name, "data ends early: expected " +
+                                 std::to_string(h.data_bytes / static_cast<uint64_t>(npy_element_bytes(h.type))) +
+                                 " elements of shape " +
                                  shape + " (" + std::to_string(h.data_bytes) + " bytes), the file holds " +
                                  std::to_string(available) + " bytes of data");
   if (available > h.data_bytes)
@@ -244,14 +263,55 @@ bool npy_read(const std::string& path, NpyArray* array, std::string* error) {
   return true;
 }
 
+NpyMap::~NpyMap() {
+  if (mapping_ != nullptr) ::munmap(mapping_, mapping_bytes_);
+}
+
+bool NpyMap::open(const std::string& path, std::string* error) {
+  if (!is_little_endian_host()) return fail(error, path, "reading .npy needs a little-endian host");
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return fail(error, path, "cannot open for reading: not a regular file");
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return fail(error, path, std::string("cannot open for reading: ") + std::strerror(errno));
+  const uint64_t file_size = std::filesystem::file_size(path, ec);
+  if (ec || file_size == 0) {
+    ::close(fd);
+    return fail(error, path, ec ? "cannot read its size: " + ec.message() : std::string("empty file"));
+  }
+  void* mapping = ::mmap(nullptr, static_cast<size_t>(file_size), PROT_READ, MAP_PRIVATE, fd, 0);
+  ::close(fd);
+  if (mapping == MAP_FAILED) return fail(error, path, std::string("cannot map into memory: ") + std::strerror(errno));
+  const auto* bytes = static_cast<const uint8_t*>(mapping);
+  NpyHeader h;
+  if (!parse_header(bytes, static_cast<size_t>(file_size), path, &h, error) ||
+      !check_data_size(h, file_size, path, error)) {
+    ::munmap(mapping, static_cast<size_t>(file_size));
+    return false;
+  }
+  if (mapping_ != nullptr) ::munmap(mapping_, mapping_bytes_);
+  mapping_ = mapping;
+  mapping_bytes_ = static_cast<size_t>(file_size);
+  type_ = h.type;
+  shape_ = h.shape;
+  data_ = bytes + h.data_offset;
+  // Samples are read in a shuffled order: no read-ahead beyond what is asked.
+  ::madvise(mapping, mapping_bytes_, MADV_RANDOM);
+  return true;
+}
+
 bool npy_write_f32(const std::string& path, const float* data, const std::vector<int64_t>& shape,
                    std::string* error) {
-  return write_npy(path, "<f4", data, shape, error);
+  return write_npy(path, "<f4", 4, data, shape, error);
 }
 
 bool npy_write_i32(const std::string& path, const int32_t* data,
                    const std::vector<int64_t>& shape, std::string* error) {
-  return write_npy(path, "<i4", data, shape, error);
+  return write_npy(path, "<i4", 4, data, shape, error);
+}
+
+bool npy_write_u8(const std::string& path, const uint8_t* data, const std::vector<int64_t>& shape,
+                  std::string* error) {
+  return write_npy(path, "|u1", 1, data, shape, error);
 }
 
 }  // namespace mplan::rt

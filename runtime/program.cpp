@@ -21,6 +21,7 @@
 #include "runtime/check.h"
 #include "runtime/checkpoint.h"
 #include "runtime/lr_schedule.h"
+#include "runtime/metrics_log.h"
 #include "runtime/npy.h"
 #include "runtime/poison.h"
 
@@ -230,9 +231,9 @@ void Program::check_finite(int32_t round, const char* step, std::initializer_lis
   }
 }
 
-// Samples step*B .. step*B + B-1 (mod N for a data set of N samples), sample k
-// of the step (rounds in order) into its round's slots of set step % 2.
-void Program::make_input(uint64_t step, const Dataset& data) const {
+// The step's samples (runtime/dataset.h, SampleOrder), sample k of the step
+// (rounds in order) into its round's slots of set step % 2.
+void Program::make_input(uint64_t step, Dataset& data) const {
   const int64_t elements = input_elements(spec_);
   const int64_t sample_count = spec_.batch;
   std::vector<float*> images(static_cast<size_t>(spec_.rounds));
@@ -242,6 +243,7 @@ void Program::make_input(uint64_t step, const Dataset& data) const {
     images[r] = static_cast<float*>(host_of_step(image.offset, image.bytes, step));
     labels[r] = static_cast<int32_t*>(host_of_step(label.offset, label.bytes, step));
   }
+  if (data.count > 0) data.order.prepare(step);
   parallel_for(sample_count, sample_count * elements, /*grain: pixels per thread=*/int64_t{1} << 20, [&](int64_t k) {
     int32_t r = 0;  // the round of sample k: first_sample is increasing
     while (r + 1 < spec_.rounds && spec_.first_sample[r + 1] <= k) ++r;
@@ -249,8 +251,8 @@ void Program::make_input(uint64_t step, const Dataset& data) const {
     int32_t* y = labels[r] + (k - spec_.first_sample[r]);
     const uint64_t sample = step * static_cast<uint64_t>(spec_.batch) + static_cast<uint64_t>(k);
     if (data.count > 0) {
-      const int64_t at = static_cast<int64_t>(sample % static_cast<uint64_t>(data.count));
-      std::memcpy(x, data.images.data() + at * elements, static_cast<size_t>(elements) * sizeof(float));
+      const int64_t at = data.order.index(step, k);
+      data.read(at, sample, x);
       *y = data.labels[static_cast<size_t>(at)];
     } else {
       synthetic_sample(spec_, seed_, sample, x, y);
@@ -258,7 +260,7 @@ void Program::make_input(uint64_t step, const Dataset& data) const {
   });
 }
 
-double Program::run_step(uint64_t step, const Dataset& data, bool prepare_next) {
+double Program::run_step(uint64_t step, Dataset& data, bool prepare_next) {
   step_ = step;
   // The step's samples, made now unless the previous step made them while the
   // device ran it (into this step's input set, which that step did not read).
@@ -328,31 +330,6 @@ std::string shape_text(const std::vector<int64_t>& shape) {
   return text + (shape.size() == 1 ? ",)" : ")");
 }
 
-bool load_dataset(const ProgramSpec& spec, const std::string& dir, Dataset* data, std::string* error) {
-  NpyArray images, labels;
-  if (!npy_read(dir + "/images.npy", &images, error) || !npy_read(dir + "/labels.npy", &labels, error)) return false;
-  const std::vector<int64_t> expected = {labels.shape.empty() ? -1 : labels.shape[0], spec.input_c, spec.input_h,
-                                         spec.input_w};
-  if (images.type != NpyType::f32 || labels.type != NpyType::i32 || labels.shape.size() != 1 || labels.shape[0] < 1 ||
-      images.shape != expected) {
-    *error = dir + ": expected images.npy float32 of shape (N, " + std::to_string(spec.input_c) + ", " +
-             std::to_string(spec.input_h) + ", " + std::to_string(spec.input_w) +
-             ") and labels.npy int32 of shape (N,); got images " + shape_text(images.shape) + " and labels " +
-             shape_text(labels.shape);
-    return false;
-  }
-  const int64_t n = labels.shape[0];
-  data->labels.assign(labels.i32(), labels.i32() + n);
-  for (int64_t i = 0; i < n; ++i)
-    if (data->labels[i] < 0 || data->labels[i] >= spec.classes) {
-      *error = dir + "/labels.npy: label " + std::to_string(data->labels[i]) + " at " + std::to_string(i) +
-               " is not a class in [0, " + std::to_string(spec.classes) + ")";
-      return false;
-    }
-  data->images.assign(images.f32(), images.f32() + images.elements());
-  data->count = n;
-  return true;
-}
 
 std::vector<int64_t> tensor_shape(const WeightTensor& t) { return std::vector<int64_t>(t.shape, t.shape + t.rank); }
 
@@ -408,7 +385,7 @@ bool load_weights(Program& p, const std::string& dir, bool reseed, int64_t* step
     const NpyArray& array = it->second;
     if (array.type != NpyType::f32 || array.shape != tensor_shape(tensor)) {
       *error = loaded.folder + "/" + tensor.file + ".npy: expected float32 of shape " +
-               shape_text(tensor_shape(tensor)) + ", got " + (array.type == NpyType::f32 ? "float32" : "int32") +
+               shape_text(tensor_shape(tensor)) + ", got " + npy_type_name(array.type) +
                " of shape " + shape_text(array.shape);
       return false;
     }
@@ -425,6 +402,12 @@ bool load_weights(Program& p, const std::string& dir, bool reseed, int64_t* step
 
 struct Flags {
   int64_t steps = 10;
+  bool steps_given = false;
+  int64_t epochs = 0;  // --epochs E: train until epoch E ends (0: --steps)
+  bool shuffle = false;
+  std::vector<float> mean, std;  // --mean, --std: per channel
+  std::optional<Augment> augment;  // --augment
+  std::string augment_text;
   uint64_t seed = 1;
   float lr = 0;
   bool lr_given = false;
@@ -435,6 +418,7 @@ struct Flags {
   bool reseed = false;
   int copy_delay_ms = 0;
   std::string timeline;  // --timeline FILE: measure the last step's copies and waits
+  std::string log;       // --log FILE: the metrics as JSON lines (runtime/metrics_log.h)
   // fp16's loss scaling (runtime/loss_scale.h): --loss-scale, --loss-scale-growth-interval.
   std::optional<float> loss_scale;
   int32_t growth_interval = LossScaleRules{}.growth_interval;
@@ -444,6 +428,45 @@ struct Flags {
 [[noreturn]] void flag_error(const std::string& message) {
   std::fprintf(stderr, "train: error: %s (see --help)\n", message.c_str());
   std::exit(2);
+}
+
+// How the data's epochs run, for the run's header line.
+std::string fmt_epochs(const SampleOrder& order, bool shuffle) {
+  const int64_t left_out = order.count % order.batch;
+  return std::string(shuffle ? ", shuffled" : ", in file order") + " per epoch of " +
+         std::to_string(order.steps_per_epoch()) + " steps" +
+         (left_out > 0 ? ", the last " + std::to_string(left_out) + " samples of each epoch's order left out" : "");
+}
+
+// "2h 03m", "4m 05s", "12s": the time a run has left.
+std::string duration_text(double ms) {
+  const auto s = static_cast<int64_t>(ms / 1000.0 + 0.5);
+  char text[64];
+  if (s >= 3600) std::snprintf(text, sizeof text, "%" PRId64 "h %02" PRId64 "m", s / 3600, s / 60 % 60);
+  else if (s >= 60) std::snprintf(text, sizeof text, "%" PRId64 "m %02" PRId64 "s", s / 60, s % 60);
+  else std::snprintf(text, sizeof text, "%" PRId64 "s", s);
+  return text;
+}
+
+// A comma-separated list of finite numbers (--mean, --std).
+std::vector<float> parse_floats(const std::string& flag, const char* text, bool positive) {
+  std::vector<float> values;
+  const std::string all = text;
+  size_t at = 0;
+  while (true) {
+    const size_t comma = all.find(',', at);
+    const std::string item = all.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+    char* end = nullptr;
+    errno = 0;
+    const float v = std::strtof(item.c_str(), &end);
+    if (item.empty() || errno != 0 || *end != '\0' || !std::isfinite(v) || (positive && !(v > 0)))
+      flag_error(flag + ": expected " + (positive ? "numbers > 0" : "finite numbers") +
+                 " separated by commas, one per channel, got '" + all + "'");
+    values.push_back(v);
+    if (comma == std::string::npos) break;
+    at = comma + 1;
+  }
+  return values;
 }
 
 int64_t parse_int(const std::string& flag, const char* text, int64_t min, int64_t max) {
@@ -496,13 +519,28 @@ Flags parse_flags(int argc, char** argv, const ProgramSpec& spec) {
       std::printf(
           "usage: train [--steps N] [--seed S] [--lr LR] [--data DIR] [--save DIR] [--load DIR] [--reseed]\n"
           "             [--checkpoint-every N] [--timeline FILE] [--debug-poison] [--debug-copy-delay-ms MS]\n"
-          "             [--lr-schedule KIND[,key=value...]]\n"
+          "             [--lr-schedule KIND[,key=value...]] [--epochs E] [--shuffle] [--mean M,...] [--std S,...]\n"
+          "             [--augment crop=PADDING,flip] [--log FILE]\n"
           "             [--loss-scale S] [--loss-scale-growth-interval N]  (fp16 programs)\n"
           "Trains %s by the plan compiled into it (target %s); see docs/generated-program.md.\n",
           spec.model_name, spec.target);
       std::exit(0);
     } else if (flag == "--steps") {
       flags.steps = parse_int(flag, value(), 0, std::numeric_limits<int32_t>::max());
+      flags.steps_given = true;
+    } else if (flag == "--epochs") {
+      flags.epochs = parse_int(flag, value(), 1, std::numeric_limits<int32_t>::max());
+    } else if (flag == "--shuffle") {
+      flags.shuffle = true;
+    } else if (flag == "--augment") {
+      std::string error;
+      flags.augment_text = value();
+      flags.augment = parse_augment(flags.augment_text, &error);
+      if (!flags.augment) flag_error("--augment " + error);
+    } else if (flag == "--mean") {
+      flags.mean = parse_floats(flag, value(), false);
+    } else if (flag == "--std") {
+      flags.std = parse_floats(flag, value(), true);
     } else if (flag == "--seed") {
       flags.seed = static_cast<uint64_t>(parse_int(flag, value(), 0, std::numeric_limits<int64_t>::max()));
     } else if (flag == "--lr") {
@@ -526,6 +564,9 @@ Flags parse_flags(int argc, char** argv, const ProgramSpec& spec) {
       flags.reseed = true;
     } else if (flag == "--checkpoint-every") {
       flags.checkpoint_every = parse_int(flag, value(), 0, std::numeric_limits<int32_t>::max());
+    } else if (flag == "--log") {
+      flags.log = value();
+      if (flags.log.empty()) flag_error("--log: expected a file name");
     } else if (flag == "--timeline") {
       flags.timeline = value();
       if (flags.timeline.empty()) flag_error("--timeline: expected a file name");
@@ -549,6 +590,16 @@ Flags parse_flags(int argc, char** argv, const ProgramSpec& spec) {
     }
   }
   if (flags.checkpoint_every > 0 && flags.save.empty()) flag_error("--checkpoint-every: needs --save DIR");
+  if (flags.epochs > 0 && flags.steps_given) flag_error("--epochs: give --epochs or --steps, not both");
+  for (const char* flag : {"--epochs", "--shuffle", "--mean", "--std", "--augment"}) {
+    const bool given = std::strcmp(flag, "--epochs") == 0    ? flags.epochs > 0
+                       : std::strcmp(flag, "--shuffle") == 0 ? flags.shuffle
+                       : std::strcmp(flag, "--mean") == 0   ? !flags.mean.empty()
+                       : std::strcmp(flag, "--std") == 0    ? !flags.std.empty()
+                                                             : flags.augment.has_value();
+    if (given && flags.data.empty()) flag_error(std::string(flag) + ": needs --data DIR (synthetic data has no epochs)");
+  }
+  if (flags.mean.empty() != flags.std.empty()) flag_error(flags.mean.empty() ? "--std: needs --mean" : "--mean: needs --std");
   if (flags.reseed && flags.load.empty()) flag_error("--reseed: needs --load DIR");
   if (!flags.timeline.empty() && flags.steps == 0) flag_error("--timeline: needs at least one step");
   if ((flags.loss_scale || flags.growth_interval_given) && !spec.loss_scaling)
@@ -568,6 +619,11 @@ int run_program(int argc, char** argv, const ProgramSpec& spec) {
   }
   if (!flags.timeline.empty() && !timeline_target_ok(flags.timeline, &target_error)) {
     std::fprintf(stderr, "train: error: --timeline: %s\n", target_error.c_str());
+    return 2;
+  }
+  MetricsLog log;
+  if (!flags.log.empty() && !log.open(flags.log, &target_error)) {
+    std::fprintf(stderr, "train: error: --log: %s\n", target_error.c_str());
     return 2;
   }
   // The arithmetic the plan was priced in (runtime/device.h), before any op.
@@ -598,29 +654,57 @@ int run_program(int argc, char** argv, const ProgramSpec& spec) {
     std::fprintf(stderr, "train: error: --load: %s\n", error.c_str());
     return 2;
   }
-  // A schedule that ends (cosine, onecycle) must span the run's updates, as
-  // PyTorch's OneCycleLR refuses a step past its total_steps.
-  if (flags.lr_schedule && flags.lr_schedule->steps > 0 && step + flags.steps > flags.lr_schedule->steps) {
-    std::fprintf(stderr,
-                 "train: error: --lr-schedule: steps=%" PRId64 " ends before the run's last update (%" PRId64
-                 "%s); give steps= of at least %" PRId64 "\n",
-                 flags.lr_schedule->steps, step + flags.steps,
-                 step > 0 ? (" = " + std::to_string(step) + " loaded + " + std::to_string(flags.steps)).c_str() : "",
-                 step + flags.steps);
-    return 2;
-  }
   // --loss-scale starts the scale afresh, even over a checkpoint's.
   if (spec.loss_scaling && flags.loss_scale) p.set_loss_scale_state(LossScale{*flags.loss_scale, 0});
   p.make_weight_copies();
   Dataset data;
-  if (!flags.data.empty() && !load_dataset(spec, flags.data, &data, &error)) {
+  if (!flags.data.empty() && !load_dataset(flags.data, spec.input_c, spec.input_h, spec.input_w, spec.classes,
+                                           flags.mean, flags.std, &data, &error)) {
     std::fprintf(stderr, "train: error: --data: %s\n", error.c_str());
     return 2;
   }
+  int64_t steps = flags.steps;
+  std::string data_text = "synthetic data";
+  if (data.count > 0) {
+    data.order.count = data.count;
+    data.order.batch = spec.batch;
+    data.order.epochs = flags.epochs > 0 || flags.shuffle;
+    data.order.shuffle = flags.shuffle;
+    data.order.seed = flags.seed;
+    data.seed = flags.seed;
+    if (flags.augment) data.augment = *flags.augment;
+    data_text = "data " + flags.data + " (" + std::to_string(data.count) + " samples, " +
+                npy_type_name(data.images->type()) + (data.channels_last ? " NHWC" : "") +
+                (data.augment.any() ? ", augmented " + flags.augment_text : std::string()) +
+                (data.mean.empty() ? "" : ", normalised") + ")";
+    if (data.order.epochs) {
+      const int64_t per_epoch = data.order.steps_per_epoch();
+      if (per_epoch < 1) {
+        std::fprintf(stderr,
+                     "train: error: %s: the data set's %" PRId64 " samples are fewer than the batch of %" PRId64
+                     "; an epoch would have no step\n",
+                     flags.shuffle ? "--shuffle" : "--epochs", data.count, spec.batch);
+        return 2;
+      }
+      // --epochs E: the run ends where epoch E does, a resumed run included.
+      if (flags.epochs > 0) steps = std::max<int64_t>(0, flags.epochs * per_epoch - step);
+      data_text += fmt_epochs(data.order, flags.shuffle);
+    }
+  }
+  // A schedule that ends (cosine, onecycle) must span the run's updates, as
+  // PyTorch's OneCycleLR refuses a step past its total_steps.
+  if (flags.lr_schedule && flags.lr_schedule->steps > 0 && step + steps > flags.lr_schedule->steps) {
+    std::fprintf(stderr,
+                 "train: error: --lr-schedule: steps=%" PRId64 " ends before the run's last update (%" PRId64
+                 "%s); give steps= of at least %" PRId64 "\n",
+                 flags.lr_schedule->steps, step + steps,
+                 step > 0 ? (" = " + std::to_string(step) + " loaded + " + std::to_string(steps)).c_str() : "",
+                 step + steps);
+    return 2;
+  }
   const BackendInfo backend = backend_info();
-  std::printf("%s: batch %" PRId64 " in %d sub-batch(es), budget %s, %s%s; %s backend (%s), math %s%s%s\n",
-              spec.model_name, spec.batch, spec.rounds, mib(spec.budget_bytes).c_str(),
-              data.count > 0 ? "data " : "synthetic data", data.count > 0 ? flags.data.c_str() : "",
+  std::printf("%s: batch %" PRId64 " in %d sub-batch(es), budget %s, %s; %s backend (%s), math %s%s%s\n",
+              spec.model_name, spec.batch, spec.rounds, mib(spec.budget_bytes).c_str(), data_text.c_str(),
               backend.backend.c_str(), backend.device.c_str(), math_mode().c_str(),
               is_16_bit_program(spec) ? ", precision " : "", is_16_bit_program(spec) ? spec.precision : "");
   if (flags.lr_schedule)
@@ -629,23 +713,43 @@ int run_program(int argc, char** argv, const ProgramSpec& spec) {
   double total_ms = 0, data_ms = 0, enqueue_ms = 0;
   std::string timeline_error;
   int64_t timed_steps = 0;
-  for (int64_t i = 0; i < flags.steps; ++i, ++step) {
+  for (int64_t i = 0; i < steps; ++i, ++step) {
     const auto started = std::chrono::steady_clock::now();
-    const bool last = i + 1 == flags.steps;
+    const bool last = i + 1 == steps;
     // The step before the last measures too (not reported), so that the
     // last one's events exist before it is enqueued.
-    if (!flags.timeline.empty() && i + 2 >= flags.steps) p.measure_next_step();
+    if (!flags.timeline.empty() && i + 2 >= steps) p.measure_next_step();
     if (flags.lr_schedule) p.set_lr(static_cast<float>(lr_at(*flags.lr_schedule, flags.lr, step)));
     const double loss = p.run_step(static_cast<uint64_t>(step), data, /*prepare_next=*/!last);
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
     std::printf("step %" PRId64 ": loss %.6f, %.2f ms, %.1f samples/s", step + 1, loss, ms,
                 static_cast<double>(spec.batch) * 1000.0 / ms);
     if (flags.lr_schedule) std::printf(", lr %.6g", static_cast<double>(p.lr()));
+    if (data.order.epochs) {
+      const int64_t per_epoch = data.order.steps_per_epoch();
+      std::printf(", epoch %" PRId64 " (step %" PRId64 " of %" PRId64 ")", step / per_epoch + 1, step % per_epoch + 1,
+                  per_epoch);
+      if (flags.epochs > 0 && timed_steps > 0 && !last)
+        std::printf(", %s left", duration_text(total_ms / static_cast<double>(timed_steps) *
+                                               static_cast<double>(steps - i - 1)).c_str());
+    }
     if (spec.loss_scaling)
       std::printf(", loss scale %g%s", static_cast<double>(p.last_loss_scale()),
                   p.last_update_skipped() ? ": a gradient was not finite, update skipped, scale halved" : "");
     std::printf("\n");
     std::fflush(stdout);
+    if (log.is_open()) {
+      StepMetrics m;
+      m.step = step + 1;
+      m.epoch = data.order.epochs ? step / data.order.steps_per_epoch() + 1 : 0;
+      m.loss = loss;
+      m.lr = p.lr();
+      m.ms = ms;
+      m.samples_per_s = static_cast<double>(spec.batch) * 1000.0 / ms;
+      if (spec.loss_scaling) m.loss_scale = p.last_loss_scale();
+      m.update_skipped = spec.loss_scaling && p.last_update_skipped();
+      log.write(m);
+    }
     if (!std::isfinite(loss)) {
       std::fprintf(stderr, "train: error: the loss is not finite at step %" PRId64 "%s\n", step + 1,
                    flags.debug_poison ? " (debug poison: a step read a freed, dropped or not yet written buffer)" : "");
@@ -664,7 +768,7 @@ int run_program(int argc, char** argv, const ProgramSpec& spec) {
       else
         std::fprintf(stderr, "train: error: --timeline: %s (the weights are still saved)\n", timeline_error.c_str());
     }
-    if (i > 0 || flags.steps == 1) {
+    if (i > 0 || steps == 1) {
       total_ms += ms;
       data_ms += p.last_data_ms();
       enqueue_ms += p.last_enqueue_ms();
@@ -704,7 +808,8 @@ int run_program(int argc, char** argv, const ProgramSpec& spec) {
     }
     std::printf("saved weights to %s/latest\n", flags.save.c_str());
   }
-  return timeline_error.empty() ? 0 : 1;
+  if (!log.error().empty()) std::fprintf(stderr, "train: error: --log: %s (the weights are saved)\n", log.error().c_str());
+  return timeline_error.empty() && log.error().empty() ? 0 : 1;
 }
 
 }  // namespace mplan::rt

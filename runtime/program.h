@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/dataset.h"
 #include "runtime/device.h"
 #include "runtime/loss_scale.h"
 #include "runtime/ops.h"
@@ -198,7 +199,7 @@ class Program {
   // the samples of step + 1 are made on the host, straight into the other
   // input set, while the device runs this step: run_step(step + 1) then
   // starts its kernels at once.
-  double run_step(uint64_t step, const struct Dataset& data, bool prepare_next = false);
+  double run_step(uint64_t step, Dataset& data, bool prepare_next = false);
   // Measures the next run_step's copies and compute-stream waits
   // (runtime/timeline.h); timeline_spans() has them after it.
   void measure_next_step() { measure_next_ = true; }
@@ -224,7 +225,7 @@ class Program {
   std::vector<float> read_floats(int64_t offset, int64_t count, int64_t type) const;
   void* host_of_step(int64_t offset, int64_t bytes, uint64_t step) const;
   // Writes step's samples into its input set's slots.
-  void make_input(uint64_t step, const struct Dataset& data) const;
+  void make_input(uint64_t step, Dataset& data) const;
   // The input and label slots of the plan, each with its place in an input set.
   struct InputSlot {
     int64_t host_offset, bytes, set_offset;
@@ -265,12 +266,6 @@ class Program {
   float last_loss_scale_ = 1.0f;
 };
 
-// --data DIR: images.npy (N, C, H, W) float32 and labels.npy (N) int32; empty: synthetic.
-struct Dataset {
-  std::vector<float> images;
-  std::vector<int32_t> labels;
-  int64_t count = 0;  // 0: synthetic data
-};
 
 // The generated program's main: parses the flags, runs the steps, saves.
 // Exit codes: 0 done; 1 an I/O failure (a checkpoint could not be written);

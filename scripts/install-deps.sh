@@ -19,6 +19,8 @@ if [[ "${MPLAN_WITH_TORCH:-1}" == 1 ]]; then
   packages+=(python3-torch python3-numpy)
   # torchvision's models and torch.onnx.export's ONNX checker: the import tests (tests/import).
   packages+=(python3-torchvision python3-onnx)
+  # tools/plot_log.py draws the metrics log's curves.
+  packages+=(python3-matplotlib)
 fi
 
 missing=()

@@ -87,7 +87,9 @@ TEST_F(ProgramFlags, FilesOfTheWrongShapeAreRefused) {
   fs::create_directories(d + "/data");
   ASSERT_TRUE(rt::npy_write_f32(d + "/data/images.npy", images.data(), {4, 3 * 16 * 16}, &error)) << error;
   ASSERT_TRUE(rt::npy_write_i32(d + "/data/labels.npy", labels.data(), {4}, &error)) << error;
-  expect_refused("--steps 1 --data " + d + "/data", "expected images.npy float32 of shape (N, 3, 16, 16)");
+  expect_refused("--steps 1 --data " + d + "/data",
+                 "expected images.npy float32 of shape (4, 3, 16, 16), or uint8 of shape (4, 3, 16, 16) or (4, 16, "
+                 "16, 3), for labels.npy's 4 samples; got images.npy float32 of shape (4, 768)");
   // A weight of the same count but another shape.
   ASSERT_EQ(run("--steps 0 --save " + d + "/w").exit_code, 0);
   const std::string conv1 = d + "/w/latest/conv1.weight.npy";

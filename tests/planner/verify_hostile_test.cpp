@@ -197,8 +197,7 @@ TEST(VerifyHostile, AnOffloadOverwritingHostBytesAPrefetchIsStillReadingIsReport
       // Issued after the prefetch but started before it ends: the two copies overlap in
       // simulated time, which a valid plan allows only for copies no event orders.
       if (base.steps[offload[b]].start_ms >= base.steps[prefetch[a]].end_ms) continue;
-      // Within a's bytes, so that b shares no other slot's.
-      if (base.host_slots[b].bytes > base.host_slots[a].bytes) continue;
+      if (base.host_slots[a].host_offset + base.host_slots[b].bytes > base.host_bytes) continue;
       Plan plan = base;
       plan.host_slots[b].host_offset = plan.host_slots[a].host_offset;
       const auto v = verify(plan);
