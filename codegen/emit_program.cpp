@@ -317,8 +317,9 @@ class ProgramEmitter {
     std::vector<std::string> names;
     for (const AlgorithmChoice& a : calls.algorithms) names.push_back(a.name);
     const Task& task = tdfg_.tasks[step.task];
-    // fp16: the loss's gradient is multiplied by the loss scale (its one
-    // real argument, 1/B), before anything is rounded to 16 bits.
+    // fp16: the loss's gradient is multiplied by the loss scale (its first
+    // real argument, 1/B; the second is the label smoothing), before anything
+    // is rounded to 16 bits.
     const bool scaled_loss = task.kind == TaskKind::BP1 && model_.precision == Precision::fp16 &&
                              op_spec(task.op).is_loss;
     const std::vector<CallCasts> casts = call_casts(model_, tdfg_, plan_, types_, step, calls);
@@ -351,15 +352,14 @@ class ProgramEmitter {
           }
         } else {
           text = scalar_argument(arg, params[i], constants_, names, "t.first_sample");
-          if (scaled_loss && params[i] == rt::ParamType::real) {
-            text += " * p.loss_scale()";
-            ++reals;
-          }
+          // The loss's backward takes its scale first, then the label smoothing.
+          if (scaled_loss && params[i] == rt::ParamType::real && reals++ == 0) text += " * p.loss_scale()";
         }
         args += ", " + text;
       }
-      MPLAN_CHECK(!scaled_loss || reals == 1,
-                  fmt::format("codegen: the loss's backward kernel {} takes {} reals, not its scale alone",
+      MPLAN_CHECK(!scaled_loss || reals == 2,
+                  fmt::format("codegen: the loss's backward kernel {} takes {} reals, not its scale and its label "
+                              "smoothing",
                               rt::kernel_name(call.kernel), reals));
       call_lines.push_back(fmt::format("{}(p.compute(){});", rt::kernel_name(call.kernel), args));
       for (const CastOperand& operand : cast.operands)

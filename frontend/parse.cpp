@@ -43,10 +43,10 @@ Optimizer read_optimizer(const MapReader& top) {
   YAML::Node node = top.get("optimizer");
   if (!node.IsMap())
     top.fail(node, fmt::format("optimizer must be a map {{kind: sgd, lr: ..., momentum: ..., "
-                               "weight_decay: ...}}, got {}",
+                               "weight_decay: ..., nesterov: ..., no_weight_decay: [...]}}, got {}",
                                describe_node(node)));
   MapReader reader(node, top.file(), "optimizer", kNoParams);
-  reader.check_keys({"kind", "lr", "momentum", "weight_decay"}, "optimizer");
+  reader.check_keys({"kind", "lr", "momentum", "weight_decay", "nesterov", "no_weight_decay"}, "optimizer");
   optimizer.kind = reader.optional_string("kind", optimizer.kind);
   if (optimizer.kind != "sgd")
     reader.fail(reader.get("kind"),
@@ -61,6 +61,22 @@ Optimizer read_optimizer(const MapReader& top) {
   if (!(optimizer.weight_decay >= 0))
     reader.fail(reader.get("weight_decay"),
                 fmt::format("weight_decay must be at least 0, got {}", optimizer.weight_decay));
+  optimizer.nesterov = reader.optional_bool("nesterov", false);
+  if (optimizer.nesterov && optimizer.momentum == 0)
+    reader.fail(reader.get("nesterov"), "nesterov needs a momentum above 0 (as torch.optim.SGD)");
+  if (reader.has("no_weight_decay")) {
+    const YAML::Node list = reader.get("no_weight_decay");
+    if (!list.IsSequence())
+      reader.fail(list, fmt::format("no_weight_decay must be a list of bias and norm, got {}", describe_node(list)));
+    for (const YAML::Node& item : list) {
+      const std::string what = item.IsScalar() ? item.Scalar() : "";
+      bool& excluded = what == "bias" ? optimizer.no_decay_biases : optimizer.no_decay_norms;
+      if (what != "bias" && what != "norm")
+        reader.fail(item, fmt::format("no_weight_decay: expected bias or norm, got {}", describe_node(item)));
+      if (excluded) reader.fail(item, fmt::format("no_weight_decay: {} is given twice", what));
+      excluded = true;
+    }
+  }
   return optimizer;
 }
 

@@ -123,6 +123,10 @@ std::string model_digest(const Model& model) {
   h.real(model.optimizer.lr);
   h.real(model.optimizer.momentum);
   h.real(model.optimizer.weight_decay);
+  // Hashed only where set, so that the digests of models without them stay.
+  if (model.optimizer.nesterov) h.text("nesterov");
+  if (model.optimizer.no_decay_biases) h.text("no_decay_biases");
+  if (model.optimizer.no_decay_norms) h.text("no_decay_norms");
   h.integer(static_cast<int64_t>(model.layers.size()));
   for (const Layer& l : model.layers) {
     h.text(l.name);
@@ -153,6 +157,7 @@ std::string model_digest(const Model& model) {
     h.real(l.clip_min);
     h.real(l.clip_max);
     h.real(l.scale);
+    if (l.label_smoothing != 0) h.real(l.label_smoothing);
   }
   char text[17];
   std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(h.hash));

@@ -74,6 +74,8 @@ struct Layer {
   double alpha = 1e-4, beta = 0.75, k = 2.0;
   // dropout.
   double p = 0.5;
+  // softmax_xent: PyTorch's CrossEntropyLoss(label_smoothing=...), in [0, 1).
+  double label_smoothing = 0.0;
   // gelu: the tanh approximation instead of the erf form.
   bool tanh_approximation = false;
   // clip: the range (relu6 is [0, 6]).
@@ -102,6 +104,13 @@ struct Optimizer {
   double lr = 0.01;
   double momentum = 0.9;
   double weight_decay = 0.0;
+  // torch.optim.SGD(nesterov=True); needs momentum > 0, as PyTorch does.
+  bool nesterov = false;
+  // Parameters the weight decay leaves out: every layer's bias ("bias"
+  // tensors), and every normalisation layer's parameters (batchnorm and
+  // layernorm weight and bias), as two parameter groups in PyTorch.
+  bool no_decay_biases = false;
+  bool no_decay_norms = false;
 };
 
 struct Model {

@@ -1,12 +1,19 @@
 // softmax_xent: the loss, softmax cross-entropy over the model's classes. FP
 // writes the probabilities (Y) and the round's summed loss; BP1 is
-// (P - onehot(labels)) / B, so the loss is averaged over the full batch across
-// sub-batches (moDNN §III; docs/generated-program.md, "Semantics").
+// (P - target) / B, target the one-hot label (smoothed with `label_smoothing`,
+// as PyTorch's CrossEntropyLoss), so the loss is averaged over the full batch
+// across sub-batches (moDNN §III; docs/generated-program.md, "Semantics").
 
 #include "ops/op_helpers.h"
 
 namespace mplan::ops {
 namespace {
+
+void read_fields(const MapReader& r, Layer& layer) {
+  layer.label_smoothing = r.optional_double("label_smoothing", 0.0);
+  if (!(layer.label_smoothing >= 0 && layer.label_smoothing < 1))
+    r.fail(r.get("label_smoothing"), fmt::format("label_smoothing must be in [0, 1), got {}", layer.label_smoothing));
+}
 
 ShapeOrMessage infer_shape(const Layer&, const ShapeInputs& in) {
   const Shape& first = in.shapes[0];
@@ -30,12 +37,12 @@ void invoke(const OpTask& task, const InvocationContext& ctx, Invocation& out) {
   if (task.kind == TaskKind::FP) {
     out.call(rt::Kernel::softmax_xent_forward,
              {out.tensor(TensorRole::input), out.tensor(TensorRole::labels), out.tensor(TensorRole::output),
-              out.tensor(TensorRole::loss), integer(ctx.samples), integer(classes)});
+              out.tensor(TensorRole::loss), integer(ctx.samples), integer(classes), real(task.layer.label_smoothing)});
   } else if (task.kind == TaskKind::BP1 && writes_gradient(ctx, 0)) {
     out.call(rt::Kernel::softmax_xent_backward,
              {out.tensor(TensorRole::output), out.tensor(TensorRole::labels), out.tensor(TensorRole::input_gradient, 0),
               integer(ctx.samples), integer(classes), real(1.0f / static_cast<float>(ctx.batch)),
-              flag(accumulates(ctx, 0))});
+              flag(accumulates(ctx, 0)), real(task.layer.label_smoothing)});
   }
 }
 
@@ -44,6 +51,8 @@ void invoke(const OpTask& task, const InvocationContext& ctx, Invocation& out) {
 extern const OpSpec softmax_xent_spec = {
     .op = Op::softmax_xent,
     .name = "softmax_xent",
+    .fields = {"label_smoothing"},
+    .read_fields = read_fields,
     .infer_shape = infer_shape,
     .bp1_needs = bp1_needs,
     .is_loss = true,

@@ -57,7 +57,7 @@ TaskInvocation invoke_task_shape(const TaskShape& shape, int64_t n, rt::ConvAlgo
                {out.tensor(TensorRole::weight, 0, first), out.tensor(TensorRole::weight_grad, 0, first),
                 momentum ? out.tensor(TensorRole::state, 0, first) : rt::Arg::null(), rt::Arg::of(count),
                 rt::Arg::of(rt::Variable::lr), rt::Arg::of_real(momentum ? 0.9 : 0.0), rt::Arg::of_real(0.0),
-                rt::Arg::of(rt::Variable::first_update)});
+                rt::Arg::of(rt::Variable::first_update), rt::Arg::of_flag(false)});
     }
   } else {
     InvocationContext ctx;

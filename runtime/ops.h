@@ -207,20 +207,23 @@ void concat_backward(const Context& ctx, const float* dy, float* dx, int64_t n, 
 // ---- softmax cross-entropy (the loss) -----------------------------------------------
 // probs (n, classes) = softmax(logits); *loss = sum over the n samples of
 // -log probs[label] (summed; the program averages over the full batch).
+// With label_smoothing e (PyTorch's CrossEntropyLoss(label_smoothing=e)), each
+// sample's loss is (1 - e) (-log p_label) + e/classes sum_k (-log p_k).
 void softmax_xent_forward(const Context& ctx, const float* logits, const int32_t* labels, float* probs,
-                          float* loss, int64_t n, int64_t classes);
-// dlogits = (probs - onehot(labels)) * scale; scale = 1/B averages over the
-// whole mini-batch across sub-batches (docs/generated-program.md, "Semantics").
+                          float* loss, int64_t n, int64_t classes, float label_smoothing = 0.0f);
+// dlogits = (probs - target) * scale, target = (1 - e) onehot(labels) + e/classes;
+// scale = 1/B averages over the whole mini-batch across sub-batches
+// (docs/generated-program.md, "Semantics").
 void softmax_xent_backward(const Context& ctx, const float* probs, const int32_t* labels, float* dlogits,
-                           int64_t n, int64_t classes, float scale, bool accumulate);
+                           int64_t n, int64_t classes, float scale, bool accumulate, float label_smoothing = 0.0f);
 
 // ---- the update ---------------------------------------------------------------------
-// torch.optim.SGD (no dampening, no Nesterov): d = g + wd*w; buf = d on the first
-// step, else momentum*buf + d; w -= lr*buf (with momentum 0: w -= lr*d, buf
-// unused, may be null). Then g = 0, so the next iteration's sub-batches
-// accumulate into a clean gradient.
+// torch.optim.SGD (no dampening): d = g + wd*w; buf = d on the first step,
+// else momentum*buf + d; w -= lr*buf, or with Nesterov w -= lr*(d +
+// momentum*buf) (with momentum 0: w -= lr*d, buf unused, may be null). Then
+// g = 0, so the next iteration's sub-batches accumulate into a clean gradient.
 void sgd_step(const Context& ctx, float* w, float* g, float* momentum_buf, int64_t count, float lr,
-              float momentum, float weight_decay, bool first_step);
+              float momentum, float weight_decay, bool first_step, bool nesterov = false);
 
 }  // namespace mplan::rt
 

@@ -143,17 +143,19 @@ void flatten_backward(const float* dy, float* dx, int64_t count, bool accumulate
 // forward: probs (n, classes) = softmax(logits); *loss_sum = sum over the n samples
 // of -log probs[label] (or += when accumulate_loss, to sum over sub-batches).
 void softmax_xent_forward(const float* logits, const int32_t* labels, float* probs,
-                          float* loss_sum, int64_t n, int64_t classes, bool accumulate_loss);
-// dlogits = (probs - onehot(labels)) * scale, scale = 1 / full mini-batch size, so
-// the loss is averaged over the whole batch across sub-batches
-// (docs/generated-program.md, "Semantics").
+                          float* loss_sum, int64_t n, int64_t classes, bool accumulate_loss,
+                          float label_smoothing = 0.0f);
+// dlogits = (probs - target) * scale, target = (1 - e) onehot(labels) + e/classes
+// (label smoothing e), scale = 1 / full mini-batch size, so the loss is
+// averaged over the whole batch across sub-batches (docs/generated-program.md, "Semantics").
 void softmax_xent_backward(const float* probs, const int32_t* labels, float* dlogits, int64_t n,
-                           int64_t classes, float scale, bool accumulate);
+                           int64_t classes, float scale, bool accumulate, float label_smoothing = 0.0f);
 
-// ---- SGD with momentum and weight decay, exactly torch.optim.SGD (no dampening,
-// no Nesterov): d = g + wd*w; buf = d on the first step, else momentum*buf + d;
-// w -= lr*buf. With momentum == 0, w -= lr*d and buf is unused (may be null).
+// ---- SGD with momentum and weight decay, exactly torch.optim.SGD (no dampening):
+// d = g + wd*w; buf = d on the first step, else momentum*buf + d; w -= lr*buf,
+// or with Nesterov w -= lr*(d + momentum*buf). With momentum == 0, w -= lr*d
+// and buf is unused (may be null).
 void sgd_step(float* w, const float* g, float* momentum_buf, int64_t count, float lr,
-              float momentum, float weight_decay, bool first_step);
+              float momentum, float weight_decay, bool first_step, bool nesterov = false);
 
 }  // namespace mplan::rt::cpu

@@ -268,18 +268,19 @@ void concat_backward(const Context& ctx, const float* dy, float* dx, int64_t n, 
 }
 
 void softmax_xent_forward(const Context& ctx, const float* logits, const int32_t* labels, float* probs, float* loss,
-                          int64_t n, int64_t classes) {
-  launch(ctx, [=] { cpu::softmax_xent_forward(logits, labels, probs, loss, n, classes, false); });
+                          int64_t n, int64_t classes, float label_smoothing) {
+  launch(ctx, [=] { cpu::softmax_xent_forward(logits, labels, probs, loss, n, classes, false, label_smoothing); });
 }
 void softmax_xent_backward(const Context& ctx, const float* probs, const int32_t* labels, float* dlogits, int64_t n,
-                           int64_t classes, float scale, bool accumulate) {
-  launch(ctx, [=] { cpu::softmax_xent_backward(probs, labels, dlogits, n, classes, scale, accumulate); });
-}
-
-void sgd_step(const Context& ctx, float* w, float* g, float* momentum_buf, int64_t count, float lr, float momentum,
-              float weight_decay, bool first_step) {
+                           int64_t classes, float scale, bool accumulate, float label_smoothing) {
   launch(ctx, [=] {
-    cpu::sgd_step(w, g, momentum_buf, count, lr, momentum, weight_decay, first_step);
+    cpu::softmax_xent_backward(probs, labels, dlogits, n, classes, scale, accumulate, label_smoothing);
+  });
+}
+void sgd_step(const Context& ctx, float* w, float* g, float* momentum_buf, int64_t count, float lr, float momentum,
+              float weight_decay, bool first_step, bool nesterov) {
+  launch(ctx, [=] {
+    cpu::sgd_step(w, g, momentum_buf, count, lr, momentum, weight_decay, first_step, nesterov);
     cpu::fill_f32(g, count, 0.0f);
   });
 }

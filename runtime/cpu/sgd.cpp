@@ -1,5 +1,6 @@
 // SGD with momentum and weight decay, exactly torch.optim.SGD's update
-// (dampening 0, no Nesterov). One branch-free loop per case, so each vectorises.
+// (dampening 0, with or without Nesterov). One branch-free loop per case, so
+// each vectorises.
 
 #include "runtime/cpu/vectorize.h"
 #include "runtime/cpu/op_profile.h"
@@ -25,6 +26,17 @@ MPLAN_VECTOR_CLONES void step_momentum(float* __restrict w, const float* __restr
   }
 }
 
+// Nesterov: the buffer as above, then w -= lr * (d + momentum * buf).
+MPLAN_VECTOR_CLONES void step_nesterov(float* __restrict w, const float* __restrict g, float* __restrict buf,
+                                       int64_t count, float lr, float momentum, float weight_decay, bool first) {
+  for (int64_t i = 0; i < count; ++i) {
+    const float d = g[i] + weight_decay * w[i];
+    const float b = first ? d : momentum * buf[i] + d;
+    buf[i] = b;
+    w[i] -= lr * (d + momentum * b);
+  }
+}
+
 MPLAN_VECTOR_CLONES void step_plain(float* __restrict w, const float* __restrict g, int64_t count, float lr,
                                     float weight_decay) {
   for (int64_t i = 0; i < count; ++i) w[i] -= lr * (g[i] + weight_decay * w[i]);
@@ -33,11 +45,13 @@ MPLAN_VECTOR_CLONES void step_plain(float* __restrict w, const float* __restrict
 }  // namespace
 
 void sgd_step(float* w, const float* g, float* momentum_buf, int64_t count, float lr,
-              float momentum, float weight_decay, bool first_step) {
+              float momentum, float weight_decay, bool first_step, bool nesterov) {
   OpTimer timer(OpKind::sgd);
   // weight_decay == 0 adds 0 * w: the same value unless w is infinite or NaN, which
   // has already failed the step.
-  if (momentum != 0.0f) {
+  if (momentum != 0.0f && nesterov) {
+    step_nesterov(w, g, momentum_buf, count, lr, momentum, weight_decay, first_step);
+  } else if (momentum != 0.0f) {
     step_momentum(w, g, momentum_buf, count, lr, momentum, weight_decay, first_step);
   } else {
     step_plain(w, g, count, lr, weight_decay);

@@ -11,7 +11,8 @@
 namespace mplan::rt::cpu {
 
 void softmax_xent_forward(const float* logits, const int32_t* labels, float* probs,
-                          float* loss_sum, int64_t n, int64_t classes, bool accumulate_loss) {
+                          float* loss_sum, int64_t n, int64_t classes, bool accumulate_loss, float label_smoothing) {
+  const double e = label_smoothing;
   OpTimer timer(OpKind::softmax_xent);
   double loss = 0.0;
   for (int64_t b = 0; b < n; ++b) {
@@ -26,18 +27,30 @@ void softmax_xent_forward(const float* logits, const int32_t* labels, float* pro
     const int32_t label = labels[b];
     MPLAN_RT_CHECK(label >= 0 && label < classes, "label outside [0, classes)");
     // -log softmax, from the logits (not log of a rounded probability).
-    loss += std::log(sum) - (static_cast<double>(z[label]) - top);
+    const double log_sum = std::log(sum);
+    if (e == 0) {
+      loss += log_sum - (static_cast<double>(z[label]) - top);
+    } else {
+      // (1 - e) (-log p_label) + e/classes sum_k (-log p_k).
+      double shifted = 0.0;
+      for (int64_t j = 0; j < classes; ++j) shifted += static_cast<double>(z[j]) - top;
+      loss += (1 - e) * (log_sum - (static_cast<double>(z[label]) - top)) +
+              e / static_cast<double>(classes) * (static_cast<double>(classes) * log_sum - shifted);
+    }
   }
   *loss_sum = static_cast<float>(accumulate_loss ? *loss_sum + loss : loss);
 }
 
 void softmax_xent_backward(const float* probs, const int32_t* labels, float* dlogits, int64_t n,
-                           int64_t classes, float scale, bool accumulate) {
+                           int64_t classes, float scale, bool accumulate, float label_smoothing) {
   OpTimer timer(OpKind::softmax_xent);
+  // The smoothed target's two values, in float (1 and 0 without smoothing).
+  const float spread = label_smoothing / static_cast<float>(classes);
+  const float hit = (1.0f - label_smoothing) + spread;
   for (int64_t b = 0; b < n; ++b)
     for (int64_t j = 0; j < classes; ++j) {
       const int64_t at = b * classes + j;
-      const float g = (probs[at] - (j == labels[b] ? 1.0f : 0.0f)) * scale;
+      const float g = (probs[at] - (j == labels[b] ? hit : spread)) * scale;
       dlogits[at] = accumulate ? dlogits[at] + g : g;
     }
 }

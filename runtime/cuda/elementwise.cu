@@ -237,7 +237,8 @@ __global__ void concat_backward_kernel(const float* dy, float* dx, int64_t n, in
 // are summed by a tree, so the loss is the CPU's to rounding, not to the bit.
 constexpr int kLossThreads = 256;
 __global__ void softmax_xent_loss_kernel(const float* logits, const int32_t* labels, float* loss, int64_t n,
-                                         int64_t classes) {
+                                         int64_t classes, float label_smoothing) {
+  const double e = label_smoothing;
   __shared__ double partial[kLossThreads];
   double local = 0.0;
   for (int64_t b = threadIdx.x; b < n; b += blockDim.x) {
@@ -249,8 +250,14 @@ __global__ void softmax_xent_loss_kernel(const float* logits, const int32_t* lab
     const int32_t label = labels[b];
     if (label < 0 || label >= classes) {
       local += nan("");  // the CPU aborts; here the loss turns NaN and the program stops on it
-    } else {
+    } else if (e == 0) {
       local += log(sum) - (static_cast<double>(z[label]) - top);
+    } else {
+      double shifted = 0.0;
+      for (int64_t j = 0; j < classes; ++j) shifted += static_cast<double>(z[j]) - top;
+      const double log_sum = log(sum);
+      local += (1 - e) * (log_sum - (static_cast<double>(z[label]) - top)) +
+               e / static_cast<double>(classes) * (static_cast<double>(classes) * log_sum - shifted);
     }
   }
   partial[threadIdx.x] = local;
@@ -263,23 +270,25 @@ __global__ void softmax_xent_loss_kernel(const float* logits, const int32_t* lab
 }
 
 __global__ void softmax_xent_grad_kernel(const float* probs, const int32_t* labels, float* dlogits, int64_t n,
-                                         int64_t classes, float scale, bool accumulate) {
+                                         int64_t classes, float scale, bool accumulate, float label_smoothing) {
+  const float spread = __fdiv_rn(label_smoothing, static_cast<float>(classes));
+  const float hit = __fadd_rn(__fsub_rn(1.0f, label_smoothing), spread);
   MPLAN_FOR_EACH(at, n * classes) {
     const int64_t b = at / classes, j = at % classes;
-    const float g = __fmul_rn(__fsub_rn(probs[at], j == labels[b] ? 1.0f : 0.0f), scale);
+    const float g = __fmul_rn(__fsub_rn(probs[at], j == labels[b] ? hit : spread), scale);
     dlogits[at] = accumulate ? __fadd_rn(dlogits[at], g) : g;
   }
 }
 
 __global__ void sgd_step_kernel(float* w, float* g, float* momentum_buf, int64_t count, float lr, float momentum,
-                                float weight_decay, bool first_step) {
+                                float weight_decay, bool first_step, bool nesterov) {
   MPLAN_FOR_EACH(i, count) {
     float d = g[i];
     if (weight_decay != 0.0f) d = __fadd_rn(d, __fmul_rn(weight_decay, w[i]));
     if (momentum != 0.0f) {
       const float buf = first_step ? d : __fadd_rn(__fmul_rn(momentum, momentum_buf[i]), d);
       momentum_buf[i] = buf;
-      d = buf;
+      d = nesterov ? __fadd_rn(d, __fmul_rn(momentum, buf)) : buf;
     }
     w[i] = __fsub_rn(w[i], __fmul_rn(lr, d));
     g[i] = 0.0f;  // the next iteration's sub-batches accumulate into a clean gradient
@@ -471,24 +480,24 @@ void concat_backward(const float* dy, float* dx, int64_t n, int64_t total_channe
 }
 
 void softmax_xent_loss(const float* logits, const int32_t* labels, float* loss, int64_t n, int64_t classes,
-                       cudaStream_t stream) {
-  softmax_xent_loss_kernel<<<1, kLossThreads, 0, stream>>>(logits, labels, loss, n, classes);
+                       float label_smoothing, cudaStream_t stream) {
+  softmax_xent_loss_kernel<<<1, kLossThreads, 0, stream>>>(logits, labels, loss, n, classes, label_smoothing);
   MPLAN_CUDA_CHECK_LAUNCH();
 }
 
 void softmax_xent_grad(const float* probs, const int32_t* labels, float* dlogits, int64_t n, int64_t classes,
-                       float scale, bool accumulate, cudaStream_t stream) {
+                       float scale, bool accumulate, float label_smoothing, cudaStream_t stream) {
   if (n * classes <= 0) return;
   softmax_xent_grad_kernel<<<blocks_for(n * classes), kThreads, 0, stream>>>(probs, labels, dlogits, n, classes,
-                                                                            scale, accumulate);
+                                                                            scale, accumulate, label_smoothing);
   MPLAN_CUDA_CHECK_LAUNCH();
 }
 
 void sgd_step(float* w, float* g, float* momentum_buf, int64_t count, float lr, float momentum, float weight_decay,
-              bool first_step, cudaStream_t stream) {
+              bool first_step, bool nesterov, cudaStream_t stream) {
   if (count <= 0) return;
   sgd_step_kernel<<<blocks_for(count), kThreads, 0, stream>>>(w, g, momentum_buf, count, lr, momentum, weight_decay,
-                                                             first_step);
+                                                             first_step, nesterov);
   MPLAN_CUDA_CHECK_LAUNCH();
 }
 

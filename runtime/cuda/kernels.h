@@ -63,17 +63,19 @@ void concat_forward(const float* x, float* y, int64_t n, int64_t total_channels,
                     int64_t channels, int64_t hw, cudaStream_t stream);
 void concat_backward(const float* dy, float* dx, int64_t n, int64_t total_channels, int64_t channel_offset,
                      int64_t channels, int64_t hw, bool accumulate, cudaStream_t stream);
-// *loss = sum over samples of logsumexp(logits) - logits[label], from the
-// logits (runtime/cpu/softmax_xent.cpp); NaN when a label is outside
+// *loss = sum over samples of logsumexp(logits) - logits[label] (with label
+// smoothing e: (1 - e) that + e/classes sum_k (logsumexp - logits[k])), from
+// the logits (runtime/cpu/softmax_xent.cpp); NaN when a label is outside
 // [0, classes), so the program's finite-loss check stops the run.
 void softmax_xent_loss(const float* logits, const int32_t* labels, float* loss, int64_t n, int64_t classes,
-                       cudaStream_t stream);
-// dlogits = (probs - onehot(labels)) * scale (or += when accumulate).
+                       float label_smoothing, cudaStream_t stream);
+// dlogits = (probs - target) * scale (or += when accumulate), target the
+// smoothed one-hot (runtime/cpu/softmax_xent.cpp).
 void softmax_xent_grad(const float* probs, const int32_t* labels, float* dlogits, int64_t n, int64_t classes,
-                       float scale, bool accumulate, cudaStream_t stream);
+                       float scale, bool accumulate, float label_smoothing, cudaStream_t stream);
 // torch.optim.SGD's update (runtime/cpu/sgd.cpp), then g = 0.
 void sgd_step(float* w, float* g, float* momentum_buf, int64_t count, float lr, float momentum, float weight_decay,
-              bool first_step, cudaStream_t stream);
+              bool first_step, bool nesterov, cudaStream_t stream);
 
 // ---- pooling (pool.cu), PyTorch semantics as runtime/cpu/pool.cpp -----------------------
 

@@ -314,7 +314,7 @@ void concat_backward(const Context& ctx, const float* dy, float* dx, int64_t n, 
 }
 
 void softmax_xent_forward(const Context& ctx, const float* logits, const int32_t* labels, float* probs, float* loss,
-                          int64_t n, int64_t classes) {
+                          int64_t n, int64_t classes, float label_smoothing) {
   Launch L(ctx);
   if (n > 0 && classes > 0) {
     // Softmax over the classes of each sample: the instance mode of an (n, classes, 1, 1) tensor.
@@ -322,19 +322,19 @@ void softmax_xent_forward(const Context& ctx, const float* logits, const int32_t
     MPLAN_CUDNN_CHECK(cudnnSoftmaxForward(L.cudnn(), CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_INSTANCE, &kOne, d,
                                           logits, &kZero, d, probs));
   }
-  cuda::softmax_xent_loss(logits, labels, loss, n, classes, L.stream());
+  cuda::softmax_xent_loss(logits, labels, loss, n, classes, label_smoothing, L.stream());
 }
 
 void softmax_xent_backward(const Context& ctx, const float* probs, const int32_t* labels, float* dlogits, int64_t n,
-                           int64_t classes, float scale, bool accumulate) {
+                           int64_t classes, float scale, bool accumulate, float label_smoothing) {
   Launch L(ctx);
-  cuda::softmax_xent_grad(probs, labels, dlogits, n, classes, scale, accumulate, L.stream());
+  cuda::softmax_xent_grad(probs, labels, dlogits, n, classes, scale, accumulate, label_smoothing, L.stream());
 }
 
 void sgd_step(const Context& ctx, float* w, float* g, float* momentum_buf, int64_t count, float lr, float momentum,
-              float weight_decay, bool first_step) {
+              float weight_decay, bool first_step, bool nesterov) {
   Launch L(ctx);
-  cuda::sgd_step(w, g, momentum_buf, count, lr, momentum, weight_decay, first_step, L.stream());
+  cuda::sgd_step(w, g, momentum_buf, count, lr, momentum, weight_decay, first_step, nesterov, L.stream());
 }
 
 }  // namespace mplan::rt

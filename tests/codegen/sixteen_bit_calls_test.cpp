@@ -202,7 +202,7 @@ TEST(SixteenBitCalls, Fp16ScalesTheLossAndChecksTheGradients) {
   const std::string text = program_text(p);
   EXPECT_NE(text.find(".loss_scaling = true"), std::string::npos);
   // The loss's gradient, scaled before it is rounded to float16.
-  EXPECT_NE(text.find(", 4, 10, 0.25f * p.loss_scale(), false);"), std::string::npos);
+  EXPECT_NE(text.find(", 4, 10, 0.25f * p.loss_scale(), false, 0.0f);"), std::string::npos);
   // The update runs only where every gradient is finite once unscaled.
   const size_t guard = text.find("if (p.unscale_gradients()) {");
   ASSERT_NE(guard, std::string::npos);

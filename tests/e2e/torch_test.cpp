@@ -93,6 +93,14 @@ TEST(Torch, ConcatOfOneInputSubBatchesAgreeWithPyTorch) {
   expect_agrees_with_torch("tests/e2e/concat_one.yaml", Budget::sub_batch, true);
 }
 
+// Nesterov momentum, no weight decay on biases and batch norm, a smoothed loss.
+TEST(Torch, OptimizerOptionsAgreeWithPyTorch) {
+  expect_agrees_with_torch("tests/e2e/optimizer_options.yaml", Budget::unlimited, false);
+}
+TEST(Torch, OptimizerOptionsSubBatchesAgreeWithPyTorchAccumulating) {
+  expect_agrees_with_torch("tests/e2e/optimizer_options.yaml", Budget::sub_batch, true);
+}
+
 TEST(Torch, CifarSmallSubBatchesAgreeWithPyTorchAccumulating) {
   expect_agrees_with_torch("examples/models/cifar_small.yaml", Budget::sub_batch, true);
 }

@@ -171,7 +171,8 @@ class Net:
                 y = a.reshape(n, -1)
             elif op == "softmax_xent":
                 # Summed over the sub-batch, divided by the full batch: the mean over the batch.
-                y = F.cross_entropy(a.reshape(n, -1), labels, reduction="sum") / batch
+                y = F.cross_entropy(a.reshape(n, -1), labels, reduction="sum",
+                                    label_smoothing=float(spec.get("label_smoothing", 0.0))) / batch
             else:
                 raise SystemExit("torch_train.py: op %s is not supported" % op)
             # Emulated 16 bits: a 16-bit op's result, and an element-wise op's
@@ -220,8 +221,18 @@ def main():
     net = Net(doc, layers, args.init, dtype, emulate, autocast=args.precision == "bf16-autocast")
     opt = doc.get("optimizer", {})
     # PyYAML reads "5e-4" (no dot) as a string: numbers go through float().
-    sgd = torch.optim.SGD(list(net.params.values()), lr=float(opt.get("lr", 0.01)),
-                          momentum=float(opt.get("momentum", 0.9)), weight_decay=float(opt.get("weight_decay", 0.0)))
+    # Parameter groups: biases and normalisation layers' parameters without
+    # weight decay where the optimizer's no_weight_decay says so.
+    excluded = set(opt.get("no_weight_decay", []))
+    norm_layers = {name for name, spec, _ in layers if spec["op"] in ("batchnorm", "layernorm")}
+    decayed, undecayed = [], []
+    for key, value in net.params.items():
+        layer, part = key.rsplit(".", 1)
+        skip = ("bias" in excluded and part == "bias") or ("norm" in excluded and layer in norm_layers)
+        (undecayed if skip else decayed).append(value)
+    groups = [{"params": decayed}] + ([{"params": undecayed, "weight_decay": 0.0}] if undecayed else [])
+    sgd = torch.optim.SGD(groups, lr=float(opt.get("lr", 0.01)), momentum=float(opt.get("momentum", 0.9)),
+                          weight_decay=float(opt.get("weight_decay", 0.0)), nesterov=bool(opt.get("nesterov", False)))
     # fp16: torch.cuda.amp.GradScaler's dynamic loss scaling, step by step.
     scaling = args.precision == "fp16"
     scale, tracker = args.loss_scale, 0

@@ -120,6 +120,19 @@ TEST(ParseErrors, MistypedFields) {
   expect_error("name: t\ninput: [3, 32, 32]\nbatch: 8\nclasses: 10\noptimizer: {kind: adam}\nlayers:\n" +
                    kTail,
                5, "adam", "optimizer: kind 'adam' is not supported (expected sgd)");
+  const std::string head = "name: t\ninput: [3, 32, 32]\nbatch: 8\nclasses: 10\n";
+  expect_error(head + "optimizer: {momentum: 0, nesterov: true}\nlayers:\n" + kTail, 5, "true",
+               "nesterov needs a momentum above 0");
+  expect_error(head + "optimizer: {nesterov: sometimes}\nlayers:\n" + kTail, 5, "sometimes",
+               "nesterov must be true or false");
+  expect_error(head + "optimizer: {no_weight_decay: bias}\nlayers:\n" + kTail, 5, "bias",
+               "no_weight_decay must be a list of bias and norm, got 'bias'");
+  expect_error(head + "optimizer: {no_weight_decay: [bias, gamma]}\nlayers:\n" + kTail, 5, "gamma",
+               "no_weight_decay: expected bias or norm, got 'gamma'");
+  expect_error(head + "optimizer: {no_weight_decay: [norm, norm]}\nlayers:\n" + kTail, 5, "norm]",
+               "no_weight_decay: norm is given twice");
+  expect_error(model_text("  - {op: flatten}\n  - {op: linear, out: 10}\n  - {op: softmax_xent, label_smoothing: 1}\n"),
+               8, "1}", "label_smoothing must be in [0, 1), got 1");
 }
 
 TEST(ParseErrors, NegativeAndZeroSizes) {
@@ -260,9 +273,9 @@ TEST(ParseErrors, UnknownKeys) {
                "unknown field 'layer' in a model");
   expect_error(model_text("  - {op: conv, out: 3, out: 4, kernel: 1}\n" + kTail), 6, "out: 4",
                "'out' is given twice");
-  expect_error("name: t\ninput: [3, 32, 32]\nbatch: 8\nclasses: 10\noptimizer: {lr: 0.1, nesterov: 1}\n"
+  expect_error("name: t\ninput: [3, 32, 32]\nbatch: 8\nclasses: 10\noptimizer: {lr: 0.1, dampening: 1}\n"
                "layers:\n" + kTail,
-               5, "nesterov", "unknown field 'nesterov' in a optimizer");
+               5, "dampening", "unknown field 'dampening' in a optimizer");
 }
 
 // A block for the block error tests; its conv2 is on line 9.

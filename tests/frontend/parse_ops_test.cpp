@@ -65,7 +65,31 @@ TEST(ParseOps, OptimizerDtypeAndNameFromFile) {
   EXPECT_DOUBLE_EQ(r->optimizer.lr, 0.1);
   EXPECT_DOUBLE_EQ(r->optimizer.momentum, 0.5);
   EXPECT_DOUBLE_EQ(r->optimizer.weight_decay, 1e-4);
+  EXPECT_FALSE(r->optimizer.nesterov);
+  EXPECT_FALSE(r->optimizer.no_decay_biases);
+  EXPECT_FALSE(r->optimizer.no_decay_norms);
+  EXPECT_DOUBLE_EQ(r->layers[1].label_smoothing, 0.0);
   EXPECT_EQ(r->layers[1].output, shape({16}));
+}
+
+TEST(ParseOps, NesterovNoWeightDecayAndLabelSmoothing) {
+  const std::string text =
+      "input: [1, 4, 4]\nbatch: 2\nclasses: 16\n"
+      "optimizer: {momentum: 0.9, weight_decay: 1e-4, nesterov: true, no_weight_decay: [norm, bias]}\n"
+      "layers:\n  - op: flatten\n  - {op: softmax_xent, label_smoothing: 0.1}\n";
+  Result<Model> r = parse_model(text, "net.yaml");
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  EXPECT_TRUE(r->optimizer.nesterov);
+  EXPECT_TRUE(r->optimizer.no_decay_biases);
+  EXPECT_TRUE(r->optimizer.no_decay_norms);
+  EXPECT_DOUBLE_EQ(r->layers[1].label_smoothing, 0.1);
+  // The options change what the model trains, so they change its digest.
+  Result<Model> plain = parse_model(
+      "input: [1, 4, 4]\nbatch: 2\nclasses: 16\noptimizer: {momentum: 0.9, weight_decay: 1e-4}\n"
+      "layers:\n  - op: flatten\n  - op: softmax_xent\n",
+      "net.yaml");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_NE(model_digest(*r), model_digest(*plain));
 }
 
 TEST(ParseOps, ConvDefaultsAndShape) {

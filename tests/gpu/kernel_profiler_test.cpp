@@ -93,7 +93,7 @@ rt::JobFile small_jobs() {
     job.slot_roles = {"input", "labels", "output", "loss"};
     job.calls.push_back({rt::Kernel::softmax_xent_forward,
                          {Arg::tensor(0), Arg::tensor(1), Arg::tensor(2), Arg::tensor(3), Arg::of(int64_t{2}),
-                          Arg::of(int64_t{10})}});
+                          Arg::of(int64_t{10}), Arg::of_real(0)}});
     file.jobs.push_back(job);
   }
   {  // slots too small for the call: an error in the result, not a crash

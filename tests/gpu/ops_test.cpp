@@ -416,20 +416,26 @@ TEST(GpuOps, SoftmaxCrossEntropyMatchesCpu) {
   const int64_t n = 5, classes = 7;
   const auto logits = random_floats(n * classes, 1, -3.0f, 3.0f);
   const std::vector<int32_t> labels = {0, 6, 3, 3, 1};
-  std::vector<float> probs(n * classes), loss(1);
-  rt::cpu::softmax_xent_forward(logits.data(), labels.data(), probs.data(), loss.data(), n, classes, false);
-  const DeviceBuffer glogits(logits), glabels(labels);
-  DeviceBuffer gprobs(probs.size() * sizeof(float)), gloss(sizeof(float));
-  rt::softmax_xent_forward(kInline, glogits.f32(), glabels.i32(), gprobs.f32(), gloss.f32(), n, classes);
-  EXPECT_TRUE(close(gprobs.download(probs.size()), probs)) << "probabilities";
-  EXPECT_TRUE(close(gloss.download(1), loss)) << "summed loss";
-  for (bool accumulate : {false, true}) {
-    std::vector<float> expected = random_floats(n * classes, 2);
-    DeviceBuffer gd(expected);
-    rt::cpu::softmax_xent_backward(probs.data(), labels.data(), expected.data(), n, classes, 1.0f / 8, accumulate);
-    const DeviceBuffer gp(probs);
-    rt::softmax_xent_backward(kInline, gp.f32(), glabels.i32(), gd.f32(), n, classes, 1.0f / 8, accumulate);
-    EXPECT_TRUE(close(gd.download(expected.size()), expected)) << "gradient, accumulate " << accumulate;
+  for (float smoothing : {0.0f, 0.1f}) {
+    SCOPED_TRACE("label smoothing " + std::to_string(smoothing));
+    std::vector<float> probs(n * classes), loss(1);
+    rt::cpu::softmax_xent_forward(logits.data(), labels.data(), probs.data(), loss.data(), n, classes, false,
+                                  smoothing);
+    const DeviceBuffer glogits(logits), glabels(labels);
+    DeviceBuffer gprobs(probs.size() * sizeof(float)), gloss(sizeof(float));
+    rt::softmax_xent_forward(kInline, glogits.f32(), glabels.i32(), gprobs.f32(), gloss.f32(), n, classes, smoothing);
+    EXPECT_TRUE(close(gprobs.download(probs.size()), probs)) << "probabilities";
+    EXPECT_TRUE(close(gloss.download(1), loss)) << "summed loss";
+    for (bool accumulate : {false, true}) {
+      std::vector<float> expected = random_floats(n * classes, 2);
+      DeviceBuffer gd(expected);
+      rt::cpu::softmax_xent_backward(probs.data(), labels.data(), expected.data(), n, classes, 1.0f / 8, accumulate,
+                                     smoothing);
+      const DeviceBuffer gp(probs);
+      rt::softmax_xent_backward(kInline, gp.f32(), glabels.i32(), gd.f32(), n, classes, 1.0f / 8, accumulate,
+                                smoothing);
+      EXPECT_TRUE(close(gd.download(expected.size()), expected)) << "gradient, accumulate " << accumulate;
+    }
   }
 }
 
@@ -437,13 +443,16 @@ TEST(GpuOps, SgdMatchesCpuAndZeroesTheGradient) {
   MPLAN_REQUIRE_GPU();
   const int64_t count = 1000;
   for (bool first : {true, false})
-    for (float momentum : {0.0f, 0.9f}) {
-      SCOPED_TRACE("first step " + std::to_string(first) + ", momentum " + std::to_string(momentum));
+    for (float momentum : {0.0f, 0.9f})
+    for (bool nesterov : {false, true}) {
+      if (nesterov && momentum == 0) continue;
+      SCOPED_TRACE("first step " + std::to_string(first) + ", momentum " + std::to_string(momentum) +
+                   (nesterov ? ", Nesterov" : ""));
       std::vector<float> w = random_floats(count, 1), g = random_floats(count, 2), buf = random_floats(count, 3);
       DeviceBuffer gw(w), gg(g), gbuf(buf);
-      rt::cpu::sgd_step(w.data(), g.data(), buf.data(), count, 0.1f, momentum, 5e-4f, first);
+      rt::cpu::sgd_step(w.data(), g.data(), buf.data(), count, 0.1f, momentum, 5e-4f, first, nesterov);
       rt::sgd_step(kInline, gw.f32(), gg.f32(), momentum != 0 ? gbuf.f32() : nullptr, count, 0.1f, momentum, 5e-4f,
-                   first);
+                   first, nesterov);
       EXPECT_TRUE(close(gw.download(count), w)) << "weights";
       if (momentum != 0) {
         EXPECT_TRUE(close(gbuf.download(count), buf)) << "momentum buffer";

@@ -59,7 +59,7 @@ TEST(KernelCall, ChecksSayWhatDoesNotFit) {
   // A variable only where its type fits: the seed is an integer, lr a float.
   KernelCall sgd{Kernel::sgd_step,
                  {Arg::tensor(0), Arg::tensor(1), Arg::null(), Arg::of(int64_t{4}), Arg::of(Variable::seed),
-                  Arg::of_real(0), Arg::of_real(0), Arg::of(Variable::first_update)}};
+                  Arg::of_real(0), Arg::of_real(0), Arg::of(Variable::first_update), Arg::of_flag(false)}};
   EXPECT_NE(check_kernel_call(sgd, 2).find("(seed), the parameter is float"), std::string::npos)
       << check_kernel_call(sgd, 2);
   // Micro-batches must add up to the shape's images.

@@ -73,7 +73,7 @@ TEST(KernelExtents, FollowTheShapes) {
   // SGD without momentum touches no momentum buffer.
   e = kernel_extents({Kernel::sgd_step,
                       {Arg::tensor(0), Arg::tensor(1), Arg::null(), Arg::of(int64_t{10}), Arg::of_real(0.1),
-                       Arg::of_real(0), Arg::of_real(0), Arg::of_flag(true)}},
+                       Arg::of_real(0), Arg::of_real(0), Arg::of_flag(true), Arg::of_flag(false)}},
                      none);
   EXPECT_EQ(e.elements[2], 0);
   // Attention: q reaches its last row's last head, rows q_stride apart.

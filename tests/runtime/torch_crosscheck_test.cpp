@@ -195,6 +195,11 @@ TEST_F(TorchCrossCheck, ConvBatchNormLrnPoolSoftmax) {
   softmax_xent_backward(probs.data(), labels.data(), dz.data(), xn, classes, 1.0f / xn, false);
   expect_close("xent_loss", {loss_sum / xn});
   expect_close("xent_dz", dz);
+  // With label smoothing 0.1 (CrossEntropyLoss(label_smoothing=0.1)).
+  softmax_xent_forward(logits.data(), labels.data(), probs.data(), &loss_sum, xn, classes, false, 0.1f);
+  softmax_xent_backward(probs.data(), labels.data(), dz.data(), xn, classes, 1.0f / xn, false, 0.1f);
+  expect_close("xent_smooth_loss", {loss_sum / xn});
+  expect_close("xent_smooth_dz", dz);
 }
 
 // Ties everywhere (a constant plane, ReLU zeros, a few levels): the exact
@@ -236,6 +241,12 @@ TEST_F(TorchCrossCheck, TiedMaxPoolAndMultiStepSgd) {
     sgd_step(w.data(), grads.data() + s * 64, momentum.data(), 64, 0.1f, 0.9f, 0.05f, /*first_step=*/s == 0);
   expect_close("sgd_w", w, 1e-6);
   expect_close("sgd_momentum", momentum, 1e-5);
+  // With Nesterov momentum.
+  w = random_vector(64, 600, -2.0f, 2.0f);
+  for (int s = 0; s < steps; ++s)
+    sgd_step(w.data(), grads.data() + s * 64, momentum.data(), 64, 0.1f, 0.9f, 0.05f, s == 0, /*nesterov=*/true);
+  expect_close("nesterov_w", w, 1e-6);
+  expect_close("nesterov_momentum", momentum, 1e-5);
 }
 
 }  // namespace

@@ -81,6 +81,12 @@ def ops(load, save, d):
     loss.backward()
     save("xent_loss", loss.reshape(1))
     save("xent_dz", z.grad)
+    # The same with label smoothing 0.1.
+    z = load("xent_logits").requires_grad_()
+    loss = F.cross_entropy(z, labels, label_smoothing=0.1)
+    loss.backward()
+    save("xent_smooth_loss", loss.reshape(1))
+    save("xent_smooth_dz", z.grad)
 
 
 def tied_pools_and_sgd(load, save):
@@ -102,6 +108,14 @@ def tied_pools_and_sgd(load, save):
         opt.step()
     save("sgd_w", p)
     save("sgd_momentum", opt.state[p]["momentum_buffer"])
+    # The same with Nesterov momentum.
+    p = torch.nn.Parameter(load("sgd_w").clone())
+    opt = torch.optim.SGD([p], lr=0.1, momentum=0.9, weight_decay=0.05, nesterov=True)
+    for g in grads:
+        p.grad = g.clone()
+        opt.step()
+    save("nesterov_w", p)
+    save("nesterov_momentum", opt.state[p]["momentum_buffer"])
 
 
 if __name__ == "__main__":
