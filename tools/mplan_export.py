@@ -15,6 +15,14 @@ pretrained model can be fine-tuned under a budget.
 MODEL is torchvision:NAME (torchvision.models.NAME()), MODULE:FUNCTION (a
 function of an importable module, or of a .py file, returning the module), and
 --state-dict FILE loads weights saved with torch.save(model.state_dict()).
+
+The weights come back the same way: with --from-checkpoint DIR the module is
+exported again to map the names, DIR's tensors (a checkpoint of the generated
+program) are loaded into it, and its state dict is written with torch.save to
+the file -o names:
+
+    tools/mplan_export.py torchvision:resnet50 --input 3,224,224 --batch 32 \\
+        --from-checkpoint run/ckpt -o resnet50-trained.pt
 From Python: export(module, input_shape, batch) returns the YAML text, the
 weights and the names of PyTorch's tensors in mplan's.
 
@@ -1140,6 +1148,37 @@ def export(module, input_shape, batch, classes=None, name="model", lr=0.01, mome
     return "\n".join(lines) + "\n", weights, names
 
 
+def checkpoint_state_dict(module, input_shape, batch, folder):
+    """The state dict of `module` with the tensors of a checkpoint of the
+    generated program (docs/generated-program.md, "Checkpoints"): `folder` is a
+    --save folder (its `latest` is followed), one of its step folders, or a
+    --load folder of .npy files. The names are mapped back through the export of
+    `module` at (input_shape, batch); parameters and batch norm's running
+    statistics come from the checkpoint, anything the export has no tensor for
+    (num_batches_tracked) stays the module's. Raises ExportError naming a
+    missing file or a tensor of another size."""
+    _, weights, names = export(module, input_shape, batch)
+    latest = os.path.join(folder, "latest")
+    if os.path.exists(latest):
+        folder = os.path.realpath(latest)
+    state = module.state_dict()
+    loaded = 0
+    for torch_name, key in sorted(names.items()):
+        path = os.path.join(folder, key + ".npy")
+        if not os.path.isfile(path):
+            raise ExportError("%s: missing (the checkpoint of another model?)" % path)
+        array = np.load(path)
+        target = state[torch_name]
+        if array.size != target.numel():
+            raise ExportError("%s: %d values, PyTorch's %s has %d" % (path, array.size, torch_name, target.numel()))
+        state[torch_name] = torch.from_numpy(np.ascontiguousarray(array, dtype=np.float32)).reshape(
+            target.shape).to(target.dtype)
+        loaded += 1
+    if loaded != len(weights):
+        raise ExportError("%d of the export's %d tensors map to PyTorch names" % (loaded, len(weights)))
+    return state
+
+
 def _load_module(spec):
     if spec.startswith("torchvision:"):
         import torchvision
@@ -1159,7 +1198,8 @@ def _load_module(spec):
 def main(argv=None):
     parser = argparse.ArgumentParser(description="Export a torch.nn.Module to mplan's model YAML (docs/import.md).")
     parser.add_argument("model", help="torchvision:NAME, MODULE:FUNCTION or FILE.py:FUNCTION (returns the module)")
-    parser.add_argument("-o", "--out", required=True, help="the model YAML to write")
+    parser.add_argument("-o", "--out", required=True,
+                        help="the model YAML to write (with --from-checkpoint: the state dict file)")
     parser.add_argument("--input", required=True, help="the per-sample input shape C,H,W")
     parser.add_argument("--batch", type=int, required=True, help="the mini-batch size")
     parser.add_argument("--classes", type=int, help="the number of classes (default: the size of the logits)")
@@ -1167,6 +1207,9 @@ def main(argv=None):
     parser.add_argument("--state-dict", help="weights saved with torch.save(model.state_dict())")
     parser.add_argument("--weights", help="also write the weights as a --load folder (.npy files)")
     parser.add_argument("--names", help="also write PyTorch's tensor names -> mplan's as JSON")
+    parser.add_argument("--from-checkpoint", metavar="DIR",
+                        help="instead of exporting: load the program's checkpoint DIR into the module and write its "
+                             "state dict (torch.save) to the file -o names")
     parser.add_argument("--lr", type=float, default=0.01)
     parser.add_argument("--momentum", type=float, default=0.9)
     parser.add_argument("--weight-decay", type=float, default=0.0)
@@ -1185,6 +1228,13 @@ def main(argv=None):
         module = _load_module(a.model)
         if a.state_dict:
             module.load_state_dict(torch.load(a.state_dict, map_location="cpu"))
+        if a.from_checkpoint:
+            state = checkpoint_state_dict(module, shape, a.batch, a.from_checkpoint)
+            module.load_state_dict(state)
+            torch.save(module.state_dict(), a.out + ".tmp")
+            os.replace(a.out + ".tmp", a.out)
+            print("loaded %s into %s's state dict, written to %s" % (a.from_checkpoint, a.model, a.out))
+            return 0
         name = a.name or os.path.splitext(os.path.basename(a.out))[0]
         text, weights, names = export(module, shape, a.batch, a.classes, name, a.lr, a.momentum, a.weight_decay,
                                       a.precision)
