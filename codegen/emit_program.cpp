@@ -111,7 +111,7 @@ class ProgramEmitter {
     std::string text = emit_header(header) + "#include \"runtime/runtime.h\"\n\nnamespace {\n\nusing namespace mplan::rt;\n" +
                        emit_model_constants(header, resident_names_) + "\n// ---- shapes of the kernel calls " +
                        std::string(48, '-') + "\n" + constants_.text() + schedule +
-                       emit_sixteen_bit_tables(header) +
+                       emit_weight_tables(header) +
                        emit_program_spec(header, poisoning_.debug_event_count, wide_scratch_bytes_) + "\n}  // namespace\n\n" +
                        "int main(int argc, char** argv) { return mplan::rt::run_program(argc, argv, kSpec); }\n";
     program.files.push_back({"train.cpp", std::move(text)});
@@ -366,10 +366,11 @@ class ProgramEmitter {
         if (operand.written) call_lines.push_back(cast_line(fields, operand, false, base));
       wide_scratch_bytes_ = std::max(wide_scratch_bytes_, cast.scratch_bytes);
     }
-    if (task.kind == TaskKind::update && model_.precision == Precision::fp16) {
-      // fp16: the gradients lose the loss scale first; a step with a gradient
-      // that is not finite makes no update (runtime/loss_scale.h).
-      lines.push_back("if (p.unscale_gradients()) {");
+    if (task.kind == TaskKind::update) {
+      // fp16: the gradients lose the loss scale first, and a step with a
+      // gradient that is not finite makes no update (runtime/loss_scale.h);
+      // then --clip-grad-norm clips them (runtime/program_update.cpp).
+      lines.push_back("if (p.prepare_update()) {");
       for (const std::string& line : call_lines) lines.push_back("  " + line);
       lines.push_back("}");
     } else {

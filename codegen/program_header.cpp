@@ -182,9 +182,8 @@ std::string emit_model_constants(const ProgramHeader& h, const std::map<BufferId
   return text;
 }
 
-std::string emit_sixteen_bit_tables(const ProgramHeader& h) {
+std::string emit_weight_tables(const ProgramHeader& h) {
   const Model& model = h.model;
-  if (!is_16_bit(model.precision)) return "";
   const LayerTypes types = layer_types(model);
   std::string copies, gradients;
   int copy_count = 0, gradient_count = 0;
@@ -206,13 +205,13 @@ std::string emit_sixteen_bit_tables(const ProgramHeader& h) {
                              absolute_offset(h.plan, *dw), count * element_bytes(DataType::float32));
     ++gradient_count;
   }
-  std::string text = "\n// ---- 16 bits: the weights' 16-bit copies and the weight gradients " +
-                     std::string(13, '-') + "\n";
+  std::string text = "\n// ---- the weights' 16-bit copies and the weight gradients " +
+                     std::string(22, '-') + "\n";
   text += "// master (float32) offset, count, copy offset, type (StorageType): made at start-up, remade by the update.\n";
   text += copies.empty() ? "constexpr const WeightCopy* kWeightCopies = nullptr;\n"
                          : "constexpr WeightCopy kWeightCopies[] = {\n" + copies + "};\n";
   text += fmt::format("constexpr int32_t kWeightCopyCount = {};\n", copy_count);
-  text += "// Every dW (fp16: the loss scale is taken off them before the update).\n";
+  text += "// Every dW (fp16: the loss scale is taken off them before the update; --clip-grad-norm clips them).\n";
   text += gradients.empty() ? "constexpr const Region* kWeightGradients = nullptr;\n"
                             : "constexpr Region kWeightGradients[] = {\n" + gradients + "\n};\n";
   text += fmt::format("constexpr int32_t kWeightGradientCount = {};\n", gradient_count);
@@ -222,7 +221,7 @@ std::string emit_sixteen_bit_tables(const ProgramHeader& h) {
 std::string emit_program_spec(const ProgramHeader& h, int32_t debug_event_count, int64_t wide_scratch_bytes) {
   const Plan& plan = h.plan;
   const bool sixteen = is_16_bit(h.model.precision);
-  // A 16-bit program's tables (emit_sixteen_bit_tables); none otherwise.
+  // The weight tables (emit_weight_tables); a 16-bit program's copies and scratch.
   const std::string sixteen_bit_fields = fmt::format(
       "    .precision = \"{}\",\n"
       "    .wide_scratch_bytes = {},\n"
@@ -233,8 +232,7 @@ std::string emit_program_spec(const ProgramHeader& h, int32_t debug_event_count,
       "    .weight_gradient_count = {},\n",
       precision_name(h.model.precision), sixteen ? wide_scratch_bytes : 0,
       sixteen ? "kWeightCopies" : "nullptr", sixteen ? "kWeightCopyCount" : "0",
-      h.model.precision == Precision::fp16 ? "true" : "false", sixteen ? "kWeightGradients" : "nullptr",
-      sixteen ? "kWeightGradientCount" : "0");
+      h.model.precision == Precision::fp16 ? "true" : "false", "kWeightGradients", "kWeightGradientCount");
   return fmt::format(
       "\nconstexpr ProgramSpec kSpec = {{\n"
       "    .model_name = {},\n"

@@ -29,9 +29,10 @@ std::string emit_header(const ProgramHeader& header);
 // Sub-batches, host slots of the input, the resident buffers and the weights
 // file's tensors.
 std::string emit_model_constants(const ProgramHeader& header, const std::map<BufferId, std::string>& resident_names);
-// A 16-bit program's tables: the weights' 16-bit copies and the weight
-// gradients (kWeightCopies, kWeightGradients); "" at fp32 and tf32.
-std::string emit_sixteen_bit_tables(const ProgramHeader& header);
+// The weights' 16-bit copies (kWeightCopies: none at fp32 and tf32) and the
+// weight gradients (kWeightGradients: what fp16's unscaling and
+// --clip-grad-norm read before the update).
+std::string emit_weight_tables(const ProgramHeader& header);
 // `constexpr ProgramSpec kSpec = {...};` (after run_iteration); the float
 // scratch of a 16-bit program's casts.
 std::string emit_program_spec(const ProgramHeader& header, int32_t debug_event_count, int64_t wide_scratch_bytes);

@@ -38,6 +38,7 @@ std::string step_metrics_json(const StepMetrics& m) {
           ", \"samples_per_s\": " + number(m.samples_per_s);
   if (m.loss_scale) line += ", \"loss_scale\": " + number(*m.loss_scale);
   if (m.update_skipped) line += ", \"update_skipped\": true";
+  if (m.gradient_norm) line += ", \"gradient_norm\": " + number(*m.gradient_norm);
   return line + "}";
 }
 

@@ -19,6 +19,7 @@ struct StepMetrics {
   double samples_per_s = 0;
   std::optional<double> loss_scale;  // fp16 programs
   bool update_skipped = false;       // fp16: a gradient was not finite
+  std::optional<double> gradient_norm;  // --clip-grad-norm: the global norm before clipping
 };
 
 // One line of JSON (no newline): {"step": 3, "epoch": 1, "loss": 2.30258512, ...};

@@ -407,6 +407,7 @@ struct Flags {
   bool shuffle = false;
   std::vector<float> mean, std;  // --mean, --std: per channel
   std::optional<Augment> augment;  // --augment
+  double clip_norm = 0;            // --clip-grad-norm
   std::string augment_text;
   uint64_t seed = 1;
   float lr = 0;
@@ -520,7 +521,7 @@ Flags parse_flags(int argc, char** argv, const ProgramSpec& spec) {
           "usage: train [--steps N] [--seed S] [--lr LR] [--data DIR] [--save DIR] [--load DIR] [--reseed]\n"
           "             [--checkpoint-every N] [--timeline FILE] [--debug-poison] [--debug-copy-delay-ms MS]\n"
           "             [--lr-schedule KIND[,key=value...]] [--epochs E] [--shuffle] [--mean M,...] [--std S,...]\n"
-          "             [--augment crop=PADDING,flip] [--log FILE]\n"
+          "             [--augment crop=PADDING,flip] [--log FILE] [--clip-grad-norm MAX]\n"
           "             [--loss-scale S] [--loss-scale-growth-interval N]  (fp16 programs)\n"
           "Trains %s by the plan compiled into it (target %s); see docs/generated-program.md.\n",
           spec.model_name, spec.target);
@@ -554,6 +555,13 @@ Flags parse_flags(int argc, char** argv, const ProgramSpec& spec) {
       std::string error;
       flags.lr_schedule = parse_lr_schedule(value(), &error);
       if (!flags.lr_schedule) flag_error("--lr-schedule " + error);
+    } else if (flag == "--clip-grad-norm") {
+      const char* text = value();
+      char* end = nullptr;
+      errno = 0;
+      flags.clip_norm = std::strtod(text, &end);
+      if (errno != 0 || end == text || *end != '\0' || !std::isfinite(flags.clip_norm) || !(flags.clip_norm > 0))
+        flag_error("--clip-grad-norm: expected a finite number > 0, got '" + std::string(text) + "'");
     } else if (flag == "--data") {
       flags.data = value();
     } else if (flag == "--save") {
@@ -657,6 +665,7 @@ int run_program(int argc, char** argv, const ProgramSpec& spec) {
   // --loss-scale starts the scale afresh, even over a checkpoint's.
   if (spec.loss_scaling && flags.loss_scale) p.set_loss_scale_state(LossScale{*flags.loss_scale, 0});
   p.make_weight_copies();
+  p.set_clip_norm(flags.clip_norm);
   Dataset data;
   if (!flags.data.empty() && !load_dataset(flags.data, spec.input_c, spec.input_h, spec.input_w, spec.classes,
                                            flags.mean, flags.std, &data, &error)) {
@@ -725,6 +734,9 @@ int run_program(int argc, char** argv, const ProgramSpec& spec) {
     std::printf("step %" PRId64 ": loss %.6f, %.2f ms, %.1f samples/s", step + 1, loss, ms,
                 static_cast<double>(spec.batch) * 1000.0 / ms);
     if (flags.lr_schedule) std::printf(", lr %.6g", static_cast<double>(p.lr()));
+    if (p.last_gradient_norm())
+      std::printf(", gradient norm %.6g%s", *p.last_gradient_norm(),
+                  *p.last_gradient_norm() + 1e-6 > flags.clip_norm ? " (clipped)" : "");
     if (data.order.epochs) {
       const int64_t per_epoch = data.order.steps_per_epoch();
       std::printf(", epoch %" PRId64 " (step %" PRId64 " of %" PRId64 ")", step / per_epoch + 1, step % per_epoch + 1,
@@ -748,6 +760,7 @@ int run_program(int argc, char** argv, const ProgramSpec& spec) {
       m.samples_per_s = static_cast<double>(spec.batch) * 1000.0 / ms;
       if (spec.loss_scaling) m.loss_scale = p.last_loss_scale();
       m.update_skipped = spec.loss_scaling && p.last_update_skipped();
+      m.gradient_norm = p.last_gradient_norm();
       log.write(m);
     }
     if (!std::isfinite(loss)) {

@@ -181,12 +181,19 @@ class Program {
   // Makes every 16-bit weight copy from its float32 weights (after
   // initialisation and --load).
   void make_weight_copies();
-  // Before the update (fp16): waits for the backward pass, multiplies every
-  // weight gradient by 1/scale and checks them, then moves the loss scale on
-  // (runtime/loss_scale.h). false: a gradient was not finite; the update is
-  // skipped and the gradients are zeroed for the next step. Always true
-  // without loss scaling.
-  bool unscale_gradients();
+  // Before the update (runtime/program_update.cpp), what the optimizer step of
+  // a PyTorch loop does first. fp16: waits for the backward pass, multiplies
+  // every weight gradient by 1/scale and checks them, then moves the loss
+  // scale on (runtime/loss_scale.h); false: a gradient was not finite, the
+  // update is skipped and the gradients are zeroed for the next step. Then,
+  // with a clip norm (--clip-grad-norm), torch.nn.utils.clip_grad_norm_: the
+  // gradients are scaled by max_norm / (their global 2-norm + 1e-6) where that
+  // is below 1. True, without either, at no cost.
+  bool prepare_update();
+  void set_clip_norm(double max_norm) { clip_norm_ = max_norm; }
+  // The global 2-norm of the last update's gradients (before clipping); only
+  // with a clip norm.
+  std::optional<double> last_gradient_norm() const { return last_gradient_norm_; }
   const LossScale& loss_scale_state() const { return loss_scale_; }
   void set_loss_scale_state(const LossScale& state) { loss_scale_ = state; }
   void set_loss_scale_rules(const LossScaleRules& rules) { loss_scale_rules_ = rules; }
@@ -264,6 +271,8 @@ class Program {
   LossScaleRules loss_scale_rules_;
   bool last_update_skipped_ = false;
   float last_loss_scale_ = 1.0f;
+  double clip_norm_ = 0;  // 0: no clipping
+  std::optional<double> last_gradient_norm_;
 };
 
 

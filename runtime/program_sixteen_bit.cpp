@@ -45,30 +45,5 @@ void Program::make_weight_copies() {
   }
 }
 
-bool Program::unscale_gradients() {
-  if (!spec_.loss_scaling) return true;
-  // The weight gradients are written on the compute stream only.
-  stream_synchronize(compute_stream_);
-  const float inverse = inverse_scale(loss_scale_.scale);
-  bool non_finite = false;
-  std::vector<float> gradients;
-  for (int32_t i = 0; i < spec_.weight_gradient_count; ++i) {
-    const Region& g = spec_.weight_gradients[i];
-    gradients = read_floats(g.offset, g.bytes / 4, 0);
-    non_finite |= unscale_and_check(gradients.data(), static_cast<int64_t>(gradients.size()), inverse);
-    if (!gradients.empty()) copy_to_device(bytes(g.offset), gradients.data(), gradients.size() * sizeof(float));
-  }
-  const bool apply = update_loss_scale(loss_scale_, non_finite, loss_scale_rules_);
-  if (!apply) {
-    // The update zeroes the gradients it used; a skipped one must too, so
-    // that the next step accumulates from zero.
-    for (int32_t i = 0; i < spec_.weight_gradient_count; ++i) {
-      const Region& g = spec_.weight_gradients[i];
-      if (g.bytes > 0) fill_u32_async(bytes(g.offset), 0u, static_cast<size_t>(g.bytes), compute_stream_);
-    }
-  }
-  last_update_skipped_ = !apply;
-  return apply;
-}
 
 }  // namespace mplan::rt

@@ -204,7 +204,7 @@ TEST(SixteenBitCalls, Fp16ScalesTheLossAndChecksTheGradients) {
   // The loss's gradient, scaled before it is rounded to float16.
   EXPECT_NE(text.find(", 4, 10, 0.25f * p.loss_scale(), false, 0.0f);"), std::string::npos);
   // The update runs only where every gradient is finite once unscaled.
-  const size_t guard = text.find("if (p.unscale_gradients()) {");
+  const size_t guard = text.find("if (p.prepare_update()) {");
   ASSERT_NE(guard, std::string::npos);
   EXPECT_GT(text.find("sgd_step(", guard), guard);
   EXPECT_EQ(text.find("sgd_step("), text.find("sgd_step(", guard)) << "an SGD step outside the guard";

@@ -7,22 +7,29 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 
 #include "tests/e2e/e2e_util.h"
 
 namespace mplan::e2e {
 namespace {
 
-void expect_agrees_with_torch(const std::string& model, Budget budget, bool expect_split) {
+// `flags` go to both the program and the PyTorch trainer (--clip-grad-norm);
+// *output gets the program's output.
+void expect_agrees_with_torch(const std::string& model, Budget budget, bool expect_split, const std::string& flags = "",
+                              std::string* output = nullptr) {
   if (!have_torch()) GTEST_SKIP() << "/usr/bin/python3 cannot import torch, numpy and yaml";
   const std::string name = model.substr(model.rfind('/') + 1);
-  Compiled compiled = compile_model(model, budget, "torch-build-" + name + "-" + budget_name(budget));
+  // Folders of their own per flags, so that tests of one model run side by side.
+  const std::string flags_tag = flags.empty() ? "" : "-" + std::to_string(std::hash<std::string>{}(flags) % 100000);
+  const std::string tag = name + "-" + budget_name(budget) + flags_tag;
+  Compiled compiled = compile_model(model, budget, "torch-build-" + tag);
   ASSERT_EQ(compiled.error, "");
   if (expect_split) {
     ASSERT_GT(compiled.plan.sub_batches.size(), 1u) << "the budget must split the batch";
   }
   ASSERT_EQ(build_program(compiled.dir), "");
-  const std::string dir = work_dir("torch-" + name + "-" + budget_name(budget));
+  const std::string dir = work_dir("torch-" + tag);
   const std::string script = source_dir() + "/tests/e2e/torch_train.py";
   const std::string model_path = source_dir() + "/" + model;
   RunResult data = run_command("/usr/bin/python3 " + script + " data --model " + model_path +
@@ -30,14 +37,16 @@ void expect_agrees_with_torch(const std::string& model, Budget budget, bool expe
   ASSERT_EQ(data.exit_code, 0) << data.output;
   RunResult init = run_program(compiled.dir, "--steps 0 --seed 5 --save " + dir + "/init");
   ASSERT_EQ(init.exit_code, 0) << init.output;
-  RunResult run = run_program(compiled.dir, "--steps 3 --seed 5 --data " + dir + "/data --save " + dir + "/program");
+  RunResult run =
+      run_program(compiled.dir, "--steps 3 --seed 5 --data " + dir + "/data --save " + dir + "/program " + flags);
   ASSERT_EQ(run.exit_code, 0) << run.output;
+  if (output != nullptr) *output = run.output;
   std::printf("%s", run.output.c_str());
   std::string subs;
   for (int64_t n : compiled.plan.sub_batches) subs += (subs.empty() ? "" : ",") + std::to_string(n);
   RunResult torch = run_command("/usr/bin/python3 " + script + " train --model " + model_path + " --init " + dir +
                                 "/init/latest --data " + dir + "/data --steps 3 --seed 5 --sub-batches " + subs +
-                                " --out " + dir + "/torch");
+                                " --out " + dir + "/torch " + flags);
   ASSERT_EQ(torch.exit_code, 0) << torch.output;
   // Weights, biases and running statistics: within 1e-4 relative per tensor
   // (the bar). Momentum buffers: relative to the largest momentum value
@@ -99,6 +108,20 @@ TEST(Torch, OptimizerOptionsAgreeWithPyTorch) {
 }
 TEST(Torch, OptimizerOptionsSubBatchesAgreeWithPyTorchAccumulating) {
   expect_agrees_with_torch("tests/e2e/optimizer_options.yaml", Budget::sub_batch, true);
+}
+
+// Gradients clipped by their global norm (torch.nn.utils.clip_grad_norm_),
+// over sub-batches: a norm well below the gradients', so every step clips.
+TEST(Torch, ClippedGradientsAgreeWithPyTorch) {
+  std::string output;
+  expect_agrees_with_torch("tests/e2e/optimizer_options.yaml", Budget::sub_batch, true, "--clip-grad-norm 0.05",
+                           &output);
+  if (output.empty()) return;  // skipped or failed above
+  for (int step = 1; step <= 3; ++step) {
+    const size_t at = output.find("step " + std::to_string(step) + ": loss");
+    ASSERT_NE(at, std::string::npos) << output;
+    EXPECT_NE(output.find("(clipped)", at), std::string::npos) << output;
+  }
 }
 
 TEST(Torch, CifarSmallSubBatchesAgreeWithPyTorchAccumulating) {

@@ -199,6 +199,7 @@ def main():
     parser.add_argument("--precision", default="fp32", choices=["fp32", "fp64", "bf16-autocast", "bf16", "fp16"])
     parser.add_argument("--loss-scale", type=float, default=65536.0)
     parser.add_argument("--growth-interval", type=int, default=2000)
+    parser.add_argument("--clip-grad-norm", type=float, default=0.0)
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
     doc, layers = load_layers(args.model)
@@ -253,6 +254,8 @@ def main():
                 value.grad.mul_(inverse)
                 finite = finite and bool(torch.isfinite(value.grad).all())
             if finite:
+                if args.clip_grad_norm > 0:
+                    torch.nn.utils.clip_grad_norm_(list(net.params.values()), args.clip_grad_norm)
                 sgd.step()
                 tracker += 1
                 if tracker == args.growth_interval:
@@ -261,6 +264,9 @@ def main():
                 scale, tracker = scale * 0.5, 0
             print("step %d: loss scale after %g%s" % (step + 1, scale, "" if finite else " (update skipped)"))
         else:
+            if args.clip_grad_norm > 0:
+                norm = torch.nn.utils.clip_grad_norm_(list(net.params.values()), args.clip_grad_norm)
+                print("step %d: gradient norm %.6g" % (step + 1, float(norm)))
             sgd.step()
     for key, value in list(net.params.items()) + list(net.buffers.items()):
         np.save(os.path.join(args.out, key + ".npy"), value.detach().numpy().astype(np.float32))
