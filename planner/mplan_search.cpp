@@ -449,14 +449,17 @@ void SchedulerSearch::refine_blocks(Search& search) {
   std::stable_sort(blocks.begin(), blocks.end(), [](const auto& p, const auto& q) { return p.first > q.first; });
   if (blocks.size() > static_cast<size_t>(kRefinedBlocks)) blocks.resize(kRefinedBlocks);
   auto recomputable = [&](BlockId x) {
-    return opt_.recompute && std::all_of(tdfg_.blocks[x].writers.begin(), tdfg_.blocks[x].writers.end(), [&](TaskId w) {
+    // As IterationSim::recomputable: a convolution only in the undivided workspace mode.
+    const bool convolutions = opt_.recompute_convolutions && c.pool_bytes == 0 && c.fixed.empty() && !c.dynamic;
+    const std::vector<TaskId>& writers = tdfg_.blocks[x].writers;
+    return opt_.recompute && std::all_of(writers.begin(), writers.end(), [&](TaskId w) {
              const Task& t = tdfg_.tasks[w];
-             return !t.recompute_writes.empty() &&
-                    (!t.has_algorithms || (opt_.recompute_convolutions && c.pool_bytes == 0 && c.fixed.empty() && !c.dynamic));
+             return !t.recompute_writes.empty() && (!t.has_algorithms || convolutions);
            });
   };
-  std::vector<BlockChoice> choices =
-      c.rules.block_choices ? *c.rules.block_choices : std::vector<BlockChoice>(tdfg_.blocks.size(), BlockChoice::rules);
+  std::vector<BlockChoice> choices = c.rules.block_choices
+                                         ? *c.rules.block_choices
+                                         : std::vector<BlockChoice>(tdfg_.blocks.size(), BlockChoice::rules);
   const std::string label = c.label;
   const int64_t runs = static_cast<int64_t>(tdfg_.tasks.size() * c.rounds.size());
   int64_t left = std::max<int64_t>(kRefinementTaskRuns / std::max<int64_t>(runs, 1), 16);

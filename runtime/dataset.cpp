@@ -45,9 +45,9 @@ std::optional<Augment> parse_augment(const std::string& text, std::string* error
       }
       a.crop_padding = pad;
     } else {
+      const bool known = item == "flip" || item.rfind("crop=", 0) == 0;
       *error = "'" + text + "': '" + item + "'" +
-               (item == "flip" || item.rfind("crop=", 0) == 0 ? " is given twice"
-                                                              : " is not an augmentation (expected crop=PADDING, flip)");
+               (known ? " is given twice" : " is not an augmentation (expected crop=PADDING, flip)");
       return std::nullopt;
     }
     if (comma == std::string::npos) break;

@@ -13,7 +13,9 @@ namespace {
 constexpr double kPi = 3.14159265358979323846;
 
 // OneCycleLR's _annealing_cos: from `start` at pct 0 to `end` at pct 1.
-double annealing_cos(double start, double end, double pct) { return end + (start - end) / 2.0 * (std::cos(kPi * pct) + 1); }
+double annealing_cos(double start, double end, double pct) {
+  return end + (start - end) / 2.0 * (std::cos(kPi * pct) + 1);
+}
 
 double onecycle_lr(const LrSchedule& s, double max_lr, int64_t u) {
   const double initial = max_lr / s.div;

@@ -270,7 +270,8 @@ NpyMap::~NpyMap() {
 bool NpyMap::open(const std::string& path, std::string* error) {
   if (!is_little_endian_host()) return fail(error, path, "reading .npy needs a little-endian host");
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) return fail(error, path, "cannot open for reading: not a regular file");
+  if (!std::filesystem::is_regular_file(path, ec))
+    return fail(error, path, "cannot open for reading: not a regular file");
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return fail(error, path, std::string("cannot open for reading: ") + std::strerror(errno));
   const uint64_t file_size = std::filesystem::file_size(path, ec);

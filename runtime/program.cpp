@@ -605,9 +605,11 @@ Flags parse_flags(int argc, char** argv, const ProgramSpec& spec) {
                        : std::strcmp(flag, "--mean") == 0   ? !flags.mean.empty()
                        : std::strcmp(flag, "--std") == 0    ? !flags.std.empty()
                                                              : flags.augment.has_value();
-    if (given && flags.data.empty()) flag_error(std::string(flag) + ": needs --data DIR (synthetic data has no epochs)");
+    if (given && flags.data.empty())
+      flag_error(std::string(flag) + ": needs --data DIR (synthetic data has no epochs)");
   }
-  if (flags.mean.empty() != flags.std.empty()) flag_error(flags.mean.empty() ? "--std: needs --mean" : "--mean: needs --std");
+  if (flags.mean.empty() != flags.std.empty())
+    flag_error(flags.mean.empty() ? "--std: needs --mean" : "--mean: needs --std");
   if (flags.reseed && flags.load.empty()) flag_error("--reseed: needs --load DIR");
   if (!flags.timeline.empty() && flags.steps == 0) flag_error("--timeline: needs at least one step");
   if ((flags.loss_scale || flags.growth_interval_given) && !spec.loss_scaling)
@@ -821,7 +823,8 @@ int run_program(int argc, char** argv, const ProgramSpec& spec) {
     }
     std::printf("saved weights to %s/latest\n", flags.save.c_str());
   }
-  if (!log.error().empty()) std::fprintf(stderr, "train: error: --log: %s (the weights are saved)\n", log.error().c_str());
+  if (!log.error().empty())
+    std::fprintf(stderr, "train: error: --log: %s (the weights are saved)\n", log.error().c_str());
   return timeline_error.empty() && log.error().empty() ? 0 : 1;
 }
 

@@ -382,12 +382,15 @@ TEST(EarlyOffload, TheBlockMadeFirstIsCopiedRightAfterItsLastForwardUse) {
 // times its copy, and A stays.
 //   FP: T0: X -> A;  T1: A -> M;  T2: M -> Q;  T3: Q -> C
 //   BP: T4: C, Q -> D;  T5: M, D -> E;  T6: A, E -> F
+std::unique_ptr<testing::TinyGraph> early_drops_graph() {
+  return tiny_graph({{"X", 256}, {"A", MiB}, {"M", MiB}, {"Q", MiB}, {"C", MiB}, {"D", 256}, {"E", 256}, {"F", 256}},
+                    {{"T0", {0}, {1}, TaskKind::FP, true}, {"T1", {1}, {2}}, {"T2", {2}, {3}, TaskKind::FP, true},
+                     {"T3", {3}, {4}, TaskKind::FP, true}, {"T4", {4, 3}, {5}, TaskKind::BP1},
+                     {"T5", {2, 5}, {6}, TaskKind::BP1}, {"T6", {1, 6}, {7}, TaskKind::BP1}});
+}
+
 PlanResult run_early_drops(double t1_ms, double ratio, int64_t arena_bytes = 3 * MiB + 1024) {
-  auto g = tiny_graph({{"X", 256}, {"A", MiB}, {"M", MiB}, {"Q", MiB}, {"C", MiB}, {"D", 256}, {"E", 256},
-                       {"F", 256}},
-                      {{"T0", {0}, {1}, TaskKind::FP, true}, {"T1", {1}, {2}}, {"T2", {2}, {3}, TaskKind::FP, true},
-                       {"T3", {3}, {4}, TaskKind::FP, true}, {"T4", {4, 3}, {5}, TaskKind::BP1},
-                       {"T5", {2, 5}, {6}, TaskKind::BP1}, {"T6", {1, 6}, {7}, TaskKind::BP1}});
+  auto g = early_drops_graph();
   FakeCost cost;
   for (const char* t : {"T0", "T2", "T3"}) cost.table[t] = {TaskOption{"default", 1.0, 0}};
   cost.table["T1"] = {TaskOption{"default", t1_ms, 0}};
@@ -441,11 +444,7 @@ TEST(EarlyDrop, NothingIsDroppedInARoundThatFits) {
 // EarlyDrop.AnOutputDearerThanTheRatioIsKeptAndTheCopiedBlockLeaves). A
 // choice fixed for M overrides the rules for M alone.
 PlanResult run_block_choice(BlockChoice m_choice) {
-  auto g = tiny_graph({{"X", 256}, {"A", MiB}, {"M", MiB}, {"Q", MiB}, {"C", MiB}, {"D", 256}, {"E", 256},
-                       {"F", 256}},
-                      {{"T0", {0}, {1}, TaskKind::FP, true}, {"T1", {1}, {2}}, {"T2", {2}, {3}, TaskKind::FP, true},
-                       {"T3", {3}, {4}, TaskKind::FP, true}, {"T4", {4, 3}, {5}, TaskKind::BP1},
-                       {"T5", {2, 5}, {6}, TaskKind::BP1}, {"T6", {1, 6}, {7}, TaskKind::BP1}});
+  auto g = early_drops_graph();
   FakeCost cost;
   for (const char* t : {"T0", "T1", "T2", "T3"}) cost.table[t] = {TaskOption{"default", 1.0, 0}};
   ModnnRules rules = testing::published_rules();

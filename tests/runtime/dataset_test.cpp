@@ -109,7 +109,8 @@ TEST(Dataset, Uint8ImagesInEitherLayoutAreScaledAndNormalisedPerChannel) {
     const std::string dir = fresh_dir(channels_last ? "nhwc" : "nchw");
     std::string error;
     const std::vector<uint8_t> bytes = image_bytes(channels_last);
-    const std::vector<int64_t> shape = channels_last ? std::vector<int64_t>{2, 2, 2, 3} : std::vector<int64_t>{2, 3, 2, 2};
+    const std::vector<int64_t> shape =
+        channels_last ? std::vector<int64_t>{2, 2, 2, 3} : std::vector<int64_t>{2, 3, 2, 2};
     ASSERT_TRUE(npy_write_u8(dir + "/images.npy", bytes.data(), shape, &error)) << error;
     write_labels(dir, {1, 0});
     const std::vector<float> mean = {0.5f, 0.25f, 0.0f}, std = {0.5f, 2.0f, 1.0f};
@@ -121,7 +122,8 @@ TEST(Dataset, Uint8ImagesInEitherLayoutAreScaledAndNormalisedPerChannel) {
     for (int c = 0; c < 3; ++c)
       for (int p = 0; p < 4; ++p) {
         const float scaled = static_cast<float>(100 + c * 10 + p) / 255.0f;
-        EXPECT_EQ(x[static_cast<size_t>(c * 4 + p)], (scaled - mean[static_cast<size_t>(c)]) / std[static_cast<size_t>(c)])
+        const auto ch = static_cast<size_t>(c);
+        EXPECT_EQ(x[static_cast<size_t>(c * 4 + p)], (scaled - mean[ch]) / std[ch])
             << c << " " << p;
       }
   }
@@ -220,7 +222,7 @@ TEST(Augment, DrawsAreUniformAndAFunctionOfTheSeedAndThePlace) {
   }
   for (int64_t count : offsets) EXPECT_NEAR(static_cast<double>(count), kDraws / 9.0, 600);  // ~6 sigma
   EXPECT_NEAR(static_cast<double>(flips), kDraws / 2.0, 900);
-  const AugmentDraw d = draw_augment(a, 11, 12345), again = draw_augment(a, 11, 12345), other = draw_augment(a, 12, 12345);
+  const AugmentDraw d = draw_augment(a, 11, 12345), again = draw_augment(a, 11, 12345);
   EXPECT_TRUE(d.dy == again.dy && d.dx == again.dx && d.flip == again.flip);
   int64_t same = 0;
   for (uint64_t place = 0; place < 100; ++place) {
@@ -228,7 +230,6 @@ TEST(Augment, DrawsAreUniformAndAFunctionOfTheSeedAndThePlace) {
     same += p.dy == q.dy && p.dx == q.dx && p.flip == q.flip;
   }
   EXPECT_LT(same, 10) << "the seed does not change the draws";
-  (void)other;
 }
 
 TEST(Augment, TheListIsParsedAndBadItemsAreRefusedByName) {

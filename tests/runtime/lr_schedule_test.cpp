@@ -82,8 +82,9 @@ TEST(LrSchedule, PastItsStepsCosineStaysAtItsFloor) {
 }
 
 TEST(LrSchedule, TheTextRoundTrips) {
-  for (const char* text : {"constant", "step,every=3,gamma=0.5", "multistep,milestones=2:5,gamma=0.1",
-                           "cosine,steps=20,warmup=5,start=0.01,min=0.001", "onecycle,steps=9,pct=0.3,div=25,final_div=10000"}) {
+  for (const char* text :
+       {"constant", "step,every=3,gamma=0.5", "multistep,milestones=2:5,gamma=0.1",
+        "cosine,steps=20,warmup=5,start=0.01,min=0.001", "onecycle,steps=9,pct=0.3,div=25,final_div=10000"}) {
     std::string error;
     const std::optional<LrSchedule> s = parse_lr_schedule(text, &error);
     ASSERT_TRUE(s) << text << ": " << error;
