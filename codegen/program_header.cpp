@@ -159,13 +159,18 @@ std::string emit_model_constants(const ProgramHeader& h, const std::map<BufferId
     }
     MPLAN_CHECK(element == model.parameter_count(l), "codegen: parameter layout of " + layer.name);
     int64_t state_at = 0;
-    if (model.optimizer.momentum > 0 && state != nullptr) {
-      for (const LayerTensor& t : params) {
-        row(unique_file(layer.name + "." + t.name + ".momentum"), absolute_offset(plan, *state) + state_at * 4, t,
-            "Init::zeros", true, layer.name);
-        state_at += t.elements();
-      }
-    }
+    // The optimizer's state, laid out as W once per kind: SGD's momentum,
+    // AdamW's exp_avg then exp_avg_sq (torch.optim's state names).
+    const std::vector<std::string> kinds = model.optimizer.adamw() ? std::vector<std::string>{"exp_avg", "exp_avg_sq"}
+                                           : model.optimizer.momentum > 0 ? std::vector<std::string>{"momentum"}
+                                                                          : std::vector<std::string>{};
+    if (state != nullptr)
+      for (const std::string& kind : kinds)
+        for (const LayerTensor& t : params) {
+          row(unique_file(layer.name + "." + t.name + "." + kind), absolute_offset(plan, *state) + state_at * 4, t,
+              "Init::zeros", true, layer.name);
+          state_at += t.elements();
+        }
     if (spec.buffers != nullptr && state != nullptr)
       for (const LayerTensor& t : spec.buffers(layer, inputs)) {
         row(unique_file(layer.name + "." + t.name), absolute_offset(plan, *state) + state_at * 4, t, init_name(t.init),

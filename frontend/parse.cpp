@@ -46,11 +46,36 @@ Optimizer read_optimizer(const MapReader& top) {
                                "weight_decay: ..., nesterov: ..., no_weight_decay: [...]}}, got {}",
                                describe_node(node)));
   MapReader reader(node, top.file(), "optimizer", kNoParams);
-  reader.check_keys({"kind", "lr", "momentum", "weight_decay", "nesterov", "no_weight_decay"}, "optimizer");
-  optimizer.kind = reader.optional_string("kind", optimizer.kind);
-  if (optimizer.kind != "sgd")
+  optimizer.kind = reader.has("kind") ? reader.optional_string("kind", optimizer.kind) : optimizer.kind;
+  if (optimizer.kind != "sgd" && optimizer.kind != "adamw")
     reader.fail(reader.get("kind"),
-                fmt::format("kind '{}' is not supported (expected sgd)", optimizer.kind));
+                fmt::format("kind '{}' is not supported (expected sgd or adamw)", optimizer.kind));
+  if (optimizer.adamw()) {
+    reader.check_keys({"kind", "lr", "betas", "eps", "weight_decay", "no_weight_decay"}, "adamw optimizer");
+    // torch.optim.AdamW's defaults.
+    optimizer.lr = 1e-3;
+    optimizer.weight_decay = 1e-2;
+    optimizer.momentum = 0;
+    if (reader.has("betas")) {
+      const YAML::Node betas = reader.get("betas");
+      if (!betas.IsSequence() || betas.size() != 2)
+        reader.fail(betas, fmt::format("betas must be [beta1, beta2], got {}", describe_node(betas)));
+      for (size_t i = 0; i < 2; ++i) {
+        double beta = -1;
+        try {
+          beta = betas[i].as<double>();
+        } catch (const YAML::Exception&) {
+        }
+        if (!(beta >= 0 && beta < 1))
+          reader.fail(betas[i], fmt::format("betas must be in [0, 1), got {}", describe_node(betas[i])));
+        (i == 0 ? optimizer.beta1 : optimizer.beta2) = beta;
+      }
+    }
+    optimizer.eps = reader.optional_double("eps", optimizer.eps);
+    if (!(optimizer.eps > 0)) reader.fail(reader.get("eps"), fmt::format("eps must be positive, got {}", optimizer.eps));
+  } else {
+    reader.check_keys({"kind", "lr", "momentum", "weight_decay", "nesterov", "no_weight_decay"}, "optimizer");
+  }
   optimizer.lr = reader.optional_double("lr", optimizer.lr);
   if (!(optimizer.lr > 0)) reader.fail(reader.get("lr"), fmt::format("lr must be positive, got {}", optimizer.lr));
   optimizer.momentum = reader.optional_double("momentum", optimizer.momentum);

@@ -42,9 +42,14 @@ Status check_model_fields(const Model& model) {
                                           precision_name(model.precision),
                                           is_16_bit(model.precision) ? precision_name(model.precision)
                                                                      : "default, fp32 or tf32"));
-  if (model.optimizer.kind != "sgd")
-    return model_error(model, fmt::format("optimizer kind '{}' is not supported (expected sgd)",
+  if (model.optimizer.kind != "sgd" && !model.optimizer.adamw())
+    return model_error(model, fmt::format("optimizer kind '{}' is not supported (expected sgd or adamw)",
                                           model.optimizer.kind));
+  // AdamW's bias correction counts the iteration's updates; fp16 skips
+  // overflowed updates, which PyTorch's GradScaler does not count.
+  if (model.optimizer.adamw() && model.precision == Precision::fp16)
+    return model_error(model, "optimizer adamw with precision fp16 is not supported: its step count would include "
+                              "the updates the loss scaling skips (use bf16, which needs no loss scaling)");
   if (model.layers.empty()) return model_error(model, "the model has no layers");
   return Ok{};
 }

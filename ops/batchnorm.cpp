@@ -87,7 +87,7 @@ void invoke(const OpTask& task, const InvocationContext& ctx, Invocation& out) {
                                                        integer(hw)});
         return;
       }
-      const int64_t running = ctx.optimizer_momentum ? 2 * c : 0;  // after the momentum buffer
+      const int64_t running = ctx.optimizer_state_per_parameter * 2 * c;  // after the optimizer's state
       out.call(rt::Kernel::batchnorm_forward_train,
                {out.tensor(TensorRole::input), gamma(), beta(), out.tensor(TensorRole::output), mean(), invstd(),
                 out.tensor(TensorRole::state, 0, running), out.tensor(TensorRole::state, 0, running + c), integer(n),

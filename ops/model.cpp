@@ -127,6 +127,11 @@ std::string model_digest(const Model& model) {
   if (model.optimizer.nesterov) h.text("nesterov");
   if (model.optimizer.no_decay_biases) h.text("no_decay_biases");
   if (model.optimizer.no_decay_norms) h.text("no_decay_norms");
+  if (model.optimizer.adamw()) {
+    h.real(model.optimizer.beta1);
+    h.real(model.optimizer.beta2);
+    h.real(model.optimizer.eps);
+  }
   h.integer(static_cast<int64_t>(model.layers.size()));
   for (const Layer& l : model.layers) {
     h.text(l.name);

@@ -100,10 +100,12 @@ struct Layer {
 };
 
 struct Optimizer {
-  std::string kind = "sgd";
+  std::string kind = "sgd";  // sgd (torch.optim.SGD) or adamw (torch.optim.AdamW)
   double lr = 0.01;
-  double momentum = 0.9;
+  double momentum = 0.9;  // sgd
   double weight_decay = 0.0;
+  // adamw: betas and eps.
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
   // torch.optim.SGD(nesterov=True); needs momentum > 0, as PyTorch does.
   bool nesterov = false;
   // Parameters the weight decay leaves out: every layer's bias ("bias"
@@ -111,6 +113,11 @@ struct Optimizer {
   // layernorm weight and bias), as two parameter groups in PyTorch.
   bool no_decay_biases = false;
   bool no_decay_norms = false;
+
+  bool adamw() const { return kind == "adamw"; }
+  // Optimizer state per parameter, at the head of each layer's state block:
+  // SGD's momentum buffer (with momentum), AdamW's two moments.
+  int64_t state_per_parameter() const { return adamw() ? 2 : momentum > 0 ? 1 : 0; }
 };
 
 struct Model {

@@ -168,8 +168,9 @@ struct InvocationContext {
   rt::ConvAlgoId algorithm = 0;
   std::vector<rt::ConvMicroBatch> micro_batches;
   int64_t workspace_bytes = 0;
-  // SGD keeps a momentum buffer at the head of every state block.
-  bool optimizer_momentum = false;
+  // Optimizer state per parameter at the head of every state block
+  // (Optimizer::state_per_parameter): SGD's momentum buffer, AdamW's moments.
+  int64_t optimizer_state_per_parameter = 0;
 };
 
 // The kernels of one task: tensor argument `slot` of a call is tensors[slot].

@@ -1,5 +1,5 @@
-// The update task: torch.optim.SGD over every layer with parameters (not an
-// op of the format, but its kernels are described here like the ops'), with
+// The update task: torch.optim.SGD or AdamW over every layer with parameters
+// (not an op of the format, but its kernels are described here like the ops'), with
 // biases and normalisation parameters out of the weight decay where the
 // optimizer says so, and the 16-bit copies of the weights remade after it.
 
@@ -48,8 +48,19 @@ Invocation update_invocation(const Model& model) {
     if (count == 0) continue;
     const int32_t w = out.slot({TensorRole::weight, 0, l}), g = out.slot({TensorRole::weight_grad, 0, l});
     for (const DecayRun& run : decay_runs(model, l)) {
-      // The momentum buffer is the head of the layer's state block, laid out as W.
       const int64_t offset = run.first;  // in floats
+      if (model.optimizer.adamw()) {
+        // exp_avg and exp_avg_sq head the layer's state block, each laid out as W.
+        const int32_t state = out.slot({TensorRole::state, 0, l});
+        const Optimizer& o = model.optimizer;
+        out.call(rt::Kernel::adamw_step,
+                 {rt::Arg::tensor(w, offset), rt::Arg::tensor(g, offset), rt::Arg::tensor(state, offset),
+                  rt::Arg::tensor(state, count + offset), rt::Arg::of(run.count), rt::Arg::of(rt::Variable::lr),
+                  rt::Arg::of_real(o.beta1), rt::Arg::of_real(o.beta2), rt::Arg::of_real(o.eps),
+                  rt::Arg::of_real(run.decay), rt::Arg::of(rt::Variable::step)});
+        continue;
+      }
+      // The momentum buffer is the head of the layer's state block, laid out as W.
       const rt::Arg buffer =
           momentum ? rt::Arg::tensor(out.slot({TensorRole::state, 0, l}), offset) : rt::Arg::null();
       out.call(rt::Kernel::sgd_step,

@@ -224,6 +224,11 @@ void softmax_xent_backward(const Context& ctx, const float* probs, const int32_t
 // g = 0, so the next iteration's sub-batches accumulate into a clean gradient.
 void sgd_step(const Context& ctx, float* w, float* g, float* momentum_buf, int64_t count, float lr,
               float momentum, float weight_decay, bool first_step, bool nesterov = false);
+// torch.optim.AdamW (amsgrad off): w *= 1 - lr*wd; m = b1*m + (1-b1)*g;
+// v = b2*v + (1-b2)*g*g; w -= lr/(1-b1^t) * m / (sqrt(v)/sqrt(1-b2^t) + eps),
+// with t = step + 1 (the iteration's update, 1-based). Then g = 0.
+void adamw_step(const Context& ctx, float* w, float* g, float* exp_avg, float* exp_avg_sq, int64_t count, float lr,
+                float beta1, float beta2, float eps, float weight_decay, uint64_t step);
 
 }  // namespace mplan::rt
 

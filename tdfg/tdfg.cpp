@@ -229,9 +229,9 @@ class Builder {
         tdfg_.weight_grad_of[l] = add_block("dW[" + ly.name + "]", BlockKind::weight_grad, l, 0,
                                             params * dtype, true);
       }
-      // SGD momentum buffer (one value per parameter) and batchnorm running stats.
-      int64_t state_elements = model_.buffer_count(l);
-      if (model_.optimizer.momentum > 0) state_elements += params;
+      // The optimizer's state (SGD's momentum buffer, AdamW's two moments) and
+      // batchnorm running stats.
+      const int64_t state_elements = model_.buffer_count(l) + model_.optimizer.state_per_parameter() * params;
       if (state_elements > 0)
         tdfg_.state_of[l] = add_block("state[" + ly.name + "]", BlockKind::optimizer_state, l, 0,
                                       state_elements * dtype, true);

@@ -157,5 +157,8 @@ void softmax_xent_backward(const float* probs, const int32_t* labels, float* dlo
 // and buf is unused (may be null).
 void sgd_step(float* w, const float* g, float* momentum_buf, int64_t count, float lr,
               float momentum, float weight_decay, bool first_step, bool nesterov = false);
+// ---- AdamW, torch.optim.AdamW (runtime/ops.h); step is the iteration (t = step + 1).
+void adamw_step(float* w, const float* g, float* exp_avg, float* exp_avg_sq, int64_t count, float lr, float beta1,
+                float beta2, float eps, float weight_decay, uint64_t step);
 
 }  // namespace mplan::rt::cpu

@@ -295,6 +295,22 @@ __global__ void sgd_step_kernel(float* w, float* g, float* momentum_buf, int64_t
   }
 }
 
+__global__ void adamw_step_kernel(float* w, float* g, float* exp_avg, float* exp_avg_sq, int64_t count, float decay,
+                                  float beta1, float beta2, float keep1, float keep2, float eps, float correction2_sqrt,
+                                  float step_size) {
+  MPLAN_FOR_EACH(i, count) {
+    const float gi = g[i];
+    const float wi = __fmul_rn(w[i], decay);
+    const float m = __fadd_rn(__fmul_rn(beta1, exp_avg[i]), __fmul_rn(keep1, gi));
+    const float v = __fadd_rn(__fmul_rn(beta2, exp_avg_sq[i]), __fmul_rn(__fmul_rn(keep2, gi), gi));
+    exp_avg[i] = m;
+    exp_avg_sq[i] = v;
+    const float denom = __fadd_rn(__fdiv_rn(__fsqrt_rn(v), correction2_sqrt), eps);
+    w[i] = __fsub_rn(wi, __fmul_rn(step_size, __fdiv_rn(m, denom)));
+    g[i] = 0.0f;  // the next iteration's sub-batches accumulate into a clean gradient
+  }
+}
+
 }  // namespace
 
 void fill_u32(void* dst, uint32_t pattern, size_t bytes, cudaStream_t stream) {
@@ -490,6 +506,20 @@ void softmax_xent_grad(const float* probs, const int32_t* labels, float* dlogits
   if (n * classes <= 0) return;
   softmax_xent_grad_kernel<<<blocks_for(n * classes), kThreads, 0, stream>>>(probs, labels, dlogits, n, classes,
                                                                             scale, accumulate, label_smoothing);
+  MPLAN_CUDA_CHECK_LAUNCH();
+}
+
+void adamw_step(float* w, float* g, float* exp_avg, float* exp_avg_sq, int64_t count, float lr, float beta1,
+                float beta2, float eps, float weight_decay, uint64_t step, cudaStream_t stream) {
+  if (count <= 0) return;
+  // The scalars as runtime/cpu/adamw.cpp computes them.
+  const double t = static_cast<double>(step + 1);
+  const auto decay = static_cast<float>(1.0 - static_cast<double>(lr) * weight_decay);
+  const auto correction2_sqrt = static_cast<float>(sqrt(1.0 - pow(static_cast<double>(beta2), t)));
+  const auto step_size = static_cast<float>(static_cast<double>(lr) / (1.0 - pow(static_cast<double>(beta1), t)));
+  adamw_step_kernel<<<blocks_for(count), kThreads, 0, stream>>>(w, g, exp_avg, exp_avg_sq, count, decay, beta1, beta2,
+                                                               1.0f - beta1, 1.0f - beta2, eps, correction2_sqrt,
+                                                               step_size);
   MPLAN_CUDA_CHECK_LAUNCH();
 }
 

@@ -73,6 +73,9 @@ void softmax_xent_loss(const float* logits, const int32_t* labels, float* loss, 
 // smoothed one-hot (runtime/cpu/softmax_xent.cpp).
 void softmax_xent_grad(const float* probs, const int32_t* labels, float* dlogits, int64_t n, int64_t classes,
                        float scale, bool accumulate, float label_smoothing, cudaStream_t stream);
+// torch.optim.AdamW's update (runtime/cpu/adamw.cpp), then g = 0.
+void adamw_step(float* w, float* g, float* exp_avg, float* exp_avg_sq, int64_t count, float lr, float beta1,
+                float beta2, float eps, float weight_decay, uint64_t step, cudaStream_t stream);
 // torch.optim.SGD's update (runtime/cpu/sgd.cpp), then g = 0.
 void sgd_step(float* w, float* g, float* momentum_buf, int64_t count, float lr, float momentum, float weight_decay,
               bool first_step, bool nesterov, cudaStream_t stream);

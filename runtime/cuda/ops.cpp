@@ -331,6 +331,12 @@ void softmax_xent_backward(const Context& ctx, const float* probs, const int32_t
   cuda::softmax_xent_grad(probs, labels, dlogits, n, classes, scale, accumulate, label_smoothing, L.stream());
 }
 
+void adamw_step(const Context& ctx, float* w, float* g, float* exp_avg, float* exp_avg_sq, int64_t count, float lr,
+                float beta1, float beta2, float eps, float weight_decay, uint64_t step) {
+  Launch L(ctx);
+  cuda::adamw_step(w, g, exp_avg, exp_avg_sq, count, lr, beta1, beta2, eps, weight_decay, step, L.stream());
+}
+
 void sgd_step(const Context& ctx, float* w, float* g, float* momentum_buf, int64_t count, float lr, float momentum,
               float weight_decay, bool first_step, bool nesterov) {
   Launch L(ctx);

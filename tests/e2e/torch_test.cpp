@@ -60,7 +60,12 @@ void expect_agrees_with_torch(const std::string& model, Budget budget, bool expe
   double largest_momentum = 0;
   for (auto* m : {&program, &reference})
     for (auto it = m->begin(); it != m->end();) {
-      if (it->first.size() > 9 && it->first.substr(it->first.size() - 9) == ".momentum") {
+      const auto ends = [&](const std::string& suffix) {
+        return it->first.size() > suffix.size() && it->first.compare(it->first.size() - suffix.size(), suffix.size(),
+                                                                      suffix) == 0;
+      };
+      // The optimizer's state: SGD's momentum, AdamW's moments.
+      if (ends(".momentum") || ends(".exp_avg") || ends(".exp_avg_sq")) {
         (m == &program ? program_momentum : reference_momentum)[it->first] = it->second;
         if (m == &reference)
           for (float v : it->second) largest_momentum = std::max(largest_momentum, static_cast<double>(std::fabs(v)));
@@ -108,6 +113,15 @@ TEST(Torch, OptimizerOptionsAgreeWithPyTorch) {
 }
 TEST(Torch, OptimizerOptionsSubBatchesAgreeWithPyTorchAccumulating) {
   expect_agrees_with_torch("tests/e2e/optimizer_options.yaml", Budget::sub_batch, true);
+}
+
+// AdamW (its moments compared as the momentum buffers are: exp_avg and
+// exp_avg_sq files), whole and over sub-batches.
+TEST(Torch, AdamwAgreesWithPyTorch) {
+  expect_agrees_with_torch("tests/e2e/adamw_options.yaml", Budget::unlimited, false);
+}
+TEST(Torch, AdamwSubBatchesAgreeWithPyTorchAccumulating) {
+  expect_agrees_with_torch("tests/e2e/adamw_options.yaml", Budget::sub_batch, true);
 }
 
 // Gradients clipped by their global norm (torch.nn.utils.clip_grad_norm_),

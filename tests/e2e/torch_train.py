@@ -232,8 +232,13 @@ def main():
         skip = ("bias" in excluded and part == "bias") or ("norm" in excluded and layer in norm_layers)
         (undecayed if skip else decayed).append(value)
     groups = [{"params": decayed}] + ([{"params": undecayed, "weight_decay": 0.0}] if undecayed else [])
-    sgd = torch.optim.SGD(groups, lr=float(opt.get("lr", 0.01)), momentum=float(opt.get("momentum", 0.9)),
-                          weight_decay=float(opt.get("weight_decay", 0.0)), nesterov=bool(opt.get("nesterov", False)))
+    if opt.get("kind", "sgd") == "adamw":
+        betas = [float(b) for b in opt.get("betas", [0.9, 0.999])]
+        sgd = torch.optim.AdamW(groups, lr=float(opt.get("lr", 1e-3)), betas=tuple(betas),
+                                eps=float(opt.get("eps", 1e-8)), weight_decay=float(opt.get("weight_decay", 1e-2)))
+    else:
+        sgd = torch.optim.SGD(groups, lr=float(opt.get("lr", 0.01)), momentum=float(opt.get("momentum", 0.9)),
+                              weight_decay=float(opt.get("weight_decay", 0.0)), nesterov=bool(opt.get("nesterov", False)))
     # fp16: torch.cuda.amp.GradScaler's dynamic loss scaling, step by step.
     scaling = args.precision == "fp16"
     scale, tracker = args.loss_scale, 0
@@ -271,9 +276,10 @@ def main():
     for key, value in list(net.params.items()) + list(net.buffers.items()):
         np.save(os.path.join(args.out, key + ".npy"), value.detach().numpy().astype(np.float32))
     for key, value in net.params.items():
-        buf = sgd.state[value].get("momentum_buffer")
-        if buf is not None:
-            np.save(os.path.join(args.out, key + ".momentum.npy"), buf.numpy().astype(np.float32))
+        for state, suffix in (("momentum_buffer", "momentum"), ("exp_avg", "exp_avg"), ("exp_avg_sq", "exp_avg_sq")):
+            buf = sgd.state[value].get(state)
+            if buf is not None:
+                np.save(os.path.join(args.out, key + "." + suffix + ".npy"), buf.numpy().astype(np.float32))
 
 
 if __name__ == "__main__":

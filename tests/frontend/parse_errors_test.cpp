@@ -119,12 +119,19 @@ TEST(ParseErrors, MistypedFields) {
                5, "float16", "dtype 'float16' is not supported (expected float32)");
   expect_error("name: t\ninput: [3, 32, 32]\nbatch: 8\nclasses: 10\noptimizer: {kind: adam}\nlayers:\n" +
                    kTail,
-               5, "adam", "optimizer: kind 'adam' is not supported (expected sgd)");
+               5, "adam", "optimizer: kind 'adam' is not supported (expected sgd or adamw)");
   const std::string head = "name: t\ninput: [3, 32, 32]\nbatch: 8\nclasses: 10\n";
   expect_error(head + "optimizer: {momentum: 0, nesterov: true}\nlayers:\n" + kTail, 5, "true",
                "nesterov needs a momentum above 0");
   expect_error(head + "optimizer: {nesterov: sometimes}\nlayers:\n" + kTail, 5, "sometimes",
                "nesterov must be true or false");
+  expect_error(head + "optimizer: {kind: adamw, momentum: 0.9}\nlayers:\n" + kTail, 5, "momentum",
+               "unknown field 'momentum' in a adamw optimizer");
+  expect_error(head + "optimizer: {kind: adamw, betas: [0.9]}\nlayers:\n" + kTail, 5, "[0.9]",
+               "betas must be [beta1, beta2], got a list");
+  expect_error(head + "optimizer: {kind: adamw, betas: [0.9, 1]}\nlayers:\n" + kTail, 5, "1]",
+               "betas must be in [0, 1), got '1'");
+  expect_error(head + "optimizer: {kind: adamw, eps: 0}\nlayers:\n" + kTail, 5, "0}", "eps must be positive, got 0");
   expect_error(head + "optimizer: {no_weight_decay: bias}\nlayers:\n" + kTail, 5, "bias",
                "no_weight_decay must be a list of bias and norm, got 'bias'");
   expect_error(head + "optimizer: {no_weight_decay: [bias, gamma]}\nlayers:\n" + kTail, 5, "gamma",

@@ -72,6 +72,29 @@ TEST(ParseOps, OptimizerDtypeAndNameFromFile) {
   EXPECT_EQ(r->layers[1].output, shape({16}));
 }
 
+TEST(ParseOps, AdamwTakesPyTorchsDefaults) {
+  const std::string layers = "layers:\n  - op: flatten\n  - op: softmax_xent\n";
+  Result<Model> r = parse_model("input: [1, 4, 4]\nbatch: 2\nclasses: 16\noptimizer: {kind: adamw}\n" + layers,
+                                "net.yaml");
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  EXPECT_TRUE(r->optimizer.adamw());
+  EXPECT_DOUBLE_EQ(r->optimizer.lr, 1e-3);
+  EXPECT_DOUBLE_EQ(r->optimizer.weight_decay, 1e-2);
+  EXPECT_DOUBLE_EQ(r->optimizer.beta1, 0.9);
+  EXPECT_DOUBLE_EQ(r->optimizer.beta2, 0.999);
+  EXPECT_DOUBLE_EQ(r->optimizer.eps, 1e-8);
+  EXPECT_EQ(r->optimizer.state_per_parameter(), 2);
+  r = parse_model("input: [1, 4, 4]\nbatch: 2\nclasses: 16\n"
+                  "optimizer: {kind: adamw, lr: 0.003, betas: [0.8, 0.95], eps: 1e-6, weight_decay: 0.1}\n" + layers,
+                  "net.yaml");
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  EXPECT_DOUBLE_EQ(r->optimizer.lr, 0.003);
+  EXPECT_DOUBLE_EQ(r->optimizer.beta1, 0.8);
+  EXPECT_DOUBLE_EQ(r->optimizer.beta2, 0.95);
+  EXPECT_DOUBLE_EQ(r->optimizer.eps, 1e-6);
+  EXPECT_DOUBLE_EQ(r->optimizer.weight_decay, 0.1);
+}
+
 TEST(ParseOps, NesterovNoWeightDecayAndLabelSmoothing) {
   const std::string text =
       "input: [1, 4, 4]\nbatch: 2\nclasses: 16\n"

@@ -53,6 +53,10 @@ TEST(Precision, BadValuesAndContradictionsNameTheKey) {
   EXPECT_NE(e.find("precision fp32 contradicts math 'tf32'"), std::string::npos) << e;
   e = error_of("math: bf16\n");
   EXPECT_NE(e.find("write 'precision: bf16' instead"), std::string::npos) << e;
+  // AdamW counts updates as iterations, which fp16's skipped updates are not.
+  e = error_of("precision: fp16\noptimizer: {kind: adamw}\n");
+  EXPECT_NE(e.find("optimizer adamw with precision fp16 is not supported"), std::string::npos) << e;
+  EXPECT_EQ(parsed("precision: bf16\noptimizer: {kind: adamw}\n").optimizer.kind, "adamw");
 }
 
 TEST(Precision, OnlySixteenBitsChangeTheDigest) {

@@ -247,6 +247,15 @@ TEST_F(TorchCrossCheck, TiedMaxPoolAndMultiStepSgd) {
     sgd_step(w.data(), grads.data() + s * 64, momentum.data(), 64, 0.1f, 0.9f, 0.05f, s == 0, /*nesterov=*/true);
   expect_close("nesterov_w", w, 1e-6);
   expect_close("nesterov_momentum", momentum, 1e-5);
+  // AdamW, 5 steps (the iteration's step counts its updates from 1).
+  w = random_vector(64, 600, -2.0f, 2.0f);
+  std::vector<float> exp_avg(64, 0.0f), exp_avg_sq(64, 0.0f);
+  for (int s = 0; s < steps; ++s)
+    adamw_step(w.data(), grads.data() + s * 64, exp_avg.data(), exp_avg_sq.data(), 64, 0.01f, 0.8f, 0.99f, 1e-6f, 0.05f,
+               static_cast<uint64_t>(s));
+  expect_close("adamw_w", w, 1e-6);
+  expect_close("adamw_exp_avg", exp_avg, 1e-5);
+  expect_close("adamw_exp_avg_sq", exp_avg_sq, 1e-5);
 }
 
 }  // namespace

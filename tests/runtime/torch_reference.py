@@ -116,6 +116,15 @@ def tied_pools_and_sgd(load, save):
         opt.step()
     save("nesterov_w", p)
     save("nesterov_momentum", opt.state[p]["momentum_buffer"])
+    # torch.optim.AdamW(lr 0.01, betas (0.8, 0.99), eps 1e-6, weight_decay 0.05).
+    p = torch.nn.Parameter(load("sgd_w").clone())
+    opt = torch.optim.AdamW([p], lr=0.01, betas=(0.8, 0.99), eps=1e-6, weight_decay=0.05)
+    for g in grads:
+        p.grad = g.clone()
+        opt.step()
+    save("adamw_w", p)
+    save("adamw_exp_avg", opt.state[p]["exp_avg"])
+    save("adamw_exp_avg_sq", opt.state[p]["exp_avg_sq"])
 
 
 if __name__ == "__main__":

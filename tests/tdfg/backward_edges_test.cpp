@@ -229,6 +229,12 @@ TEST(TaskOrder, UpdateReadsEveryWeightGradientAndStateAndWritesWeightsAndState) 
   const int64_t conv0_params = 2 * 1 * 9 + 2;
   EXPECT_EQ(tdfg.blocks[tdfg.state_of[0]].fixed_bytes, conv0_params * 4);
   EXPECT_EQ(tdfg.blocks[tdfg.state_of[1]].fixed_bytes, (2 * 2 + 2 * 2) * 4);
+  // AdamW keeps two moments per parameter, resident like the momentum buffer.
+  model.optimizer.kind = "adamw";
+  const Tdfg adamw = checked(model);
+  EXPECT_EQ(adamw.blocks[adamw.state_of[0]].fixed_bytes, 2 * conv0_params * 4);
+  EXPECT_EQ(adamw.blocks[adamw.state_of[1]].fixed_bytes, (2 * 2 * 2 + 2 * 2) * 4);
+  EXPECT_EQ(adamw.resident_bytes(), tdfg.resident_bytes() + model.parameter_count() * 4);
 }
 
 }  // namespace
