@@ -72,7 +72,8 @@ Optimizer read_optimizer(const MapReader& top) {
       }
     }
     optimizer.eps = reader.optional_double("eps", optimizer.eps);
-    if (!(optimizer.eps > 0)) reader.fail(reader.get("eps"), fmt::format("eps must be positive, got {}", optimizer.eps));
+    if (!(optimizer.eps > 0))
+      reader.fail(reader.get("eps"), fmt::format("eps must be positive, got {}", optimizer.eps));
   } else {
     reader.check_keys({"kind", "lr", "momentum", "weight_decay", "nesterov", "no_weight_decay"}, "optimizer");
   }

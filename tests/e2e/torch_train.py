@@ -238,7 +238,8 @@ def main():
                                 eps=float(opt.get("eps", 1e-8)), weight_decay=float(opt.get("weight_decay", 1e-2)))
     else:
         sgd = torch.optim.SGD(groups, lr=float(opt.get("lr", 0.01)), momentum=float(opt.get("momentum", 0.9)),
-                              weight_decay=float(opt.get("weight_decay", 0.0)), nesterov=bool(opt.get("nesterov", False)))
+                              weight_decay=float(opt.get("weight_decay", 0.0)),
+                              nesterov=bool(opt.get("nesterov", False)))
     # fp16: torch.cuda.amp.GradScaler's dynamic loss scaling, step by step.
     scaling = args.precision == "fp16"
     scale, tracker = args.loss_scale, 0
