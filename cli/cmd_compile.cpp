@@ -106,6 +106,7 @@ void run_compile(const driver::CompileFlags& flags) {
   fmt::print("{}", driver::lower_bound_text(planned.plan, result.lower_bound));
   if (!result.variants_line.empty()) fmt::print("{}\n", result.variants_line);
   if (!result.copies_line.empty()) fmt::print("{}\n", result.copies_line);
+  if (!result.evaluation_line.empty()) fmt::print("{}\n", result.evaluation_line);
   if (planned.recomputed_tasks > 0)
     fmt::print("recomputed: {} forward steps run again in the backward pass\n", planned.recomputed_tasks);
   fmt::print("wrote: {}, {}, {}, {} (the model, for `mplan verify`)\n", (dir / "plan.json").string(),
@@ -115,6 +116,7 @@ void run_compile(const driver::CompileFlags& flags) {
     return;
   }
   fmt::print("{}\n", settings.target_line);
+  fmt::print("evaluation plan: {}\n", (dir / "evaluation-plan.json").string());
   fmt::print("program: {}, {}\n", (dir / "train.cpp").string(), (dir / "CMakeLists.txt").string());
   // Never a silent substitution: what the program does otherwise than planned.
   // The output is in place by now: a failing stderr (a full disk) must not

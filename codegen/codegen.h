@@ -44,11 +44,22 @@ struct GeneratedProgram {
   const GeneratedFile* find(const std::string& path) const;
 };
 
+// The evaluation pass beside the training step (docs/generated-program.md,
+// "Evaluation"): its TDFG (TdfgOptions::evaluation) and plan, whose resident
+// buffers are the training plan's.
+struct EvaluationSchedule {
+  const Tdfg* tdfg = nullptr;
+  const Plan* plan = nullptr;
+};
+
 // The program for `plan` (made for `tdfg`, the TDFG of `model` at one
-// sub-batch). Errors: a plan that does not belong to the model (digest or
-// task count differ) or that uses a step the program cannot express.
+// sub-batch), with the evaluation's schedule where one is given (`train
+// --val`, `--eval`). Errors: a plan that does not belong to the model (digest
+// or task count differ), that uses a step the program cannot express, or an
+// evaluation plan whose resident buffers are not the training plan's.
 Result<GeneratedProgram> emit_program(const Model& model, const Tdfg& tdfg, const Plan& plan,
-                                      const CodegenOptions& options);
+                                      const CodegenOptions& options,
+                                      const EvaluationSchedule* evaluation = nullptr);
 
 // Writes every file under `dir` (created if missing), each atomically (a
 // temporary file renamed over the target).

@@ -60,6 +60,12 @@ if(MPLAN_RUNTIME_LIBRARY)
   if(NOT MPLAN_RUNTIME_CORE_LIBRARY)
     message(FATAL_ERROR "no libmplan_runtime_core.a beside or above ${{MPLAN_RUNTIME_LIBRARY}}")
   endif()
+  # Image files (runtime/image_decode.h), where the runtime was built with them.
+  find_package(JPEG QUIET)
+  find_package(PNG QUIET)
+  if(JPEG_FOUND AND PNG_FOUND)
+    list(APPEND MPLAN_RUNTIME_CORE_LIBRARY JPEG::JPEG PNG::PNG)
+  endif()
   add_library({library} STATIC IMPORTED)
   set_target_properties({library} PROPERTIES
     IMPORTED_LOCATION "${{MPLAN_RUNTIME_LIBRARY}}"

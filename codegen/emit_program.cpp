@@ -71,10 +71,76 @@ struct SegmentCode {
 
 class ProgramEmitter {
  public:
-  ProgramEmitter(const Model& model, const Tdfg& tdfg, const Plan& plan, const CodegenOptions& options)
-      : model_(model), tdfg_(tdfg), plan_(plan), options_(options) {}
+  ProgramEmitter(const Model& model, const Tdfg& tdfg, const Plan& plan, const CodegenOptions& options,
+                 const EvaluationSchedule* evaluation = nullptr)
+      : model_(model), tdfg_(tdfg), plan_(plan), options_(options), evaluation_(evaluation) {}
 
   Result<GeneratedProgram> emit() {
+    Result<std::string> schedule = emit_steps();
+    if (!schedule) return schedule.error();
+    std::string evaluation;
+    if (evaluation_ != nullptr) {
+      ProgramEmitter emitter(model_, *evaluation_->tdfg, *evaluation_->plan, options_);
+      Result<std::string> text = emitter.emit_evaluation(resident_offsets());
+      if (!text) return text.error();
+      evaluation = std::move(*text);
+      for (const std::string& warning : emitter.warnings_)
+        if (std::find(warnings_.begin(), warnings_.end(), warning) == warnings_.end()) warnings_.push_back(warning);
+    }
+    GeneratedProgram program;
+    program.warnings = warnings_;
+    const std::string mismatch = cost_model_mismatch(plan_.device, options_.target);
+    if (!mismatch.empty()) program.warnings.insert(program.warnings.begin(), mismatch);
+    if (options_.target == Target::cpu && !plan_.math_mode.empty() && plan_.math_mode != "fp32" &&
+        plan_.math_mode != "as recorded")
+      program.warnings.push_back(fmt::format("the plan was priced in {} math; the CPU backend computes in fp32",
+                                             plan_.math_mode));
+    ProgramHeader header{model_, tdfg_, plan_, options_, program.warnings};
+    const SpecRole role = evaluation_ != nullptr ? SpecRole::training_with_evaluation : SpecRole::training;
+    std::string text = emit_header(header) +
+                       "#include \"runtime/runtime.h\"\n\nnamespace {\n\nusing namespace mplan::rt;\n" +
+                       emit_model_constants(header, resident_names_) + "\n// ---- shapes of the kernel calls " +
+                       std::string(48, '-') + "\n" + constants_.text() + *schedule + emit_weight_tables(header) +
+                       evaluation + emit_program_spec(header, poisoning_.debug_event_count, wide_scratch_bytes_, role) +
+                       "\n}  // namespace\n\n" +
+                       "int main(int argc, char** argv) { return mplan::rt::run_program(argc, argv, kSpec); }\n";
+    program.files.push_back({"train.cpp", std::move(text)});
+    program.files.push_back({"CMakeLists.txt", emit_cmake(model_.name, options_)});
+    return program;
+  }
+
+ private:
+  // The resident buffers by their constant's name: bytes from the start of device memory.
+  std::map<std::string, int64_t> resident_offsets() const {
+    std::map<std::string, int64_t> offsets;
+    for (const auto& [id, name] : resident_names_) offsets[name] = plan_.buffers.at(id).offset;
+    return offsets;
+  }
+
+  // The evaluation's schedule, in `namespace evaluation` (its own rounds,
+  // shapes, round classes, run_iteration and kSpec; the resident buffers,
+  // tensors and weight tables are the training program's, which must place
+  // every resident buffer where this plan does).
+  Result<std::string> emit_evaluation(const std::map<std::string, int64_t>& training_resident) {
+    Result<std::string> schedule = emit_steps();
+    if (!schedule) return schedule.error();
+    if (resident_offsets() != training_resident)
+      return codegen_error("the evaluation plan places the resident buffers otherwise than the training plan");
+    ProgramHeader header{model_, tdfg_, plan_, options_, warnings_};
+    return "\n// ---- the evaluation " + std::string(60, '-') +
+           "\n// The forward pass alone, planned in the same budget (docs/generated-program.md, \"Evaluation\"):\n"
+           "// batch norm with its running statistics, dropout off, the loss's metrics per round.\n"
+           "namespace evaluation {\n\n" +
+           emit_round_constants(header) +
+           fmt::format("static_assert({} <= kArenaBytes, \"the evaluation's peak exceeds the arena\");\n",
+                       plan_.summary.peak_arena_bytes) +
+           constants_.text() + *schedule +
+           emit_program_spec(header, poisoning_.debug_event_count, wide_scratch_bytes_, SpecRole::evaluation) +
+           "\n}  // namespace evaluation\n";
+  }
+
+  // Checks the plan, makes every compute step's calls and the schedule's text.
+  Result<std::string> emit_steps() {
     if (Status s = check_plan(model_, tdfg_, plan_); !s) return s.error();
     types_ = model_types(model_);
     if (types_.sixteen_bit && options_.target != Target::cpu)
@@ -98,28 +164,9 @@ class ProgramEmitter {
       if (!code) return code.error();
       segments.push_back(std::move(*code));
     }
-    std::string schedule = emit_schedule(segments);
-    GeneratedProgram program;
-    program.warnings = warnings_;
-    const std::string mismatch = cost_model_mismatch(plan_.device, options_.target);
-    if (!mismatch.empty()) program.warnings.insert(program.warnings.begin(), mismatch);
-    if (options_.target == Target::cpu && !plan_.math_mode.empty() && plan_.math_mode != "fp32" &&
-        plan_.math_mode != "as recorded")
-      program.warnings.push_back(fmt::format("the plan was priced in {} math; the CPU backend computes in fp32",
-                                             plan_.math_mode));
-    ProgramHeader header{model_, tdfg_, plan_, options_, program.warnings};
-    std::string text = emit_header(header) + "#include \"runtime/runtime.h\"\n\nnamespace {\n\nusing namespace mplan::rt;\n" +
-                       emit_model_constants(header, resident_names_) + "\n// ---- shapes of the kernel calls " +
-                       std::string(48, '-') + "\n" + constants_.text() + schedule +
-                       emit_weight_tables(header) +
-                       emit_program_spec(header, poisoning_.debug_event_count, wide_scratch_bytes_) + "\n}  // namespace\n\n" +
-                       "int main(int argc, char** argv) { return mplan::rt::run_program(argc, argv, kSpec); }\n";
-    program.files.push_back({"train.cpp", std::move(text)});
-    program.files.push_back({"CMakeLists.txt", emit_cmake(model_.name, options_)});
-    return program;
+    return emit_schedule(segments);
   }
 
- private:
   // ---- the target's algorithms ------------------------------------------------------------
 
   void note_substitutions(const Step& step, const StepCalls& calls) {
@@ -681,6 +728,7 @@ class ProgramEmitter {
   const Tdfg& tdfg_;
   const Plan& plan_;
   const CodegenOptions& options_;
+  const EvaluationSchedule* evaluation_;
   std::map<int32_t, StepCalls> calls_;          // step index -> its kernels
   ModelTypes types_;                            // the blocks' types (16-bit programs)
   int64_t wide_scratch_bytes_ = 0;              // the largest float scratch of a call's casts
@@ -701,8 +749,8 @@ const GeneratedFile* GeneratedProgram::find(const std::string& path) const {
 }
 
 Result<GeneratedProgram> emit_program(const Model& model, const Tdfg& tdfg, const Plan& plan,
-                                      const CodegenOptions& options) {
-  return ProgramEmitter(model, tdfg, plan, options).emit();
+                                      const CodegenOptions& options, const EvaluationSchedule* evaluation) {
+  return ProgramEmitter(model, tdfg, plan, options, evaluation).emit();
 }
 
 }  // namespace mplan::codegen

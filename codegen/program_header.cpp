@@ -84,9 +84,8 @@ std::string emit_header(const ProgramHeader& h) {
   return text;
 }
 
-std::string emit_model_constants(const ProgramHeader& h, const std::map<BufferId, std::string>& resident_names) {
+std::string emit_round_constants(const ProgramHeader& h) {
   const Plan& plan = h.plan;
-  const Model& model = h.model;
   const Tdfg& tdfg = h.tdfg;
   std::vector<int64_t> first;
   int64_t at = 0;
@@ -94,16 +93,9 @@ std::string emit_model_constants(const ProgramHeader& h, const std::map<BufferId
     first.push_back(at);
     at += n;
   }
-  std::string text = "\n// ---- the model and the plan's figures " + std::string(42, '-') + "\n";
+  std::string text;
   text += fmt::format("constexpr int64_t kSubBatches[] = {{{}}};  // per round; B = {}\n", join(plan.sub_batches), at);
   text += fmt::format("constexpr int64_t kFirstSample[] = {{{}}};\n", join(first));
-  text += fmt::format("constexpr int64_t kResidentRegionBytes = {};  // {}: weights, gradients, optimizer state\n",
-                      plan.resident_region_bytes, format_bytes(plan.resident_region_bytes));
-  text += fmt::format("constexpr int64_t kArenaBytes = {};  // {}\n", plan.arena_bytes, format_bytes(plan.arena_bytes));
-  text += fmt::format("static_assert(kResidentRegionBytes + kArenaBytes <= {}, \"the plan's memory exceeds its budget\");\n",
-                      plan.budget_bytes);
-  text += fmt::format("static_assert({} <= kArenaBytes, \"the plan's peak exceeds its arena\");\n",
-                      plan.summary.peak_arena_bytes);
   std::string inputs, labels;
   for (int32_t r = 0; r < static_cast<int32_t>(plan.sub_batches.size()); ++r) {
     const HostSlot& x = plan.host_slots[host_slot_of(plan, tdfg.input_block, r)];
@@ -114,6 +106,23 @@ std::string emit_model_constants(const ProgramHeader& h, const std::map<BufferId
   text += "// Host slots of each round's images and labels (filled before each iteration).\n";
   text += "constexpr Region kInputSlots[] = {" + inputs + "};\n";
   text += "constexpr Region kLabelSlots[] = {" + labels + "};\n";
+  return text;
+}
+
+std::string emit_model_constants(const ProgramHeader& h, const std::map<BufferId, std::string>& resident_names) {
+  const Plan& plan = h.plan;
+  const Model& model = h.model;
+  const Tdfg& tdfg = h.tdfg;
+  std::string text = "\n// ---- the model and the plan's figures " + std::string(42, '-') + "\n";
+  text += emit_round_constants(h);
+  text += fmt::format("constexpr int64_t kResidentRegionBytes = {};  // {}: weights, gradients, optimizer state\n",
+                      plan.resident_region_bytes, format_bytes(plan.resident_region_bytes));
+  text += fmt::format("constexpr int64_t kArenaBytes = {};  // {}\n", plan.arena_bytes, format_bytes(plan.arena_bytes));
+  text += fmt::format(
+      "static_assert(kResidentRegionBytes + kArenaBytes <= {}, \"the plan's memory exceeds its budget\");\n",
+      plan.budget_bytes);
+  text += fmt::format("static_assert({} <= kArenaBytes, \"the plan's peak exceeds its arena\");\n",
+                      plan.summary.peak_arena_bytes);
 
   text += "\n// ---- resident buffers: bytes from the start of device memory " + std::string(19, '-') + "\n";
   text += "namespace resident {\n";
@@ -223,7 +232,8 @@ std::string emit_weight_tables(const ProgramHeader& h) {
   return text;
 }
 
-std::string emit_program_spec(const ProgramHeader& h, int32_t debug_event_count, int64_t wide_scratch_bytes) {
+std::string emit_program_spec(const ProgramHeader& h, int32_t debug_event_count, int64_t wide_scratch_bytes,
+                              SpecRole role) {
   const Plan& plan = h.plan;
   const bool sixteen = is_16_bit(h.model.precision);
   // The weight tables (emit_weight_tables); a 16-bit program's copies and scratch.
@@ -265,7 +275,7 @@ std::string emit_program_spec(const ProgramHeader& h, int32_t debug_event_count,
       "    .input_slots = kInputSlots,\n"
       "    .label_slots = kLabelSlots,\n"
       "    .run_iteration = run_iteration,\n"
-      "{}"
+      "{}{}"
       "}};\n",
       cpp_string_literal(h.model.name),
       cpp_string_literal(plan.model_digest.empty() ? model_digest(h.model) : plan.model_digest),
@@ -273,7 +283,10 @@ std::string emit_program_spec(const ProgramHeader& h, int32_t debug_event_count,
       h.model.input.dims.size() > 1 ? h.model.input.dims[1] : 1, h.model.input.dims.size() > 2 ? h.model.input.dims[2] : 1,
       h.model.classes, float_literal(h.model.optimizer.lr), plan.budget_bytes, plan.summary.peak_arena_bytes,
       fmt::format("{:.4f}", plan.summary.simulated_ms), fmt::format("{:.4f}", plan.summary.stall_ms), plan.host_bytes, std::max(plan.event_count, 0), debug_event_count,
-      sixteen_bit_fields);
+      sixteen_bit_fields,
+      role == SpecRole::training_with_evaluation ? "    .evaluation = &evaluation::kSpec,\n"
+      : role == SpecRole::evaluation             ? "    .is_evaluation = true,\n"
+                                                 : "");
 }
 
 }  // namespace mplan::codegen

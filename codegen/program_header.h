@@ -33,8 +33,16 @@ std::string emit_model_constants(const ProgramHeader& header, const std::map<Buf
 // weight gradients (kWeightGradients: what fp16's unscaling and
 // --clip-grad-norm read before the update).
 std::string emit_weight_tables(const ProgramHeader& header);
+// kSubBatches, kFirstSample and the host slots of each round's input
+// (kInputSlots, kLabelSlots): the part of the constants that the evaluation's
+// schedule has of its own.
+std::string emit_round_constants(const ProgramHeader& header);
+// Which ProgramSpec emit_program_spec writes: a training step without or with
+// an evaluation schedule (namespace evaluation, its kSpec), or that schedule.
+enum class SpecRole { training, training_with_evaluation, evaluation };
 // `constexpr ProgramSpec kSpec = {...};` (after run_iteration); the float
 // scratch of a 16-bit program's casts.
-std::string emit_program_spec(const ProgramHeader& header, int32_t debug_event_count, int64_t wide_scratch_bytes);
+std::string emit_program_spec(const ProgramHeader& header, int32_t debug_event_count, int64_t wide_scratch_bytes,
+                              SpecRole role = SpecRole::training);
 
 }  // namespace mplan::codegen

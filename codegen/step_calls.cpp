@@ -66,6 +66,7 @@ Result<StepCalls> step_calls(const Model& model, const Tdfg& tdfg, const Plan& p
     ctx.samples = plan.sub_batches.at(step.round);
     ctx.batch = plan.batch;
     ctx.recompute = step.recompute;
+    ctx.evaluation = tdfg.evaluation;
     ctx.optimizer_state_per_parameter = model.optimizer.state_per_parameter();
     for (LayerId in : layer.inputs) {
       const BlockId g = in == kModelInput ? kNoBlock : tdfg.gradient_of[in];

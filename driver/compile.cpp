@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "core/bytes.h"
+#include "driver/evaluation_plan.h"
 #include "driver/model_input.h"
 #include "driver/paths.h"
 #include "driver/planned_model.h"
@@ -279,6 +280,11 @@ Result<CompileResult> compile(const CompileSettings& s) {
                {"memory.svg", plan_memory_svg(plan)},
                {kModelCopyFile, input->yaml}};
   if (s.plan_only) return out;
+  // The evaluation pass, planned in the same budget on the same resident region.
+  Result<EvaluationPlan> evaluation = plan_evaluation(*chosen.model, costs, plan);
+  if (!evaluation) return evaluation.error();
+  out.evaluation_line = evaluation_text(evaluation->planned.plan);
+  out.files.push_back({"evaluation-plan.json", plan_to_json(evaluation->planned.plan)});
   // The training program: train.cpp and CMakeLists.txt (codegen/codegen.h),
   // against the runtime this mplan ships (installed, $MPLAN_HOME, or its source tree).
   codegen::CodegenOptions codegen_options;
@@ -286,7 +292,9 @@ Result<CompileResult> compile(const CompileSettings& s) {
   codegen_options.model_file = s.model_path;
   codegen_options.target = s.target;
   codegen_options.runtime_dir = install_paths().runtime_dir;
-  Result<codegen::GeneratedProgram> program = codegen::emit_program(*chosen.model, tdfg, plan, codegen_options);
+  const codegen::EvaluationSchedule schedule{&evaluation->tdfg, &evaluation->planned.plan};
+  Result<codegen::GeneratedProgram> program =
+      codegen::emit_program(*chosen.model, tdfg, plan, codegen_options, &schedule);
   if (!program) return program.error();
   out.program = std::move(program).value();
   for (const codegen::GeneratedFile& file : out.program.files) out.files.push_back({file.path, file.text});

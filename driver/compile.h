@@ -84,9 +84,12 @@ struct CompileResult {
   // "" where none did.
   std::string variants_line;
   std::string copies_line;  // a 16-bit model: how its weight copies are made (weight_copies_text)
+  // The evaluation pass's plan (driver/evaluation_plan.h), with the program: "" without one.
+  std::string evaluation_line;
   codegen::GeneratedProgram program;  // train.cpp, CMakeLists.txt and what runs otherwise than planned
   // Everything the output folder gets: plan.json, trace.json, memory.svg,
-  // model.yaml (the model, for `mplan verify DIR`) and the program.
+  // model.yaml (the model, for `mplan verify DIR`) and the program with its
+  // evaluation plan (evaluation-plan.json).
   std::vector<codegen::OutputFile> files;
 };
 

@@ -81,13 +81,20 @@ void invoke(const OpTask& task, const InvocationContext& ctx, Invocation& out) {
   auto invstd = [&] { return out.tensor(TensorRole::saved, 0, c); };
   switch (task.kind) {
     case TaskKind::FP: {
+      const int64_t running = ctx.optimizer_state_per_parameter * 2 * c;  // after the optimizer's state
+      if (ctx.evaluation) {
+        out.call(rt::Kernel::batchnorm_forward_inference,
+                 {out.tensor(TensorRole::input), gamma(), beta(), out.tensor(TensorRole::state, 0, running),
+                  out.tensor(TensorRole::state, 0, running + c), out.tensor(TensorRole::output), integer(n),
+                  integer(c), integer(hw), real(static_cast<float>(task.layer.eps))});
+        return;
+      }
       if (ctx.recompute) {
         out.call(rt::Kernel::batchnorm_forward_saved, {out.tensor(TensorRole::input), gamma(), beta(), mean(), invstd(),
                                                        out.tensor(TensorRole::output), integer(n), integer(c),
                                                        integer(hw)});
         return;
       }
-      const int64_t running = ctx.optimizer_state_per_parameter * 2 * c;  // after the optimizer's state
       out.call(rt::Kernel::batchnorm_forward_train,
                {out.tensor(TensorRole::input), gamma(), beta(), out.tensor(TensorRole::output), mean(), invstd(),
                 out.tensor(TensorRole::state, 0, running), out.tensor(TensorRole::state, 0, running + c), integer(n),

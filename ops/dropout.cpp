@@ -33,7 +33,11 @@ std::vector<WorkEstimate> work(const OpTask& task, int64_t b) {
 void invoke(const OpTask& task, const InvocationContext& ctx, Invocation& out) {
   const int64_t per_sample = task.output.elements();
   const rt::Arg p = real(static_cast<float>(task.layer.p));
-  if (task.kind == TaskKind::FP) {
+  if (task.kind == TaskKind::FP && ctx.evaluation) {
+    // PyTorch's eval(): the identity, no mask.
+    out.call(rt::Kernel::copy_or_add, {out.tensor(TensorRole::input), out.tensor(TensorRole::output),
+                                       integer(ctx.samples * per_sample), flag(false)});
+  } else if (task.kind == TaskKind::FP) {
     out.call(rt::Kernel::dropout_forward,
              {out.tensor(TensorRole::input), out.tensor(TensorRole::output), out.tensor(TensorRole::saved),
               integer(ctx.samples), integer(per_sample), rt::Arg::of(rt::Variable::first_sample), p,

@@ -168,6 +168,9 @@ struct InvocationContext {
   rt::ConvAlgoId algorithm = 0;
   std::vector<rt::ConvMicroBatch> micro_batches;
   int64_t workspace_bytes = 0;
+  // The evaluation pass (TdfgOptions::evaluation): batch norm with its
+  // running statistics, dropout as the identity, the loss's metrics.
+  bool evaluation = false;
   // Optimizer state per parameter at the head of every state block
   // (Optimizer::state_per_parameter): SGD's momentum buffer, AdamW's moments.
   int64_t optimizer_state_per_parameter = 0;

@@ -34,7 +34,11 @@ std::vector<WorkEstimate> work(const OpTask& task, int64_t b) {
 
 void invoke(const OpTask& task, const InvocationContext& ctx, Invocation& out) {
   const int64_t classes = task.output.elements();
-  if (task.kind == TaskKind::FP) {
+  if (task.kind == TaskKind::FP && ctx.evaluation) {
+    out.call(rt::Kernel::softmax_xent_evaluate,
+             {out.tensor(TensorRole::input), out.tensor(TensorRole::labels), out.tensor(TensorRole::output),
+              out.tensor(TensorRole::loss), integer(ctx.samples), integer(classes), real(task.layer.label_smoothing)});
+  } else if (task.kind == TaskKind::FP) {
     out.call(rt::Kernel::softmax_xent_forward,
              {out.tensor(TensorRole::input), out.tensor(TensorRole::labels), out.tensor(TensorRole::output),
               out.tensor(TensorRole::loss), integer(ctx.samples), integer(classes), real(task.layer.label_smoothing)});

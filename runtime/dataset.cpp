@@ -4,7 +4,11 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <numeric>
+
+#include "runtime/image_decode.h"
+#include "runtime/image_transform.h"
 
 namespace mplan::rt {
 namespace {
@@ -34,6 +38,8 @@ std::optional<Augment> parse_augment(const std::string& text, std::string* error
     const std::string item = text.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
     if (item == "flip" && !a.flip) {
       a.flip = true;
+    } else if (item == "rrc" && !a.random_resized_crop) {
+      a.random_resized_crop = true;
     } else if (item.rfind("crop=", 0) == 0 && a.crop_padding < 0) {
       const std::string value = item.substr(5);
       char* end = nullptr;
@@ -45,9 +51,9 @@ std::optional<Augment> parse_augment(const std::string& text, std::string* error
       }
       a.crop_padding = pad;
     } else {
-      const bool known = item == "flip" || item.rfind("crop=", 0) == 0;
+      const bool known = item == "flip" || item == "rrc" || item.rfind("crop=", 0) == 0;
       *error = "'" + text + "': '" + item + "'" +
-               (known ? " is given twice" : " is not an augmentation (expected crop=PADDING, flip)");
+               (known ? " is given twice" : " is not an augmentation (expected crop=PADDING, flip, rrc)");
       return std::nullopt;
     }
     if (comma == std::string::npos) break;
@@ -87,9 +93,63 @@ void apply_augment(const Augment& augment, const AugmentDraw& draw, int64_t chan
       }
 }
 
-void Dataset::read(int64_t index, uint64_t place, float* out) const {
+namespace {
+
+// Decodes image-file sample `index` (or, with skip_corrupt, the next one in
+// file order that decodes) and brings it to (height, width): RandomResizedCrop
+// with `augment`, else Resize(resize) and CenterCrop (runtime/image_transform.h).
+bool read_image(const Dataset& d, int64_t index, uint64_t place, Image* image, int64_t* used, std::string* error) {
+  std::vector<uint8_t> bytes;
+  Image decoded;
+  for (int64_t t = 0; t < d.count; ++t) {
+    const int64_t i = (index + t) % d.count;
+    std::string problem;
+    if (d.files->read(i, &bytes, &problem) && decode_image(bytes.data(), bytes.size(), d.channels, &decoded, &problem)) {
+      *used = i;
+      break;
+    }
+    if (problem.rfind(d.files->name(i), 0) != 0) problem = d.files->name(i) + ": " + problem;
+    if (!d.skip_corrupt) {
+      *error = problem + " (--skip-corrupt replaces such samples by the next readable one, and counts them)";
+      return false;
+    }
+    const std::lock_guard<std::mutex> lock(d.skipped->mutex);
+    if (d.skipped->samples.insert(i).second && d.skipped->first.empty()) d.skipped->first = problem;
+    if (t + 1 == d.count) {
+      *error = "no image of the data set decodes; the first: " + d.skipped->first;
+      return false;
+    }
+  }
+  if (d.augment.random_resized_crop) {
+    const uint64_t key = mix(mix(d.seed ^ 0x7cc5a3f1d2e4b609ull) + place);
+    const auto uniform = [key](int k) {
+      return static_cast<double>(mix(key + static_cast<uint64_t>(k)) >> 11) * (1.0 / 9007199254740992.0);
+    };
+    *image = resize_bilinear(crop(decoded, random_resized_window(decoded.height, decoded.width, uniform)), d.height,
+                             d.width);
+    return true;
+  }
+  const int64_t size = d.resize > 0 ? d.resize : std::max(d.height, d.width);
+  if (std::min(decoded.height, decoded.width) != size) decoded = resize_shorter_side(decoded, size);
+  *image = decoded.height == d.height && decoded.width == d.width
+               ? std::move(decoded)
+               : crop(decoded, center_window(decoded.height, decoded.width, d.height, d.width));
+  return true;
+}
+
+}  // namespace
+
+bool Dataset::read(int64_t index, uint64_t place, float* out, int64_t* used, std::string* error) const {
   const int64_t plane = height * width, elements = channels * plane;
-  if (images->type() == NpyType::f32) {
+  *used = index;
+  if (files) {
+    Image image;
+    if (!read_image(*this, index, place, &image, used, error)) return false;
+    // ToTensor: (H, W, C) bytes to (C, H, W) floats over 255.
+    for (int64_t c = 0; c < channels; ++c)
+      for (int64_t p = 0; p < plane; ++p)
+        out[c * plane + p] = static_cast<float>(image.pixels[static_cast<size_t>(p * channels + c)]) / 255.0f;
+  } else if (images->type() == NpyType::f32) {
     std::memcpy(out, images->data() + index * elements * 4, static_cast<size_t>(elements) * sizeof(float));
   } else {
     // uint8 to [0, 1] as torchvision's ToTensor: the byte over 255, in float.
@@ -98,7 +158,7 @@ void Dataset::read(int64_t index, uint64_t place, float* out) const {
       for (int64_t p = 0; p < plane; ++p)
         out[c * plane + p] = static_cast<float>(x[channels_last ? p * channels + c : c * plane + p]) / 255.0f;
   }
-  if (augment.any()) {
+  if (augment.crop_padding >= 0 || augment.flip) {
     std::vector<float> scratch(static_cast<size_t>(elements));
     apply_augment(augment, draw_augment(augment, seed, place), channels, height, width, out, scratch.data());
   }
@@ -106,10 +166,66 @@ void Dataset::read(int64_t index, uint64_t place, float* out) const {
   if (!mean.empty())
     for (int64_t c = 0; c < channels; ++c)
       for (int64_t p = 0; p < plane; ++p) out[c * plane + p] = (out[c * plane + p] - mean[c]) / std[c];
+  return true;
 }
+
+namespace {
+
+// An image folder or a shard folder as the data set (load_dataset).
+bool load_image_files(const std::string& dir, int64_t channels, int32_t classes, Dataset* data, std::string* error) {
+  if (!image_codecs_available()) {
+    std::string why;
+    decode_image(nullptr, 0, 3, nullptr, &why);
+    *error = dir + ": a folder of image files, but " + why;
+    return false;
+  }
+  if (channels != 1 && channels != 3) {
+    *error = dir + ": image files decode to 1 (grey) or 3 (RGB) channels; the model's input has " +
+             std::to_string(channels);
+    return false;
+  }
+  data->shards = is_shard_folder(dir);
+  if (data->shards) {
+    data->files = open_shards(dir, &data->labels, &data->classes, error);
+    if (!data->files) return false;
+  } else {
+    ImageFolderListing listing;
+    if (!list_image_folder(dir, &listing, error)) return false;
+    data->classes = listing.classes;
+    data->labels = listing.labels;
+    data->files = open_image_folder(listing);
+  }
+  if (static_cast<int64_t>(data->classes.size()) > classes) {
+    *error = dir + ": " + std::to_string(data->classes.size()) + " classes (" + data->classes.front() + " ... " +
+             data->classes.back() + "), but the model has " + std::to_string(classes);
+    return false;
+  }
+  data->count = data->files->count();
+  return true;
+}
+
+}  // namespace
 
 bool load_dataset(const std::string& dir, int64_t channels, int64_t height, int64_t width, int32_t classes,
                   const std::vector<float>& mean, const std::vector<float>& std, Dataset* data, std::string* error) {
+  if (mean.size() != std.size() || (!mean.empty() && static_cast<int64_t>(mean.size()) != channels)) {
+    *error = "--mean and --std: expected " + std::to_string(channels) + " values each (one per channel), got " +
+             std::to_string(mean.size()) + " and " + std::to_string(std.size());
+    return false;
+  }
+  std::error_code ec;
+  // Shards (shards.json), else a folder without images.npy and labels.npy: image files.
+  if (is_shard_folder(dir) ||
+      (!std::filesystem::exists(dir + "/images.npy", ec) && !std::filesystem::exists(dir + "/labels.npy", ec) &&
+       std::filesystem::is_directory(dir, ec))) {
+    if (!load_image_files(dir, channels, classes, data, error)) return false;
+    data->channels = channels;
+    data->height = height;
+    data->width = width;
+    data->mean = mean;
+    data->std = std;
+    return true;
+  }
   NpyArray labels;
   if (!npy_read(dir + "/labels.npy", &labels, error)) return false;
   if (labels.type != NpyType::i32 || labels.shape.size() != 1 || labels.shape[0] < 1) {
@@ -138,11 +254,6 @@ bool load_dataset(const std::string& dir, int64_t channels, int64_t height, int6
       return false;
     }
   }
-  if (mean.size() != std.size() || (!mean.empty() && static_cast<int64_t>(mean.size()) != channels)) {
-    *error = "--mean and --std: expected " + std::to_string(channels) + " values each (one per channel), got " +
-             std::to_string(mean.size()) + " and " + std::to_string(std.size());
-    return false;
-  }
   data->images = std::move(images);
   data->channels_last = data->images->type() == NpyType::u8 && shape == nhwc && nhwc != nchw;
   data->labels.assign(labels.i32(), labels.i32() + n);
@@ -169,6 +280,10 @@ std::vector<int64_t> epoch_permutation(uint64_t seed, int64_t epoch, int64_t n) 
 }
 
 int64_t SampleOrder::index(uint64_t step, int64_t k) const {
+  if (evaluation) {
+    const int64_t at = static_cast<int64_t>(step) * batch + k;
+    return at < count ? at : -1;
+  }
   if (!epochs) return static_cast<int64_t>((step * static_cast<uint64_t>(batch) + static_cast<uint64_t>(k)) %
                                            static_cast<uint64_t>(count));
   const int64_t per_epoch = steps_per_epoch();

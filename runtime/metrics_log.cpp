@@ -42,6 +42,13 @@ std::string step_metrics_json(const StepMetrics& m) {
   return line + "}";
 }
 
+std::string validation_metrics_json(const ValidationMetrics& m) {
+  std::string line = "{\"step\": " + std::to_string(m.step);
+  if (m.epoch > 0) line += ", \"epoch\": " + std::to_string(m.epoch);
+  return line + ", \"val_loss\": " + number(m.loss) + ", \"val_top1\": " + number(m.top1) +
+         ", \"val_top5\": " + number(m.top5) + ", \"val_samples\": " + std::to_string(m.samples) + "}";
+}
+
 MetricsLog::~MetricsLog() {
   if (file_ != nullptr) std::fclose(file_);
 }
@@ -63,12 +70,14 @@ bool MetricsLog::open(const std::string& path, std::string* error) {
   return true;
 }
 
-void MetricsLog::write(const StepMetrics& m) {
+void MetricsLog::write(const StepMetrics& m) { append(step_metrics_json(m) + "\n", m.step); }
+void MetricsLog::write(const ValidationMetrics& m) { append(validation_metrics_json(m) + "\n", m.step); }
+
+void MetricsLog::append(const std::string& line, int64_t step) {
   if (file_ == nullptr || !error_.empty()) return;
-  const std::string line = step_metrics_json(m) + "\n";
   if (std::fwrite(line.data(), 1, line.size(), file_) != line.size() || std::fflush(file_) != 0)
-    error_ = path_ + ": a write failed (" + std::string(std::strerror(errno)) + "); the log ends before step " +
-             std::to_string(m.step);
+    error_ = path_ + ": a write failed (" + std::string(std::strerror(errno)) + "); the log ends at step " +
+             std::to_string(step);
 }
 
 }  // namespace mplan::rt

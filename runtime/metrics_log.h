@@ -22,9 +22,21 @@ struct StepMetrics {
   std::optional<double> gradient_norm;  // --clip-grad-norm: the global norm before clipping
 };
 
+// An evaluation on the --val data after `step` updates.
+struct ValidationMetrics {
+  int64_t step = 0;
+  int64_t epoch = 0;  // 0: the run has no epochs
+  double loss = 0;
+  double top1 = 0;  // fractions in [0, 1]
+  double top5 = 0;
+  int64_t samples = 0;
+};
+
 // One line of JSON (no newline): {"step": 3, "epoch": 1, "loss": 2.30258512, ...};
 // a value that is not finite is null.
 std::string step_metrics_json(const StepMetrics& m);
+// {"step": 100, "epoch": 4, "val_loss": 0.1234, "val_top1": 0.972, "val_top5": 0.999, "val_samples": 360}
+std::string validation_metrics_json(const ValidationMetrics& m);
 
 class MetricsLog {
  public:
@@ -40,9 +52,11 @@ class MetricsLog {
   // Appends the line and flushes it, so that a killed run leaves whole
   // lines. A write that fails is remembered (error()); training goes on.
   void write(const StepMetrics& m);
+  void write(const ValidationMetrics& m);
   const std::string& error() const { return error_; }
 
  private:
+  void append(const std::string& line, int64_t step);
   std::FILE* file_ = nullptr;
   std::string path_;
   std::string error_;

@@ -163,6 +163,11 @@ void batchnorm_forward_train(const Context& ctx, const float* x, const float* ga
 void batchnorm_forward_saved(const Context& ctx, const float* x, const float* gamma, const float* beta,
                              const float* save_mean, const float* save_invstd, float* y, int64_t n, int64_t c,
                              int64_t hw);
+// Evaluation mode (PyTorch's eval()): y = gamma (x - running mean) /
+// sqrt(running var + eps) + beta; the running statistics are only read.
+void batchnorm_forward_inference(const Context& ctx, const float* x, const float* gamma, const float* beta,
+                                 const float* running_mean, const float* running_var, float* y, int64_t n,
+                                 int64_t c, int64_t hw, float eps);
 // dx (BP1). workspace: 2*c floats for the per-channel sums of dy and dy*x_hat.
 void batchnorm_backward_data(const Context& ctx, const float* x, const float* gamma, const float* save_mean,
                              const float* save_invstd, const float* dy, float* dx, float* workspace, int64_t n,
@@ -211,6 +216,14 @@ void concat_backward(const Context& ctx, const float* dy, float* dx, int64_t n, 
 // sample's loss is (1 - e) (-log p_label) + e/classes sum_k (-log p_k).
 void softmax_xent_forward(const Context& ctx, const float* logits, const int32_t* labels, float* probs,
                           float* loss, int64_t n, int64_t classes, float label_smoothing = 0.0f);
+// The evaluation's loss (docs/generated-program.md, "Evaluation"): probs as
+// above, and metrics[4] = {the summed loss, the samples whose label is the
+// top-1 class, those whose label is among the top 5, the samples counted}.
+// A sample whose label is negative (the padding of a last, partial batch) is
+// not counted. A label is among the top k when fewer than k classes have a
+// logit strictly above its own (a tie counts as a hit).
+void softmax_xent_evaluate(const Context& ctx, const float* logits, const int32_t* labels, float* probs,
+                           float* metrics, int64_t n, int64_t classes, float label_smoothing);
 // dlogits = (probs - target) * scale, target = (1 - e) onehot(labels) + e/classes;
 // scale = 1/B averages over the whole mini-batch across sub-batches
 // (docs/generated-program.md, "Semantics").

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <filesystem>
 #include <limits>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -128,16 +129,23 @@ Program::~Program() {
   stream_destroy(compute_stream_);
   stream_destroy(h2d_);
   stream_destroy(d2h_);
-  if (device_.base != nullptr) device_free(device_);
+  if (device_.base != nullptr && owns_device_) device_free(device_);
   if (wide_.base != nullptr) device_free(wide_);
   if (host_.base != nullptr) host_free(host_);
   if (round_loss_.base != nullptr) host_free(round_loss_);
   if (input_sets_.base != nullptr) host_free(input_sets_);
 }
 
-bool Program::allocate(std::string* error) {
+bool Program::allocate(std::string* error, const DeviceMemory* shared) {
   // One device allocation for the whole run (llm.c's single cudaMalloc).
-  device_ = device_alloc(static_cast<size_t>(spec_.resident_region_bytes + spec_.arena_bytes), error);
+  if (shared != nullptr) {
+    MPLAN_RT_CHECK(shared->size_bytes >= static_cast<size_t>(spec_.resident_region_bytes + spec_.arena_bytes),
+                   "the shared device memory is smaller than the schedule's");
+    device_ = *shared;
+    owns_device_ = false;
+  } else {
+    device_ = device_alloc(static_cast<size_t>(spec_.resident_region_bytes + spec_.arena_bytes), error);
+  }
   if (device_.base == nullptr) return false;
   if (spec_.wide_scratch_bytes > 0) {
     wide_ = device_alloc(static_cast<size_t>(spec_.wide_scratch_bytes), error);
@@ -146,7 +154,7 @@ bool Program::allocate(std::string* error) {
   host_ = host_alloc(static_cast<size_t>(std::max<int64_t>(spec_.host_bytes, 1)), error);
   if (host_.base == nullptr) return false;
   // Pinned, so that reading a round's loss does not make the host wait for the GPU.
-  round_loss_ = host_alloc(static_cast<size_t>(spec_.rounds) * sizeof(float), error);
+  round_loss_ = host_alloc(static_cast<size_t>(spec_.rounds * loss_floats()) * sizeof(float), error);
   if (round_loss_.base == nullptr) return false;
   // The input sets: every round's image and label slot, 256-byte aligned, twice.
   input_slots_.clear();
@@ -208,7 +216,9 @@ void Program::offload(int64_t device_offset, int64_t host_offset, int64_t bytes,
 
 void Program::read_loss(int32_t round, int64_t loss_offset) {
   MPLAN_RT_CHECK(round >= 0 && round < spec_.rounds, "read_loss: round out of range");
-  store_to_host_async(round_loss_.base + round * sizeof(float), bytes(loss_offset), sizeof(float), compute_stream_);
+  const size_t floats = static_cast<size_t>(loss_floats());
+  store_to_host_async(round_loss_.base + round * floats * sizeof(float), bytes(loss_offset), floats * sizeof(float),
+                      compute_stream_);
 }
 
 void Program::poison(Stream* stream, int64_t offset, int64_t bytes) {
@@ -244,6 +254,8 @@ void Program::make_input(uint64_t step, Dataset& data) const {
     labels[r] = static_cast<int32_t*>(host_of_step(label.offset, label.bytes, step));
   }
   if (data.count > 0) data.order.prepare(step);
+  std::mutex failure_mutex;
+  std::string failure;
   parallel_for(sample_count, sample_count * elements, /*grain: pixels per thread=*/int64_t{1} << 20, [&](int64_t k) {
     int32_t r = 0;  // the round of sample k: first_sample is increasing
     while (r + 1 < spec_.rounds && spec_.first_sample[r + 1] <= k) ++r;
@@ -252,12 +264,29 @@ void Program::make_input(uint64_t step, Dataset& data) const {
     const uint64_t sample = step * static_cast<uint64_t>(spec_.batch) + static_cast<uint64_t>(k);
     if (data.count > 0) {
       const int64_t at = data.order.index(step, k);
-      data.read(at, sample, x);
-      *y = data.labels[static_cast<size_t>(at)];
+      if (at < 0) {  // an evaluation's padding: zeros, not counted
+        std::fill(x, x + elements, 0.0f);
+        *y = -1;
+        return;
+      }
+      int64_t used = at;
+      std::string error;
+      if (!data.read(at, sample, x, &used, &error)) {
+        const std::lock_guard<std::mutex> lock(failure_mutex);
+        if (failure.empty()) failure = error;
+        return;
+      }
+      *y = data.labels[static_cast<size_t>(used)];
     } else {
       synthetic_sample(spec_, seed_, sample, x, y);
     }
   });
+  // A sample that cannot be read stops the run (the checkpoints written so far are whole).
+  if (!failure.empty()) {
+    std::fprintf(stderr, "train: error: %s: %s\n", spec_.is_evaluation ? "--val" : "--data", failure.c_str());
+    std::fflush(stderr);
+    std::exit(2);
+  }
 }
 
 double Program::run_step(uint64_t step, Dataset& data, bool prepare_next) {
@@ -291,8 +320,30 @@ double Program::run_step(uint64_t step, Dataset& data, bool prepare_next) {
   // scaling skipped made none).
   if (!last_update_skipped_) first_update_ = false;
   double loss = 0;
-  for (int32_t r = 0; r < spec_.rounds; ++r) loss += reinterpret_cast<const float*>(round_loss_.base)[r];
+  for (int32_t r = 0; r < spec_.rounds; ++r)
+    loss += reinterpret_cast<const float*>(round_loss_.base)[r * loss_floats()];
   return loss / static_cast<double>(spec_.batch);
+}
+
+EvaluationResult Program::evaluate(Dataset& data) {
+  MPLAN_RT_CHECK(spec_.is_evaluation && data.order.evaluation, "evaluate: not an evaluation program and order");
+  const auto started = std::chrono::steady_clock::now();
+  const int64_t batches = data.order.steps_per_epoch();
+  double sums[kEvaluationMetrics] = {0, 0, 0, 0};
+  for (int64_t i = 0; i < batches; ++i) {
+    run_step(static_cast<uint64_t>(i), data, /*prepare_next=*/i + 1 < batches);
+    const auto* metrics = reinterpret_cast<const float*>(round_loss_.base);
+    for (int32_t r = 0; r < spec_.rounds; ++r)
+      for (int k = 0; k < kEvaluationMetrics; ++k) sums[k] += metrics[r * kEvaluationMetrics + k];
+  }
+  EvaluationResult result;
+  result.samples = static_cast<int64_t>(sums[3]);
+  const double n = std::max(sums[3], 1.0);
+  result.loss = sums[0] / n;
+  result.top1 = sums[1] / n;
+  result.top5 = sums[2] / n;
+  result.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+  return result;
 }
 
 namespace {
@@ -414,6 +465,11 @@ struct Flags {
   bool lr_given = false;
   std::optional<LrSchedule> lr_schedule;  // --lr-schedule (runtime/lr_schedule.h)
   std::string data, save, load;
+  int64_t resize = 0;        // --resize S: image files' shorter side before the centre crop
+  bool skip_corrupt = false;  // --skip-corrupt: image files that do not decode are replaced and counted
+  std::string val;         // --val DIR: evaluated after the last step (and every --eval-every N)
+  int64_t eval_every = 0;
+  bool eval_only = false;  // --eval: evaluate the weights (--load) and stop
   int64_t checkpoint_every = 0;
   bool debug_poison = false;
   bool reseed = false;
@@ -429,6 +485,24 @@ struct Flags {
 [[noreturn]] void flag_error(const std::string& message) {
   std::fprintf(stderr, "train: error: %s (see --help)\n", message.c_str());
   std::exit(2);
+}
+
+// --skip-corrupt: how many image files were replaced, and the first.
+void report_skipped(const Dataset& data, const char* flag) {
+  const std::lock_guard<std::mutex> lock(data.skipped->mutex);
+  if (data.skipped->samples.empty()) return;
+  std::printf("%s: skipped %zu image file(s) that did not decode, each replaced by the next readable sample in file "
+              "order; the first: %s\n",
+              flag, data.skipped->samples.size(), data.skipped->first.c_str());
+}
+
+// What a data set holds, for the run's header line.
+std::string source_text(const Dataset& data) {
+  if (data.files)
+    return std::string(data.shards ? "image shards" : "image files") + " in " +
+           std::to_string(data.classes.size()) + " classes, decoded to " + std::to_string(data.channels) +
+           " channel(s), " + (data.augment.random_resized_crop ? "random-resized crops" : "resized and centre-cropped");
+  return std::string(npy_type_name(data.images->type())) + (data.channels_last ? " NHWC" : "");
 }
 
 // How the data's epochs run, for the run's header line.
@@ -522,6 +596,7 @@ Flags parse_flags(int argc, char** argv, const ProgramSpec& spec) {
           "             [--checkpoint-every N] [--timeline FILE] [--debug-poison] [--debug-copy-delay-ms MS]\n"
           "             [--lr-schedule KIND[,key=value...]] [--epochs E] [--shuffle] [--mean M,...] [--std S,...]\n"
           "             [--augment crop=PADDING,flip] [--log FILE] [--clip-grad-norm MAX]\n"
+          "             [--val DIR [--eval-every N] [--eval]] [--resize S] [--skip-corrupt]\n"
           "             [--loss-scale S] [--loss-scale-growth-interval N]  (fp16 programs)\n"
           "Trains %s by the plan compiled into it (target %s); see docs/generated-program.md.\n",
           spec.model_name, spec.target);
@@ -564,6 +639,17 @@ Flags parse_flags(int argc, char** argv, const ProgramSpec& spec) {
         flag_error("--clip-grad-norm: expected a finite number > 0, got '" + std::string(text) + "'");
     } else if (flag == "--data") {
       flags.data = value();
+    } else if (flag == "--resize") {
+      flags.resize = parse_int(flag, value(), 1, 1 << 16);
+    } else if (flag == "--skip-corrupt") {
+      flags.skip_corrupt = true;
+    } else if (flag == "--val") {
+      flags.val = value();
+      if (flags.val.empty()) flag_error("--val: expected a folder");
+    } else if (flag == "--eval-every") {
+      flags.eval_every = parse_int(flag, value(), 1, std::numeric_limits<int32_t>::max());
+    } else if (flag == "--eval") {
+      flags.eval_only = true;
     } else if (flag == "--save") {
       flags.save = normalize_checkpoint_path(value());
     } else if (flag == "--load") {
@@ -598,6 +684,14 @@ Flags parse_flags(int argc, char** argv, const ProgramSpec& spec) {
     }
   }
   if (flags.checkpoint_every > 0 && flags.save.empty()) flag_error("--checkpoint-every: needs --save DIR");
+  if (flags.eval_every > 0 && flags.val.empty()) flag_error("--eval-every: needs --val DIR");
+  if (flags.eval_only && flags.val.empty()) flag_error("--eval: needs --val DIR (the data to evaluate on)");
+  if (flags.eval_only && (flags.steps_given || flags.epochs > 0 || !flags.save.empty()))
+    flag_error(std::string("--eval: evaluates and stops; ") +
+               (flags.save.empty() ? "--steps and --epochs train" : "--save has nothing new to save"));
+  if (!flags.val.empty() && spec.evaluation == nullptr)
+    flag_error("--val: this program was generated without an evaluation schedule; regenerate it with `mplan "
+               "compile`");
   if (flags.epochs > 0 && flags.steps_given) flag_error("--epochs: give --epochs or --steps, not both");
   for (const char* flag : {"--epochs", "--shuffle", "--mean", "--std", "--augment"}) {
     const bool given = std::strcmp(flag, "--epochs") == 0    ? flags.epochs > 0
@@ -605,7 +699,9 @@ Flags parse_flags(int argc, char** argv, const ProgramSpec& spec) {
                        : std::strcmp(flag, "--mean") == 0   ? !flags.mean.empty()
                        : std::strcmp(flag, "--std") == 0    ? !flags.std.empty()
                                                              : flags.augment.has_value();
-    if (given && flags.data.empty())
+    // --mean and --std normalise the --val data too.
+    const bool normalises = std::strcmp(flag, "--mean") == 0 || std::strcmp(flag, "--std") == 0;
+    if (given && flags.data.empty() && !(normalises && !flags.val.empty()))
       flag_error(std::string(flag) + ": needs --data DIR (synthetic data has no epochs)");
   }
   if (flags.mean.empty() != flags.std.empty())
@@ -660,7 +756,8 @@ int run_program(int argc, char** argv, const ProgramSpec& spec) {
     p.set_loss_scale_state(LossScale{rules.initial_scale, 0});
   }
   int64_t step = 0;
-  if (!flags.load.empty() && !load_weights(p, flags.load, flags.reseed, &step, &error)) {
+  // An evaluation alone draws nothing from the seed: any checkpoint's weights will do.
+  if (!flags.load.empty() && !load_weights(p, flags.load, flags.reseed || flags.eval_only, &step, &error)) {
     std::fprintf(stderr, "train: error: --load: %s\n", error.c_str());
     return 2;
   }
@@ -674,6 +771,71 @@ int run_program(int argc, char** argv, const ProgramSpec& spec) {
     std::fprintf(stderr, "train: error: --data: %s\n", error.c_str());
     return 2;
   }
+  data.resize = flags.resize;
+  data.skip_corrupt = flags.skip_corrupt;
+  // The evaluation: its own schedule on the same device memory (ProgramSpec::evaluation).
+  Dataset val;
+  std::optional<Program> evaluator;
+  if (!flags.val.empty()) {
+    const ProgramSpec& eval_spec = *spec.evaluation;
+    if (!load_dataset(flags.val, spec.input_c, spec.input_h, spec.input_w, static_cast<int32_t>(spec.classes),
+                      flags.mean, flags.std, &val, &error)) {
+      std::fprintf(stderr, "train: error: --val: %s\n", error.c_str());
+      return 2;
+    }
+    val.order.count = val.count;
+    val.order.batch = eval_spec.batch;
+    val.order.evaluation = true;
+    val.resize = flags.resize;
+    val.skip_corrupt = flags.skip_corrupt;
+    evaluator.emplace(eval_spec, flags.seed, flags.lr, flags.debug_poison, flags.copy_delay_ms);
+    if (!evaluator->allocate(&error, &p.device())) {
+      std::fprintf(stderr, "train: error: the evaluation: %s\n", error.c_str());
+      return 1;
+    }
+  }
+  // Evaluates after `done` updates: prints the val: line and logs it; false
+  // when the loss is not finite.
+  auto evaluate = [&](int64_t done, int64_t epoch) {
+    const EvaluationResult r = evaluator->evaluate(val);
+    std::printf("val: loss %.4f top1 %.2f%% top5 %.2f%% (%" PRId64 " samples after step %" PRId64 ", %.1f ms)\n",
+                r.loss, 100.0 * r.top1, 100.0 * r.top5, r.samples, done, r.ms);
+    std::fflush(stdout);
+    if (log.is_open()) log.write(ValidationMetrics{done, epoch, r.loss, r.top1, r.top5, r.samples});
+    if (std::isfinite(r.loss)) return true;
+    std::fprintf(stderr, "train: error: the validation loss is not finite after step %" PRId64 "\n", done);
+    return false;
+  };
+  // Image-file options need image files; both folders must name the same classes.
+  const bool any_files = data.files || val.files;
+  for (const auto& [given, flag] : {std::pair{flags.resize > 0, "--resize"}, {flags.skip_corrupt, "--skip-corrupt"},
+                                    {flags.augment && flags.augment->random_resized_crop, "--augment rrc"}}) {
+    const bool needs_training_files = std::strcmp(flag, "--augment rrc") == 0;
+    if (given && (needs_training_files ? !data.files : !any_files)) {
+      std::fprintf(stderr, "train: error: %s: applies to image files (a folder of JPEG or PNG files, or shards); "
+                           "%s\n", flag, needs_training_files ? "--data is not one" : "neither --data nor --val is");
+      return 2;
+    }
+  }
+  if (data.files && val.files && data.classes != val.classes) {
+    size_t k = 0;
+    while (k < data.classes.size() && k < val.classes.size() && data.classes[k] == val.classes[k]) ++k;
+    std::fprintf(stderr, "train: error: --val: %s's classes differ from --data's: class %zu is '%s' there, '%s' "
+                         "in %s\n", flags.val.c_str(), k, k < val.classes.size() ? val.classes[k].c_str() : "(none)",
+                 k < data.classes.size() ? data.classes[k].c_str() : "(none)", flags.data.c_str());
+    return 2;
+  }
+  if (flags.eval_only) {
+    std::printf("%s: evaluating %s (%" PRId64 " samples, batch %" PRId64 " in %d sub-batch(es)) with the weights "
+                "of %s\n",
+                spec.model_name, flags.val.c_str(), val.count, spec.evaluation->batch, spec.evaluation->rounds,
+                flags.load.empty() ? "the initialisation (no --load)" : flags.load.c_str());
+    if (!evaluate(step, 0)) return 3;
+    report_skipped(val, "--val");
+    if (log.error().empty()) return 0;
+    std::fprintf(stderr, "train: error: --log: %s\n", log.error().c_str());
+    return 1;
+  }
   int64_t steps = flags.steps;
   std::string data_text = "synthetic data";
   if (data.count > 0) {
@@ -684,8 +846,7 @@ int run_program(int argc, char** argv, const ProgramSpec& spec) {
     data.order.seed = flags.seed;
     data.seed = flags.seed;
     if (flags.augment) data.augment = *flags.augment;
-    data_text = "data " + flags.data + " (" + std::to_string(data.count) + " samples, " +
-                npy_type_name(data.images->type()) + (data.channels_last ? " NHWC" : "") +
+    data_text = "data " + flags.data + " (" + std::to_string(data.count) + " samples, " + source_text(data) +
                 (data.augment.any() ? ", augmented " + flags.augment_text : std::string()) +
                 (data.mean.empty() ? "" : ", normalised") + ")";
     if (data.order.epochs) {
@@ -794,7 +955,14 @@ int run_program(int argc, char** argv, const ProgramSpec& spec) {
       std::fprintf(stderr, "train: error: --checkpoint-every: %s\n", error.c_str());
       return 1;
     }
+    // --eval-every N, and always after the last step.
+    if (evaluator && (last || (flags.eval_every > 0 && (step + 1) % flags.eval_every == 0)) &&
+        !evaluate(step + 1, data.order.epochs ? step / data.order.steps_per_epoch() + 1 : 0))
+      return 3;
   }
+  if (evaluator && steps == 0 && !evaluate(step, 0)) return 3;
+  report_skipped(data, "--data");
+  report_skipped(val, "--val");
   if (timed_steps > 0)
     std::printf("mean step time: %.2f ms, throughput %.1f samples/s (%" PRId64
                 " step(s), the first left out); of it the input on the host: %.2f ms; the host enqueued the "

@@ -93,6 +93,25 @@ struct ProgramSpec {
   bool loss_scaling;                  // fp16: dynamic loss scaling (runtime/loss_scale.h)
   const Region* weight_gradients;     // every dW block: what the loss scale is taken off again
   int32_t weight_gradient_count;
+  // The evaluation pass (docs/generated-program.md, "Evaluation"): the
+  // training step's spec points to the evaluation's, whose schedule runs the
+  // forward pass alone on the same resident region and arena; null in a
+  // program generated without one.
+  const ProgramSpec* evaluation = nullptr;
+  bool is_evaluation = false;  // this spec is an evaluation's: its loss block holds kEvaluationMetrics floats
+};
+
+// The floats of an evaluation round's loss block: the summed loss, top-1 and
+// top-5 hits, the samples counted (runtime/ops.h softmax_xent_evaluate).
+inline constexpr int kEvaluationMetrics = 4;
+
+// What an evaluation over a data set gives (Program::evaluate).
+struct EvaluationResult {
+  double loss = 0;   // the mean over the samples
+  double top1 = 0;   // fractions in [0, 1]
+  double top5 = 0;
+  int64_t samples = 0;
+  double ms = 0;
 };
 
 // The running program as the schedule sees it: device pointers, streams,
@@ -104,8 +123,10 @@ class Program {
   Program(const Program&) = delete;
   Program& operator=(const Program&) = delete;
 
-  // Allocates device and host memory; false with a message when they cannot be had.
-  bool allocate(std::string* error);
+  // Allocates device and host memory; false with a message when they cannot
+  // be had. With `shared`, the device memory is that one (the training
+  // step's, which an evaluation program runs on between steps), not its own.
+  bool allocate(std::string* error, const DeviceMemory* shared = nullptr);
 
   // Pointers into the device allocation (offsets in bytes from its start).
   float* f32(int64_t offset) const { return reinterpret_cast<float*>(device_.base + offset); }
@@ -207,6 +228,10 @@ class Program {
   // input set, while the device runs this step: run_step(step + 1) then
   // starts its kernels at once.
   double run_step(uint64_t step, Dataset& data, bool prepare_next = false);
+  // An evaluation program (ProgramSpec::is_evaluation): runs every batch of
+  // `data` (its order must be SampleOrder::evaluation) and sums the rounds'
+  // metrics.
+  EvaluationResult evaluate(Dataset& data);
   // Measures the next run_step's copies and compute-stream waits
   // (runtime/timeline.h); timeline_spans() has them after it.
   void measure_next_step() { measure_next_ = true; }
@@ -227,6 +252,7 @@ class Program {
   void set_first_update(bool first) { first_update_ = first; }
 
  private:
+  int loss_floats() const { return spec_.is_evaluation ? kEvaluationMetrics : 1; }
   void copy_delay(Stream* stream);
   // `count` elements of device memory at `offset`, stored as `type` (StorageType), as floats.
   std::vector<float> read_floats(int64_t offset, int64_t count, int64_t type) const;
@@ -255,6 +281,7 @@ class Program {
   bool debug_poison_;
   int copy_delay_ms_;
   DeviceMemory device_;
+  bool owns_device_ = true;
   DeviceMemory wide_;  // the casts' float scratch
   HostMemory host_;
   Stream* compute_stream_ = nullptr;
@@ -263,7 +290,9 @@ class Program {
   Context compute_;
   std::vector<Event*> events_;
   std::vector<Event*> debug_events_;
-  HostMemory round_loss_;  // pinned: a float per round, written by read_loss on the compute stream
+  // Pinned: a float per round (kEvaluationMetrics in an evaluation), written
+  // by read_loss on the compute stream.
+  HostMemory round_loss_;
   Timeline timeline_;
   bool measure_next_ = false;
   int64_t peak_arena_end_bytes_ = 0;

@@ -7,6 +7,8 @@ packages=(
   build-essential cmake ninja-build pkg-config
   libyaml-cpp-dev libboost-graph-dev libglpk-dev glpk-utils libfmt-dev
   libgtest-dev nlohmann-json3-dev libcli11-dev libopenblas-dev
+  # Image-file data of the generated program: JPEG and PNG decoding.
+  libjpeg62-turbo-dev libpng-dev
   # The robustness defences: strace injects kills and write errors
   # into `mplan compile` and the generated program's checkpoints in the tests;
   # clang with its libFuzzer runtime builds the fuzz targets of bench/fuzz.sh.
@@ -21,6 +23,8 @@ if [[ "${MPLAN_WITH_TORCH:-1}" == 1 ]]; then
   packages+=(python3-torchvision python3-onnx)
   # tools/plot_log.py draws the metrics log's curves.
   packages+=(python3-matplotlib)
+  # scikit-learn's handwritten digits: the data of the trained-to-accuracy test.
+  packages+=(python3-sklearn)
 fi
 
 missing=()

@@ -40,9 +40,14 @@ Status check_ids(const Tdfg& tdfg) {
     for (TaskId t : block.writers)
       if (!task_ok(t)) return violation(fmt::format("{} lists writer id {} out of range", block.name, t));
   }
-  if (!task_ok(tdfg.update_task) || tdfg.update_task != task_count - 1 ||
-      tdfg.tasks[tdfg.update_task].kind != TaskKind::update)
+  if (tdfg.evaluation) {
+    if (tdfg.update_task != kNoTask) return violation("an evaluation graph has an update");
+    for (const Task& task : tdfg.tasks)
+      if (task.kind != TaskKind::FP) return violation(fmt::format("an evaluation graph has {}", task.name));
+  } else if (!task_ok(tdfg.update_task) || tdfg.update_task != task_count - 1 ||
+             tdfg.tasks[tdfg.update_task].kind != TaskKind::update) {
     return violation("the update must be the last task");
+  }
   for (BlockId b : {tdfg.input_block, tdfg.labels_block, tdfg.loss_block})
     if (!block_ok(b)) return violation(fmt::format("input, labels or loss block id {} out of range", b));
   if (tdfg.model != nullptr) {

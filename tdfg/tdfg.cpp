@@ -76,6 +76,7 @@ class Builder {
     tdfg_.model_name = model.name;
     tdfg_.model_digest = model_digest(model);
     tdfg_.batch = model.batch;
+    tdfg_.evaluation = options.evaluation;
     for (const Layer& l : model.layers) tdfg_.layer_names.push_back(l.name);
     tdfg_.output_of.assign(n, kNoBlock);
     tdfg_.gradient_of.assign(n, kNoBlock);
@@ -94,6 +95,10 @@ class Builder {
     find_in_place();
     make_blocks();
     for (LayerId l = 0; l < layer_count(); ++l) add_forward(l);
+    if (options_.evaluation) {
+      check_order_is_topological(tdfg_);
+      return std::move(tdfg_);
+    }
     for (LayerId l = layer_count() - 1; l >= 0; --l) {
       if (has_bp2(l)) add_bp2(l);
       if (has_bp1(l)) add_bp1(l);
@@ -170,7 +175,7 @@ class Builder {
       if (ly.inputs.size() != 1 || ly.inputs[0] == kModelInput) continue;
       const LayerId p = ly.inputs[0];
       if (consumers[p] != 1 || is_loss(p)) continue;
-      if (mode == InPlace::overwrites_input) {
+      if (mode == InPlace::overwrites_input && !options_.evaluation) {
         bool output_read_backward = false;
         for (LayerId q = root_[p]; q <= p; ++q) {
           if (root_[q] != root_[p]) continue;
@@ -191,7 +196,14 @@ class Builder {
     return false;
   }
   bool has_bp2(LayerId l) const { return receives_gradient_[l] && has_parameters(l); }
-  bool has_gradient_block(LayerId l) const { return !is_loss(l) && receives_gradient_[l]; }
+  bool has_gradient_block(LayerId l) const {
+    return !options_.evaluation && !is_loss(l) && receives_gradient_[l];
+  }
+  // Evaluation: batch norm normalises with its running statistics and dropout
+  // is the identity; neither saves anything.
+  bool evaluates_without_saving(LayerId l) const {
+    return options_.evaluation && (op_spec(layer(l).op).forward_updates_state || layer(l).op == Op::dropout);
+  }
 
   BlockId add_block(std::string name, BlockKind kind, LayerId l, int64_t per_sample,
                     int64_t fixed, bool resident) {
@@ -249,7 +261,7 @@ class Builder {
         tdfg_.blocks[tdfg_.output_of[l]].dtype = types.output[l];
       }
       // What FP keeps for BP (a dropout mask, batch-norm statistics): the op table's.
-      if (const OpSpec& spec = op_spec(ly.op); spec.saved != nullptr) {
+      if (const OpSpec& spec = op_spec(ly.op); spec.saved != nullptr && !evaluates_without_saving(l)) {
         SavedBytes saved = spec.saved(ly, model_.input_shapes(l), ly.output);
         // A 16-bit op keeps its state in its own type (attention's probabilities).
         if (spec.autocast == Autocast::low_precision && types.output[l] != DataType::float32) {
@@ -263,7 +275,8 @@ class Builder {
         }
       }
       if (is_loss(l))
-        tdfg_.loss_block = add_block("loss", BlockKind::loss, l, 0, 4, false);
+        tdfg_.loss_block =
+            add_block("loss", BlockKind::loss, l, 0, options_.evaluation ? kEvaluationMetricsBytes : 4, false);
     }
     for (LayerId l = 0; l < layer_count(); ++l) {
       if (!has_gradient_block(l)) continue;
@@ -306,7 +319,8 @@ class Builder {
       // Convolutions choose among algorithms with different workspaces (moDNN Eq. 5).
       task.has_algorithms = spec.has_algorithms;
       task.paper_class = spec.paper_class;
-      task.batch_statistics = spec.batch_statistics;
+      // The evaluation normalises with the running statistics: any round will do.
+      task.batch_statistics = spec.batch_statistics && !options_.evaluation;
     }
     tdfg_.tasks.push_back(std::move(task));
     return static_cast<TaskId>(tdfg_.tasks.size() - 1);
@@ -334,9 +348,10 @@ class Builder {
     for (LayerId in : distinct_inputs(l)) reads(t, produced(in));
     if (tdfg_.weight_of[l] != kNoBlock) reads(t, tdfg_.weight_of[l]);
     if (op_spec(layer(l).op).forward_updates_state && tdfg_.state_of[l] != kNoBlock) {
-      // Running mean and variance are updated by every forward pass.
+      // Running mean and variance are updated by every training forward
+      // pass, and only read by the evaluation's.
       reads(t, tdfg_.state_of[l]);
-      writes(t, tdfg_.state_of[l]);
+      if (!options_.evaluation) writes(t, tdfg_.state_of[l]);
     }
     if (is_loss(l)) reads(t, tdfg_.labels_block);
     writes(t, tdfg_.output_of[l]);
@@ -425,5 +440,11 @@ class Builder {
 }  // namespace
 
 Tdfg build_tdfg(const Model& model, const TdfgOptions& options) { return Builder(model, options).build(); }
+
+Tdfg build_evaluation_tdfg(const Model& model) {
+  TdfgOptions options;
+  options.evaluation = true;
+  return build_tdfg(model, options);
+}
 
 }  // namespace mplan

@@ -121,6 +121,8 @@ struct Tdfg {
   std::vector<BlockId> output_of, gradient_of, weight_of, weight_grad_of, state_of, saved_of;
   // Per layer: its tasks, kNoTask where it has none.
   std::vector<TaskId> fp_of, bp1_of, bp2_of;
+  // An evaluation graph (TdfgOptions::evaluation): the forward pass alone.
+  bool evaluation = false;
 
   // Sum of resident blocks' bytes (independent of the sub-batch): moDNN's SW.
   int64_t resident_bytes() const;
@@ -135,6 +137,16 @@ struct TdfgOptions {
   // "Y[a+b]" (and one gradient block, "dY[a+b]"), created by the first
   // layer's FP and rewritten by the in-place FP.
   bool in_place = true;
+  // The evaluation pass instead of a training step (docs/generated-program.md,
+  // "Evaluation"): FP tasks alone, no gradients and no update. Batch norm
+  // normalises with its running statistics (reads its state, writes neither
+  // state nor saved statistics), dropout passes its input through, and the
+  // loss task writes the round's summed loss, top-1 and top-5 hits and
+  // counted samples (4 floats). The resident blocks are the training graph's,
+  // in the same order and of the same sizes, so both plans place the weights
+  // at the same offsets. Every ReLU and flatten with a single consumer of its
+  // input runs in place (no backward task needs the input).
+  bool evaluation = false;
 };
 
 // Whether some task computes statistics over its round's samples (batch
@@ -148,6 +160,12 @@ bool has_batch_statistics(const Tdfg& tdfg);
 // tdfg/task_graph.h). FP(batchnorm) reads and writes state (running stats);
 // the update reads every W, dW and state and writes W and state.
 Tdfg build_tdfg(const Model& model, const TdfgOptions& options = {});
+
+// The evaluation graph of `model` (TdfgOptions::evaluation).
+Tdfg build_evaluation_tdfg(const Model& model);
+
+// The bytes of an evaluation graph's loss block: loss, top-1, top-5, samples.
+inline constexpr int64_t kEvaluationMetricsBytes = 4 * 4;
 
 // Checks structural invariants (ids in range, every read block has a writer
 // earlier in the order, resident blocks are not per-sample, ...); returns the

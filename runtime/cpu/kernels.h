@@ -145,6 +145,9 @@ void flatten_backward(const float* dy, float* dx, int64_t count, bool accumulate
 void softmax_xent_forward(const float* logits, const int32_t* labels, float* probs,
                           float* loss_sum, int64_t n, int64_t classes, bool accumulate_loss,
                           float label_smoothing = 0.0f);
+// The evaluation's loss and hits (runtime/ops.h softmax_xent_evaluate).
+void softmax_xent_evaluate(const float* logits, const int32_t* labels, float* probs, float* metrics, int64_t n,
+                           int64_t classes, float label_smoothing);
 // dlogits = (probs - target) * scale, target = (1 - e) onehot(labels) + e/classes
 // (label smoothing e), scale = 1 / full mini-batch size, so the loss is
 // averaged over the whole batch across sub-batches (docs/generated-program.md, "Semantics").

@@ -217,6 +217,11 @@ void batchnorm_forward_saved(const Context& ctx, const float* x, const float* ga
                              int64_t hw) {
   launch(ctx, [=] { cpu::batchnorm_forward_saved(x, gamma, beta, save_mean, save_invstd, y, n, c, hw); });
 }
+void batchnorm_forward_inference(const Context& ctx, const float* x, const float* gamma, const float* beta,
+                                 const float* running_mean, const float* running_var, float* y, int64_t n,
+                                 int64_t c, int64_t hw, float eps) {
+  launch(ctx, [=] { cpu::batchnorm_forward_inference(x, gamma, beta, running_mean, running_var, y, n, c, hw, eps); });
+}
 void batchnorm_backward_data(const Context& ctx, const float* x, const float* gamma, const float* save_mean,
                              const float* save_invstd, const float* dy, float* dx, float* workspace, int64_t n,
                              int64_t c, int64_t hw, bool accumulate) {
@@ -270,6 +275,10 @@ void concat_backward(const Context& ctx, const float* dy, float* dx, int64_t n, 
 void softmax_xent_forward(const Context& ctx, const float* logits, const int32_t* labels, float* probs, float* loss,
                           int64_t n, int64_t classes, float label_smoothing) {
   launch(ctx, [=] { cpu::softmax_xent_forward(logits, labels, probs, loss, n, classes, false, label_smoothing); });
+}
+void softmax_xent_evaluate(const Context& ctx, const float* logits, const int32_t* labels, float* probs,
+                           float* metrics, int64_t n, int64_t classes, float label_smoothing) {
+  launch(ctx, [=] { cpu::softmax_xent_evaluate(logits, labels, probs, metrics, n, classes, label_smoothing); });
 }
 void softmax_xent_backward(const Context& ctx, const float* probs, const int32_t* labels, float* dlogits, int64_t n,
                            int64_t classes, float scale, bool accumulate, float label_smoothing) {

@@ -41,6 +41,33 @@ void softmax_xent_forward(const float* logits, const int32_t* labels, float* pro
   *loss_sum = static_cast<float>(accumulate_loss ? *loss_sum + loss : loss);
 }
 
+void softmax_xent_evaluate(const float* logits, const int32_t* labels, float* probs, float* metrics, int64_t n,
+                           int64_t classes, float label_smoothing) {
+  OpTimer timer(OpKind::softmax_xent);
+  double loss = 0.0, top1 = 0.0, top5 = 0.0, counted = 0.0;
+  for (int64_t b = 0; b < n; ++b) {
+    float sample_loss = 0.0f;
+    const int32_t label = labels[b];
+    // The padding of a last, partial batch has label -1: its probabilities
+    // are computed (with a label of 0), never counted.
+    const int32_t known = label < 0 ? 0 : label;
+    softmax_xent_forward(logits + b * classes, &known, probs + b * classes, &sample_loss, 1, classes, false,
+                         label_smoothing);
+    if (label < 0) continue;
+    const float* z = logits + b * classes;
+    int64_t above = 0;
+    for (int64_t j = 0; j < classes; ++j) above += z[j] > z[label] ? 1 : 0;
+    loss += sample_loss;
+    top1 += above < 1 ? 1.0 : 0.0;
+    top5 += above < 5 ? 1.0 : 0.0;
+    counted += 1.0;
+  }
+  metrics[0] = static_cast<float>(loss);
+  metrics[1] = static_cast<float>(top1);
+  metrics[2] = static_cast<float>(top5);
+  metrics[3] = static_cast<float>(counted);
+}
+
 void softmax_xent_backward(const float* probs, const int32_t* labels, float* dlogits, int64_t n,
                            int64_t classes, float scale, bool accumulate, float label_smoothing) {
   OpTimer timer(OpKind::softmax_xent);

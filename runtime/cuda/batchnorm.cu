@@ -91,6 +91,21 @@ __global__ void batchnorm_apply_kernel(const float* x, const float* gamma, const
   }
 }
 
+// Evaluation mode: the running statistics in place of the batch's.
+__global__ void batchnorm_inference_kernel(const float* x, const float* gamma, const float* beta,
+                                           const float* running_mean, const float* running_var, float* y, int64_t n,
+                                           int64_t c, int64_t hw, float eps) {
+  const int64_t ch = blockIdx.y;
+  const float scale = static_cast<float>(gamma[ch] / sqrt(static_cast<double>(running_var[ch]) + eps));
+  const float mean = running_mean[ch];
+  for (ChannelWalk v(blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x,
+                     static_cast<int64_t>(blockDim.x) * gridDim.x, n, c, ch, hw);
+       v.more(); v.next()) {
+    const int64_t at = v.at();
+    y[at] = __fadd_rn(__fmul_rn(__fsub_rn(x[at], mean), scale), beta[ch]);
+  }
+}
+
 // Per channel: sum(dy * x_hat) into dgamma and sum(dy) into dbeta, written or
 // added (the CPU's batchnorm_backward_params).
 __global__ void __launch_bounds__(kReduceThreads, 1)
@@ -172,6 +187,15 @@ void batchnorm_forward_saved(const float* x, const float* gamma, const float* be
   if (n * c * hw <= 0) return;
   batchnorm_apply_kernel<<<channel_grid(n, c, hw), kThreads, 0, stream>>>(x, gamma, beta, save_mean, save_invstd, y,
                                                                           n, c, hw);
+  MPLAN_CUDA_CHECK_LAUNCH();
+}
+
+void batchnorm_forward_inference(const float* x, const float* gamma, const float* beta, const float* running_mean,
+                                 const float* running_var, float* y, int64_t n, int64_t c, int64_t hw, float eps,
+                                 cudaStream_t stream) {
+  if (n * c * hw <= 0) return;
+  batchnorm_inference_kernel<<<channel_grid(n, c, hw), kThreads, 0, stream>>>(x, gamma, beta, running_mean,
+                                                                              running_var, y, n, c, hw, eps);
   MPLAN_CUDA_CHECK_LAUNCH();
 }
 

@@ -269,6 +269,45 @@ __global__ void softmax_xent_loss_kernel(const float* logits, const int32_t* lab
   if (threadIdx.x == 0) *loss = static_cast<float>(partial[0]);
 }
 
+// The evaluation's sums (runtime/ops.h softmax_xent_evaluate): one block.
+__global__ void softmax_xent_metrics_kernel(const float* logits, const int32_t* labels, float* metrics, int64_t n,
+                                            int64_t classes, float label_smoothing) {
+  const double e = label_smoothing;
+  __shared__ double partial[4][kLossThreads];
+  double local[4] = {0.0, 0.0, 0.0, 0.0};
+  for (int64_t b = threadIdx.x; b < n; b += blockDim.x) {
+    const int32_t label = labels[b];
+    if (label < 0) continue;  // the padding of a last, partial batch
+    const float* z = logits + b * classes;
+    if (label >= classes) {
+      local[0] += nan("");
+      continue;
+    }
+    float top = z[0];
+    for (int64_t j = 1; j < classes; ++j) top = z[j] > top ? z[j] : top;
+    double sum = 0.0, shifted = 0.0;
+    int64_t above = 0;
+    for (int64_t j = 0; j < classes; ++j) {
+      sum += static_cast<double>(expf(z[j] - top));
+      shifted += static_cast<double>(z[j]) - top;
+      above += z[j] > z[label] ? 1 : 0;
+    }
+    const double log_sum = log(sum), own = log_sum - (static_cast<double>(z[label]) - top);
+    local[0] += e == 0 ? own : (1 - e) * own + e / static_cast<double>(classes) * (classes * log_sum - shifted);
+    local[1] += above < 1 ? 1.0 : 0.0;
+    local[2] += above < 5 ? 1.0 : 0.0;
+    local[3] += 1.0;
+  }
+  for (int k = 0; k < 4; ++k) partial[k][threadIdx.x] = local[k];
+  __syncthreads();
+  for (int half = kLossThreads / 2; half > 0; half /= 2) {
+    if (threadIdx.x < half)
+      for (int k = 0; k < 4; ++k) partial[k][threadIdx.x] += partial[k][threadIdx.x + half];
+    __syncthreads();
+  }
+  if (threadIdx.x < 4) metrics[threadIdx.x] = static_cast<float>(partial[threadIdx.x][0]);
+}
+
 __global__ void softmax_xent_grad_kernel(const float* probs, const int32_t* labels, float* dlogits, int64_t n,
                                          int64_t classes, float scale, bool accumulate, float label_smoothing) {
   const float spread = __fdiv_rn(label_smoothing, static_cast<float>(classes));
@@ -498,6 +537,12 @@ void concat_backward(const float* dy, float* dx, int64_t n, int64_t total_channe
 void softmax_xent_loss(const float* logits, const int32_t* labels, float* loss, int64_t n, int64_t classes,
                        float label_smoothing, cudaStream_t stream) {
   softmax_xent_loss_kernel<<<1, kLossThreads, 0, stream>>>(logits, labels, loss, n, classes, label_smoothing);
+  MPLAN_CUDA_CHECK_LAUNCH();
+}
+
+void softmax_xent_metrics(const float* logits, const int32_t* labels, float* metrics, int64_t n, int64_t classes,
+                          float label_smoothing, cudaStream_t stream) {
+  softmax_xent_metrics_kernel<<<1, kLossThreads, 0, stream>>>(logits, labels, metrics, n, classes, label_smoothing);
   MPLAN_CUDA_CHECK_LAUNCH();
 }
 

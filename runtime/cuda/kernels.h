@@ -69,6 +69,10 @@ void concat_backward(const float* dy, float* dx, int64_t n, int64_t total_channe
 // [0, classes), so the program's finite-loss check stops the run.
 void softmax_xent_loss(const float* logits, const int32_t* labels, float* loss, int64_t n, int64_t classes,
                        float label_smoothing, cudaStream_t stream);
+// metrics[4] = {summed loss, top-1 hits, top-5 hits, samples counted} over the
+// samples whose label is not negative (runtime/ops.h softmax_xent_evaluate).
+void softmax_xent_metrics(const float* logits, const int32_t* labels, float* metrics, int64_t n, int64_t classes,
+                          float label_smoothing, cudaStream_t stream);
 // dlogits = (probs - target) * scale (or += when accumulate), target the
 // smoothed one-hot (runtime/cpu/softmax_xent.cpp).
 void softmax_xent_grad(const float* probs, const int32_t* labels, float* dlogits, int64_t n, int64_t classes,
@@ -109,6 +113,10 @@ void batchnorm_forward_train(const float* x, const float* gamma, const float* be
 void batchnorm_forward_saved(const float* x, const float* gamma, const float* beta, const float* save_mean,
                              const float* save_invstd, float* y, int64_t n, int64_t c, int64_t hw,
                              cudaStream_t stream);
+// Evaluation mode: normalises with the running statistics.
+void batchnorm_forward_inference(const float* x, const float* gamma, const float* beta, const float* running_mean,
+                                 const float* running_var, float* y, int64_t n, int64_t c, int64_t hw, float eps,
+                                 cudaStream_t stream);
 // workspace: 2*c floats (sum of dy*x_hat, then sum of dy, per channel).
 void batchnorm_backward_data(const float* x, const float* gamma, const float* save_mean, const float* save_invstd,
                              const float* dy, float* dx, float* workspace, int64_t n, int64_t c, int64_t hw,

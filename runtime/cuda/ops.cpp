@@ -239,6 +239,13 @@ void batchnorm_forward_saved(const Context& ctx, const float* x, const float* ga
   cuda::batchnorm_forward_saved(x, gamma, beta, save_mean, save_invstd, y, n, c, hw, L.stream());
 }
 
+void batchnorm_forward_inference(const Context& ctx, const float* x, const float* gamma, const float* beta,
+                                 const float* running_mean, const float* running_var, float* y, int64_t n,
+                                 int64_t c, int64_t hw, float eps) {
+  Launch L(ctx);
+  cuda::batchnorm_forward_inference(x, gamma, beta, running_mean, running_var, y, n, c, hw, eps, L.stream());
+}
+
 void batchnorm_backward_data(const Context& ctx, const float* x, const float* gamma, const float* save_mean,
                              const float* save_invstd, const float* dy, float* dx, float* workspace, int64_t n,
                              int64_t c, int64_t hw, bool accumulate) {
@@ -323,6 +330,17 @@ void softmax_xent_forward(const Context& ctx, const float* logits, const int32_t
                                           logits, &kZero, d, probs));
   }
   cuda::softmax_xent_loss(logits, labels, loss, n, classes, label_smoothing, L.stream());
+}
+
+void softmax_xent_evaluate(const Context& ctx, const float* logits, const int32_t* labels, float* probs,
+                           float* metrics, int64_t n, int64_t classes, float label_smoothing) {
+  Launch L(ctx);
+  if (n > 0 && classes > 0) {
+    const TensorDesc d(n, classes, 1, 1);
+    MPLAN_CUDNN_CHECK(cudnnSoftmaxForward(L.cudnn(), CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_INSTANCE, &kOne, d,
+                                          logits, &kZero, d, probs));
+  }
+  cuda::softmax_xent_metrics(logits, labels, metrics, n, classes, label_smoothing, L.stream());
 }
 
 void softmax_xent_backward(const Context& ctx, const float* probs, const int32_t* labels, float* dlogits, int64_t n,

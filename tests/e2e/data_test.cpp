@@ -144,6 +144,67 @@ TEST_F(DataProgram, TheMetricsLogHasALinePerStepAcrossAResumeAndPlots) {
   EXPECT_NE(folder.output.find("--log: " + dir + ": names a folder"), std::string::npos) << folder.output;
 }
 
+// The value of `key` in a JSON line of the log ("val_loss").
+double json_number(const std::string& line, const std::string& key) {
+  const size_t at = line.find("\"" + key + "\": ");
+  return at == std::string::npos ? NAN : std::stod(line.substr(at + key.size() + 4));
+}
+
+// --val evaluates every sample once with the forward-only plan: a data set
+// of 40 samples in batches of 16 (the last padded with 8 that do not count)
+// gives the sample-weighted mean of its first 32 and its last 8; the
+// evaluation after the last step is the one --eval makes of the saved
+// weights; --eval-every adds evaluations and the log has a line for each.
+TEST_F(DataProgram, EvaluationCountsEverySampleOnceAndMatchesEvalOfTheSavedWeights) {
+  const std::string dir = work_dir("data-eval");
+  write_uint8_data(dir + "/d", 64, 6);
+  write_uint8_data(dir + "/val", 40, 7);
+  RunResult split = run_command(
+      "/usr/bin/python3 -c \"import numpy as np, os; d='" + dir + "'\n"
+      "for name, part in (('head', slice(0, 32)), ('tail', slice(32, 40))):\n"
+      "  os.makedirs(d+'/'+name)\n"
+      "  for f in ('images', 'labels'): np.save(d+'/'+name+'/'+f+'.npy', np.load(d+'/val/'+f+'.npy')[part])\"");
+  if (split.exit_code != 0) GTEST_SKIP() << "/usr/bin/python3 cannot run NumPy: " << split.output;
+  const std::string normalise = " --mean 0.5,0.5,0.5 --std 0.25,0.25,0.25";
+  RunResult trained = run_program(compiled_->dir, "--steps 6 --eval-every 4 --data " + dir + "/d --val " + dir +
+                                                      "/val --save " + dir + "/ckpt --log " + dir + "/log.jsonl" +
+                                                      normalise);
+  ASSERT_EQ(trained.exit_code, 0) << trained.output;
+  EXPECT_NE(trained.output.find("(40 samples after step 4,"), std::string::npos) << trained.output;
+  EXPECT_NE(trained.output.find("(40 samples after step 6,"), std::string::npos) << trained.output;
+  std::ifstream in(dir + "/log.jsonl");
+  std::vector<std::string> evaluations;
+  int steps = 0;
+  for (std::string line; std::getline(in, line);) {
+    if (line.find("\"val_loss\"") != std::string::npos) evaluations.push_back(line);
+    else ++steps;
+  }
+  EXPECT_EQ(steps, 6);
+  ASSERT_EQ(evaluations.size(), 2u);
+  EXPECT_EQ(evaluations[1].rfind("{\"step\": 6, \"val_loss\": ", 0), 0u) << evaluations[1];
+  EXPECT_NE(evaluations[1].find("\"val_samples\": 40}"), std::string::npos) << evaluations[1];
+
+  auto evaluate = [&](const std::string& data) {
+    const std::string log = dir + "/" + data + ".jsonl";
+    RunResult run = run_program(compiled_->dir, "--eval --load " + dir + "/ckpt --val " + dir + "/" + data +
+                                                    " --log " + log + normalise);
+    EXPECT_EQ(run.exit_code, 0) << run.output;
+    std::ifstream file(log);
+    std::string line;
+    std::getline(file, line);
+    return line;
+  };
+  const std::string whole = evaluate("val"), head = evaluate("head"), tail = evaluate("tail");
+  // The same weights, the same samples: the last evaluation of the run.
+  EXPECT_EQ(whole.substr(whole.find("\"val_loss\"")), evaluations[1].substr(evaluations[1].find("\"val_loss\"")));
+  for (const char* key : {"val_loss", "val_top1", "val_top5"}) {
+    SCOPED_TRACE(key);
+    const double weighted = (32 * json_number(head, key) + 8 * json_number(tail, key)) / 40;
+    EXPECT_NEAR(json_number(whole, key), weighted, 1e-5 * std::max(1.0, std::fabs(weighted)));
+  }
+  EXPECT_EQ(json_number(tail, "val_samples"), 8);
+}
+
 TEST_F(DataProgram, BadDataFlagsAreRefusedByName) {
   const std::string dir = work_dir("data-bad");
   write_uint8_data(dir + "/d", 40, 3);
@@ -162,6 +223,11 @@ TEST_F(DataProgram, BadDataFlagsAreRefusedByName) {
       {"--mean 0.5,x,0.5 --std 1,1,1" + d, "--mean: expected finite numbers separated by commas"},
       {"--mean 0.5,0.5,0.5 --std 1,0,1" + d, "--std: expected numbers > 0 separated by commas"},
       {"--shuffle --data " + dir + "/small", "the data set's 10 samples are fewer than the batch of 16"},
+      {"--eval-every 2" + d, "--eval-every: needs --val DIR"},
+      {"--eval", "--eval: needs --val DIR"},
+      {"--eval --steps 2 --val " + dir + "/d", "--eval: evaluates and stops; --steps and --epochs train"},
+      {"--eval --save " + dir + "/s --val " + dir + "/d", "--eval: evaluates and stops; --save has nothing"},
+      {"--val " + dir + "/missing", "--val: " + dir + "/missing/labels.npy"},
   };
   for (const auto& [flags, expect] : cases) {
     RunResult run = run_program(compiled_->dir, flags);

@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "driver/evaluation_plan.h"
 #include "driver/planned_model.h"
 #include "planner/deciders/deciders.h"
 #include "planner/sim/iteration_sim.h"
@@ -197,7 +198,14 @@ Compiled write_plan_program(const Model& model, Plan plan, const std::string& ta
   codegen::CodegenOptions cg;
   cg.model_file = model.source_file;
   cg.target = target;
-  Result<codegen::GeneratedProgram> program = codegen::emit_program(model, tdfg, out.plan, cg);
+  // The evaluation pass beside it, as `mplan compile` plans it (driver/evaluation_plan.h).
+  Result<Device> device = load_device("k40");
+  if (!device) return Compiled{out.plan, "", device.error().to_string()};
+  const AnalyticCostModel cost(*device);
+  Result<driver::EvaluationPlan> evaluation = driver::plan_evaluation(model, cost, out.plan);
+  if (!evaluation) return Compiled{out.plan, "", "plan_evaluation: " + evaluation.error().to_string()};
+  const codegen::EvaluationSchedule schedule{&evaluation->tdfg, &evaluation->planned.plan};
+  Result<codegen::GeneratedProgram> program = codegen::emit_program(model, tdfg, out.plan, cg, &schedule);
   if (!program) return Compiled{out.plan, "", "emit_program: " + program.error().to_string()};
   // The folder is kept between runs: files are rewritten only when their text
   // changed, so an unchanged program is not rebuilt (cmake --build is incremental).

@@ -13,20 +13,26 @@ def make_net():
 
 
 def main():
-    """usage: roundtrip_net.py STATE_DICT DATA_DIR FIRST COUNT: prints the mean
-    cross-entropy of samples FIRST .. FIRST+COUNT-1 in training mode (batch
-    statistics, as the program's step computes its loss)."""
+    """usage: roundtrip_net.py STATE_DICT DATA_DIR FIRST COUNT [eval]: prints the
+    mean cross-entropy of samples FIRST .. FIRST+COUNT-1 in training mode
+    (batch statistics, as the program's step computes its loss), or with
+    `eval` in evaluation mode (running statistics, as the program's
+    evaluation), then the top-1 accuracy."""
     import sys
     import numpy as np
     net = make_net()
     net.load_state_dict(torch.load(sys.argv[1]))
-    net.train()
+    evaluation = len(sys.argv) > 5 and sys.argv[5] == "eval"
+    net.train(not evaluation)
     first, count = int(sys.argv[3]), int(sys.argv[4])
     images = np.load(sys.argv[2] + "/images.npy")[first:first + count]
     labels = np.load(sys.argv[2] + "/labels.npy")[first:first + count]
     with torch.no_grad():
-        loss = nn.functional.cross_entropy(net(torch.tensor(images)), torch.tensor(labels).long())
+        logits = net(torch.tensor(images))
+        loss = nn.functional.cross_entropy(logits, torch.tensor(labels).long())
     print("%.9g" % loss.item())
+    if evaluation:
+        print("top1 %.9g" % (logits.argmax(dim=1) == torch.tensor(labels).long()).float().mean().item())
 
 
 if __name__ == "__main__":

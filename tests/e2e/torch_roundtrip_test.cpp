@@ -7,6 +7,8 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <regex>
 
 #include "runtime/npy.h"
 #include "tests/e2e/e2e_util.h"
@@ -65,6 +67,36 @@ TEST(TorchRoundTrip, TrainedWeightsLoadBackIntoTheModuleAndComputeTheProgramsLos
   RunResult torch_initial = run_command("/usr/bin/python3 " + net + " " + dir + "/initial.pt " + dir + "/data 16 8");
   ASSERT_EQ(torch_initial.exit_code, 0) << torch_initial.output;
   EXPECT_GT(std::fabs(std::stod(torch_initial.output) - torch_loss), 1e-4);
+
+  // The program's evaluation (`--eval`: the forward-only plan, batch norm with
+  // its running statistics) of the trained weights on all 24 samples (three
+  // batches) equals PyTorch's forward pass in eval() mode.
+  const std::string log = dir + "/eval.jsonl";
+  RunResult evaluated =
+      run_program(compiled.dir, "--eval --load " + dir + "/ckpt --val " + dir + "/data --log " + log);
+  ASSERT_EQ(evaluated.exit_code, 0) << evaluated.output;
+  EXPECT_NE(evaluated.output.find("(24 samples after step 2"), std::string::npos) << evaluated.output;
+  RunResult torch_eval = run_command("/usr/bin/python3 " + net + " " + dir + "/trained.pt " + dir + "/data 0 24 eval");
+  ASSERT_EQ(torch_eval.exit_code, 0) << torch_eval.output;
+  std::ifstream in(log);
+  std::string line;
+  std::getline(in, line);
+  const std::smatch m = [&] {
+    std::smatch found;
+    std::regex_search(line, found, std::regex(R"("val_loss": ([0-9.eE+-]+), "val_top1": ([0-9.eE+-]+))"));
+    return found;
+  }();
+  ASSERT_EQ(m.size(), 3u) << line;
+  const double eval_loss = std::stod(torch_eval.output);
+  const double eval_top1 = std::stod(torch_eval.output.substr(torch_eval.output.find("top1 ") + 5));
+  std::printf("evaluation: program loss %s top1 %s, PyTorch eval() loss %.9g top1 %.9g\n", m[1].str().c_str(),
+              m[2].str().c_str(), eval_loss, eval_top1);
+  EXPECT_NEAR(std::stod(m[1]), eval_loss, 1e-5 * std::fabs(eval_loss));
+  EXPECT_NEAR(std::stod(m[2]), eval_top1, 1e-6);  // the same hits of 24
+  // Running statistics differ from the batch's: eval() is not the training-mode loss.
+  RunResult torch_train_mode = run_command("/usr/bin/python3 " + net + " " + dir + "/trained.pt " + dir + "/data 0 24");
+  ASSERT_EQ(torch_train_mode.exit_code, 0) << torch_train_mode.output;
+  EXPECT_GT(std::fabs(std::stod(torch_train_mode.output) - eval_loss), 1e-4);
 }
 
 TEST(TorchRoundTrip, ACheckpointOfAnotherModelIsRefusedByName) {

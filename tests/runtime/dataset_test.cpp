@@ -118,7 +118,9 @@ TEST(Dataset, Uint8ImagesInEitherLayoutAreScaledAndNormalisedPerChannel) {
     ASSERT_TRUE(load_dataset(dir, 3, 2, 2, 2, mean, std, &data, &error)) << error;
     EXPECT_EQ(data.channels_last, channels_last);
     std::vector<float> x(12);
-    data.read(1, 0, x.data());
+    int64_t used = -1;
+    ASSERT_TRUE(data.read(1, 0, x.data(), &used, &error)) << error;
+    EXPECT_EQ(used, 1);
     for (int c = 0; c < 3; ++c)
       for (int p = 0; p < 4; ++p) {
         const float scaled = static_cast<float>(100 + c * 10 + p) / 255.0f;
@@ -139,7 +141,8 @@ TEST(Dataset, Float32ImagesAreReadAsTheyAre) {
   Dataset data;
   ASSERT_TRUE(load_dataset(dir, 3, 2, 2, 2, {}, {}, &data, &error)) << error;
   std::vector<float> x(12);
-  data.read(1, 0, x.data());
+  int64_t used = -1;
+  ASSERT_TRUE(data.read(1, 0, x.data(), &used, &error)) << error;
   EXPECT_TRUE(std::equal(x.begin(), x.end(), values.begin() + 12));
 }
 
@@ -241,13 +244,19 @@ TEST(Augment, TheListIsParsedAndBadItemsAreRefusedByName) {
   a = parse_augment("flip", &error);
   ASSERT_TRUE(a) << error;
   EXPECT_EQ(a->crop_padding, -1);
+  EXPECT_FALSE(a->random_resized_crop);
+  a = parse_augment("rrc,flip", &error);
+  ASSERT_TRUE(a) << error;
+  EXPECT_TRUE(a->random_resized_crop);
+  EXPECT_TRUE(a->flip);
   const std::vector<std::pair<std::string, std::string>> bad = {
-      {"", "'' is not an augmentation (expected crop=PADDING, flip)"},
+      {"", "'' is not an augmentation (expected crop=PADDING, flip, rrc)"},
       {"rotate", "'rotate' is not an augmentation"},
       {"crop=-1", "crop=-1: expected crop=PADDING, PADDING a whole number of pixels in [0, 1024]"},
       {"crop=", "crop=: expected crop=PADDING"},
       {"crop=2,crop=3", "'crop=3' is given twice"},
       {"flip,flip", "'flip' is given twice"},
+      {"rrc,rrc", "'rrc' is given twice"},
       {"flip,", "'' is not an augmentation"},
   };
   for (const auto& [text, expect] : bad) {
