@@ -47,13 +47,18 @@ std::vector<TaskOption> with_weight_cast(std::vector<TaskOption> options, const 
 
 std::vector<KernelWork> task_work(const TaskShape& s, int64_t b) {
   if (s.kind == TaskKind::update) {
-    // SGD with momentum and weight decay, one kernel per weighted layer: read
-    // W, dW and the momentum, write W and the momentum, zero dW for the next
-    // iteration's accumulation.
+    // One kernel per weighted layer: read W and dW, write W, zero dW for the
+    // next iteration's accumulation (4 floats a parameter), and read and
+    // write each optimizer state element: SGD's momentum (6 floats), AdamW's
+    // two moments (8 floats, and about 12 flops with its square root and
+    // division).
     // A 16-bit layer's weights are cast again into their copy: 2 bytes more each.
-    const double per_parameter = s.state_elements > 0 ? 6 : 4;
+    const double state_per_parameter =
+        s.parameters > 0 ? static_cast<double>(s.state_elements) / static_cast<double>(s.parameters) : 0.0;
+    const double per_parameter = 4 + 2 * state_per_parameter;
+    const double flops = (state_per_parameter > 1 ? 12.0 : 4.0) * static_cast<double>(s.parameters);
     return {streaming(per_parameter * kFloatBytes * s.parameters + 2.0 * s.copied_parameters,
-                      static_cast<int>(std::max<int64_t>(s.tensors, 1)), 4.0 * s.parameters)};
+                      static_cast<int>(std::max<int64_t>(s.tensors, 1)), flops)};
   }
   const OpSpec& spec = op_spec(s.op);
   MPLAN_CHECK(spec.work != nullptr, fmt::format("task_work: no model for {} {}", spec.name, task_kind_name(s.kind)));

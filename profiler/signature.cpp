@@ -36,7 +36,8 @@ TaskShape describe_task(const Tdfg& tdfg, TaskId t) {
       shape.parameters += params;
       shape.tensors += 1;
     }
-    if (model.optimizer.momentum > 0) shape.state_elements = shape.parameters;
+    // SGD's momentum buffer, or AdamW's two moments, per parameter.
+    shape.state_elements = model.optimizer.state_per_parameter() * shape.parameters;
     shape.copied_parameters = copied_parameters(tdfg);
     return shape;
   }
@@ -170,7 +171,9 @@ uint64_t task_fingerprint(const Tdfg& tdfg, TaskId t) {
     h = mix(h, static_cast<uint64_t>(parameters));
     h = mix(h, static_cast<uint64_t>(tensors));
     h = mix(h, static_cast<uint64_t>(copied_parameters(tdfg)));
-    return mix(h, model.optimizer.momentum > 0);
+    h = mix(h, model.optimizer.momentum > 0);
+    // AdamW's update is another kernel (SGD's hash is unchanged, so recorded profiles still apply).
+    return model.optimizer.adamw() ? mix(h, 0xada3u) : h;
   }
   const Layer& layer = model.layers.at(task.layer);
   h = mix(h, static_cast<uint64_t>(layer.op));

@@ -47,12 +47,22 @@ TaskInvocation invoke_task_shape(const TaskShape& shape, int64_t n, rt::ConvAlgo
     // (One merged call would time 7 us for 79 layers' update on the H200.)
     Invocation& out = result.invocation;
     const bool momentum = shape.state_elements > 0;
+    // AdamW (two state elements a parameter): exp_avg, then exp_avg_sq, each laid out as W.
+    const bool adamw = shape.state_elements > shape.parameters;
     const int64_t kernels = std::clamp<int64_t>(shape.tensors, 1, std::max<int64_t>(shape.parameters, 1));
     for (int64_t i = 0; i < kernels; ++i) {
       // Balanced bounds: every slice has at least one parameter (kernels <= parameters).
       const int64_t first = shape.parameters * i / kernels;
       const int64_t count = shape.parameters * (i + 1) / kernels - first;
       if (count == 0) continue;  // no parameters, no kernel (the program has none either)
+      if (adamw) {
+        out.call(rt::Kernel::adamw_step,
+                 {out.tensor(TensorRole::weight, 0, first), out.tensor(TensorRole::weight_grad, 0, first),
+                  out.tensor(TensorRole::state, 0, first), out.tensor(TensorRole::state, 0, shape.parameters + first),
+                  rt::Arg::of(count), rt::Arg::of(rt::Variable::lr), rt::Arg::of_real(0.9f), rt::Arg::of_real(0.999f),
+                  rt::Arg::of_real(1e-8f), rt::Arg::of_real(0.01f), rt::Arg::of(rt::Variable::step)});
+        continue;
+      }
       out.call(rt::Kernel::sgd_step,
                {out.tensor(TensorRole::weight, 0, first), out.tensor(TensorRole::weight_grad, 0, first),
                 momentum ? out.tensor(TensorRole::state, 0, first) : rt::Arg::null(), rt::Arg::of(count),

@@ -83,10 +83,18 @@ void expect_update_job_as_program(const Model& model) {
   const rt::Job* update = find_job(jobs, "update ", "@0");
   ASSERT_NE(update, nullptr);
   ASSERT_EQ(update->calls.size(), program.calls.size());
-  const bool momentum = model.optimizer.momentum > 0;
+  const bool momentum = model.optimizer.momentum > 0, adamw = model.optimizer.adamw();
   int64_t next = 0;
   for (const rt::KernelCall& call : update->calls) {
-    EXPECT_EQ(call.kernel, rt::Kernel::sgd_step);
+    EXPECT_EQ(call.kernel, adamw ? rt::Kernel::adamw_step : rt::Kernel::sgd_step);
+    if (adamw) {
+      // W, dW, exp_avg and exp_avg_sq (after every exp_avg) sliced alike.
+      EXPECT_EQ(call.args[0].offset_elements, next);
+      EXPECT_EQ(call.args[2].offset_elements, next);
+      EXPECT_EQ(call.args[3].offset_elements, model.parameter_count() + next);
+      next += call.args[4].integer;
+      continue;
+    }
     // Weights, their gradients and the momentum sliced alike: in order, no
     // gap, no overlap, at least one parameter each.
     EXPECT_EQ(call.args[0].offset_elements, next);
@@ -125,6 +133,19 @@ layers:
   - {name: c5, op: conv, out: 1, kernel: 1, bias: false}
   - {name: flat, op: flatten}
   - {name: fc, op: linear, out: 2, bias: false}
+  - {name: loss, op: softmax_xent}
+)"));
+  SCOPED_TRACE("adamw");
+  expect_update_job_as_program(test::parse_or_die(R"(
+name: tiny_adamw
+input: [1, 2, 2]
+batch: 2
+classes: 2
+optimizer: {kind: adamw, lr: 0.001}
+layers:
+  - {name: c1, op: conv, out: 2, kernel: 1}
+  - {name: flat, op: flatten}
+  - {name: fc, op: linear, out: 2}
   - {name: loss, op: softmax_xent}
 )"));
 }
