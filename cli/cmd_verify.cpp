@@ -1,6 +1,7 @@
 // `mplan verify PLAN [--model model.yaml]`: replays a plan with the independent
 // verifier (planner/verify.h) against the TDFG rebuilt from the model. PLAN is
-// a plan.json or the folder `mplan compile -o` wrote; the model defaults to
+// a plan.json (or evaluation-plan.json, the evaluation pass's) or the folder
+// `mplan compile -o` wrote; the model defaults to
 // the copy compile keeps beside plan.json (model.yaml). Exit 0 with
 // "plan OK: ..." or every violation, one per line, and exit 1.
 
@@ -52,7 +53,8 @@ void run_verify(const VerifyOptions& o) {
   // The TDFG the plan was made for: the model with the plan's memory-saving variants.
   Result<Model> planned = driver::model_as_planned(model, plan);
   if (!planned) fail(fmt::format("{}: {}", path, planned.error().message));
-  const Tdfg tdfg = build_tdfg(*planned);
+  // An evaluation plan (evaluation-plan.json) is of the forward pass alone.
+  const Tdfg tdfg = plan.evaluation ? build_evaluation_tdfg(*planned) : build_tdfg(*planned);
   VerifiedFigures figures;
   const std::vector<Violation> violations = verify_plan(plan, tdfg, &figures);
   // Legal but wasteful (prefetches freed unread): on stderr, the first few.

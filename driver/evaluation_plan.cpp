@@ -59,6 +59,8 @@ Result<EvaluationPlan> plan_evaluation(const Model& model, const CostModel& cost
   plan.math_mode = info.math_mode;
   plan.cost_model_error = info.expected_error;
   plan.weight_copies_where_used = training.weight_copies_where_used;
+  plan.compact_backward_layers = training.compact_backward_layers;
+  plan.evaluation = true;
   if (plan.task_names.empty())
     for (const Task& t : out.tdfg.tasks) plan.task_names.push_back(t.name);
   if (plan.block_names.empty())

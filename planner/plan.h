@@ -189,6 +189,10 @@ struct Plan {
   // (Model::weight_copies_where_used), not kept resident: the TDFG is the
   // model's with that set. plan.json "weight_copies": "where_used".
   bool weight_copies_where_used = false;
+  // The plan of the evaluation pass (tdfg/tdfg.h TdfgOptions::evaluation),
+  // not of a training step: its TDFG is the model's forward pass alone.
+  // plan.json "graph": "evaluation".
+  bool evaluation = false;
   std::string device;           // CostModel::describe()
   // Which cost model planned (CostModel::info()), so that nobody mistakes a
   // prediction for a measurement: "analytic" (with the calibration's expected

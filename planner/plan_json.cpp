@@ -133,6 +133,7 @@ std::string plan_to_json(const Plan& plan) {
   header["model_digest"] = plan.model_digest;
   header["compact_backward"] = plan.compact_backward_layers;
   if (plan.weight_copies_where_used) header["weight_copies"] = "where_used";
+  if (plan.evaluation) header["graph"] = "evaluation";
   header["device"] = plan.device;
   header["cost_model"] = Json{{"kind", plan.cost_model_kind},
                               {"math_mode", plan.math_mode},
@@ -332,6 +333,12 @@ class Reader {
       if (copies != "resident" && copies != "where_used")
         fail("weight_copies", fmt::format("'{}' is not resident or where_used", copies));
       plan.weight_copies_where_used = copies == "where_used";
+    }
+    if (root.contains("graph")) {  // optional: absent means the training step's
+      const std::string graph = text_field(root, "", "graph");
+      if (graph != "training" && graph != "evaluation")
+        fail("graph", fmt::format("'{}' is not training or evaluation", graph));
+      plan.evaluation = graph == "evaluation";
     }
     plan.device = text_field(root, "", "device");
     if (root.contains("cost_model")) {  // optional: plans written before it say nothing
@@ -600,7 +607,7 @@ bool same_all(const std::vector<T>& a, const std::vector<T>& b) {
 bool plans_equal(const Plan& a, const Plan& b) {
   return a.format_version == b.format_version && a.model_name == b.model_name &&
          a.model_digest == b.model_digest && a.compact_backward_layers == b.compact_backward_layers &&
-         a.weight_copies_where_used == b.weight_copies_where_used &&
+         a.weight_copies_where_used == b.weight_copies_where_used && a.evaluation == b.evaluation &&
          a.device == b.device && a.cost_model_kind == b.cost_model_kind &&
          a.math_mode == b.math_mode && a.cost_model_error == b.cost_model_error && a.budget_bytes == b.budget_bytes &&
          a.resident_bytes == b.resident_bytes && a.resident_region_bytes == b.resident_region_bytes &&

@@ -171,6 +171,9 @@ bool Dataset::read(int64_t index, uint64_t place, float* out, int64_t* used, std
 
 namespace {
 
+bool load_npy_files(const std::string& dir, int64_t channels, int64_t height, int64_t width, int32_t classes,
+                    Dataset* data, std::string* error);
+
 // An image folder or a shard folder as the data set (load_dataset).
 bool load_image_files(const std::string& dir, int64_t channels, int32_t classes, Dataset* data, std::string* error) {
   if (!image_codecs_available()) {
@@ -219,13 +222,22 @@ bool load_dataset(const std::string& dir, int64_t channels, int64_t height, int6
       (!std::filesystem::exists(dir + "/images.npy", ec) && !std::filesystem::exists(dir + "/labels.npy", ec) &&
        std::filesystem::is_directory(dir, ec))) {
     if (!load_image_files(dir, channels, classes, data, error)) return false;
-    data->channels = channels;
-    data->height = height;
-    data->width = width;
-    data->mean = mean;
-    data->std = std;
-    return true;
+  } else if (!load_npy_files(dir, channels, height, width, classes, data, error)) {
+    return false;
   }
+  data->channels = channels;
+  data->height = height;
+  data->width = width;
+  data->mean = mean;
+  data->std = std;
+  return true;
+}
+
+namespace {
+
+// DIR/images.npy (mapped) and DIR/labels.npy as the data set (load_dataset).
+bool load_npy_files(const std::string& dir, int64_t channels, int64_t height, int64_t width, int32_t classes,
+                    Dataset* data, std::string* error) {
   NpyArray labels;
   if (!npy_read(dir + "/labels.npy", &labels, error)) return false;
   if (labels.type != NpyType::i32 || labels.shape.size() != 1 || labels.shape[0] < 1) {
@@ -258,13 +270,10 @@ bool load_dataset(const std::string& dir, int64_t channels, int64_t height, int6
   data->channels_last = data->images->type() == NpyType::u8 && shape == nhwc && nhwc != nchw;
   data->labels.assign(labels.i32(), labels.i32() + n);
   data->count = n;
-  data->channels = channels;
-  data->height = height;
-  data->width = width;
-  data->mean = mean;
-  data->std = std;
   return true;
 }
+
+}  // namespace
 
 std::vector<int64_t> epoch_permutation(uint64_t seed, int64_t epoch, int64_t n) {
   std::vector<int64_t> order(static_cast<size_t>(n));

@@ -320,26 +320,27 @@ void concat_backward(const Context& ctx, const float* dy, float* dx, int64_t n, 
   cuda::concat_backward(dy, dx, n, total_channels, channel_offset, channels, hw, accumulate, L.stream());
 }
 
+namespace {
+// Softmax over the classes of each sample: the instance mode of an (n, classes, 1, 1) tensor.
+void softmax_rows(Launch& L, const float* logits, float* probs, int64_t n, int64_t classes) {
+  if (n <= 0 || classes <= 0) return;
+  const TensorDesc d(n, classes, 1, 1);
+  MPLAN_CUDNN_CHECK(cudnnSoftmaxForward(L.cudnn(), CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_INSTANCE, &kOne, d,
+                                        logits, &kZero, d, probs));
+}
+}  // namespace
+
 void softmax_xent_forward(const Context& ctx, const float* logits, const int32_t* labels, float* probs, float* loss,
                           int64_t n, int64_t classes, float label_smoothing) {
   Launch L(ctx);
-  if (n > 0 && classes > 0) {
-    // Softmax over the classes of each sample: the instance mode of an (n, classes, 1, 1) tensor.
-    const TensorDesc d(n, classes, 1, 1);
-    MPLAN_CUDNN_CHECK(cudnnSoftmaxForward(L.cudnn(), CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_INSTANCE, &kOne, d,
-                                          logits, &kZero, d, probs));
-  }
+  softmax_rows(L, logits, probs, n, classes);
   cuda::softmax_xent_loss(logits, labels, loss, n, classes, label_smoothing, L.stream());
 }
 
 void softmax_xent_evaluate(const Context& ctx, const float* logits, const int32_t* labels, float* probs,
                            float* metrics, int64_t n, int64_t classes, float label_smoothing) {
   Launch L(ctx);
-  if (n > 0 && classes > 0) {
-    const TensorDesc d(n, classes, 1, 1);
-    MPLAN_CUDNN_CHECK(cudnnSoftmaxForward(L.cudnn(), CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_INSTANCE, &kOne, d,
-                                          logits, &kZero, d, probs));
-  }
+  softmax_rows(L, logits, probs, n, classes);
   cuda::softmax_xent_metrics(logits, labels, metrics, n, classes, label_smoothing, L.stream());
 }
 

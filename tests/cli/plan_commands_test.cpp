@@ -142,6 +142,30 @@ TEST_F(PlanCommands, VerifyAcceptsACompiledPlanAndRejectsACorruptedOne) {
   EXPECT_NE(v.output.find("violation"), std::string::npos) << v.output;
 }
 
+// The evaluation plan beside the program: the forward pass alone, on the
+// training plan's resident buffers, verified against the evaluation graph
+// (and refused as a training step's plan).
+TEST_F(PlanCommands, TheEvaluationPlanIsVerifiedAsTheForwardPassAlone) {
+  const CommandRun c = run("compile " + model("cifar_small") + " --budget " + kBudget + " --target cpu -o " +
+                           path("out"));
+  ASSERT_EQ(c.exit_code, 0) << c.output;
+  EXPECT_NE(c.output.find("evaluation: batch "), std::string::npos) << c.output;
+  const nlohmann::json evaluation = nlohmann::json::parse(read(path("out/evaluation-plan.json")));
+  const nlohmann::json training = nlohmann::json::parse(read(path("out/plan.json")));
+  EXPECT_EQ(evaluation["graph"], "evaluation");
+  EXPECT_FALSE(training.contains("graph"));
+  for (const auto& name : evaluation["task_names"]) EXPECT_EQ(name.get<std::string>().rfind("FP(", 0), 0u) << name;
+  EXPECT_EQ(evaluation["resident_region_bytes"], training["resident_region_bytes"]);
+  CommandRun v = run("verify " + path("out/evaluation-plan.json"));
+  EXPECT_EQ(v.exit_code, 0) << v.output;
+  EXPECT_EQ(v.output.rfind("plan OK: ", 0), 0u) << v.output;
+  nlohmann::json as_training = evaluation;
+  as_training.erase("graph");
+  std::ofstream(path("out/as-training.json")) << as_training.dump();
+  v = run("verify " + path("out/as-training.json"));
+  EXPECT_EQ(v.exit_code, 1) << v.output;
+}
+
 TEST_F(PlanCommands, VerifyRefusesAnotherModel) {
   ASSERT_EQ(run("compile " + model("cifar_small") + " --budget " + kBudget + " -o " + path("out")).exit_code, 0);
   const CommandRun v = run("verify " + path("out/plan.json") + " --model " + model("every_op"));
