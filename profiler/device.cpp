@@ -261,35 +261,14 @@ double Device::peak_flops(MathMode mode) const {
 
 std::string devices_dir() { return install_paths().devices_dir; }
 
-std::vector<std::string> available_devices() {
-  namespace fs = std::filesystem;
-  std::vector<std::string> names;
-  std::error_code error;
-  for (const auto& entry : fs::directory_iterator(devices_dir(), error))
-    if (entry.path().extension() == ".yaml") names.push_back(entry.path().stem().string());
-  std::sort(names.begin(), names.end());
-  return names;
-}
+std::vector<std::string> available_devices() { return yaml_names_in(devices_dir()); }
 
 Result<Device> load_device(const std::string& name_or_path) {
-  namespace fs = std::filesystem;
-  std::string path = name_or_path;
-  std::error_code error;
-  if (!fs::is_regular_file(path, error)) {
-    const std::string shipped = devices_dir() + "/" + name_or_path + ".yaml";
-    if (name_or_path.find('/') != std::string::npos || !fs::is_regular_file(shipped, error)) {
-      std::string names;
-      for (const std::string& name : available_devices()) names += (names.empty() ? "" : ", ") + name;
-      return Error{{}, fmt::format("device '{}': no such file, and not a device name (expected a path to a "
-                                   "device file or one of: {})",
-                                   name_or_path, names.empty() ? "none found in " + devices_dir() : names),
-                   ErrorKind::usage};
-    }
-    path = shipped;
-  }
-  Result<std::string> text = read_input_file(path, "the device file", kMaxDeviceFileBytes);
+  Result<std::string> path = shipped_file(name_or_path, devices_dir(), "device");
+  if (!path) return path.error();
+  Result<std::string> text = read_input_file(*path, "the device file", kMaxDeviceFileBytes);
   if (!text) return text.error();
-  return parse_device(*text, path);
+  return parse_device(*text, *path);
 }
 
 }  // namespace mplan

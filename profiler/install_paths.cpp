@@ -1,7 +1,10 @@
 #include "profiler/install_paths.h"
 
+#include <fmt/format.h>
+
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 
@@ -55,6 +58,27 @@ InstallPaths resolve() {
 const InstallPaths& install_paths() {
   static const InstallPaths paths = resolve();
   return paths;
+}
+
+std::vector<std::string> yaml_names_in(const std::string& dir) {
+  std::vector<std::string> names;
+  std::error_code error;
+  for (const auto& entry : fs::directory_iterator(dir, error))
+    if (entry.path().extension() == ".yaml") names.push_back(entry.path().stem().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+Result<std::string> shipped_file(const std::string& name_or_path, const std::string& dir, const std::string& kind) {
+  std::error_code error;
+  if (fs::is_regular_file(name_or_path, error)) return name_or_path;
+  const std::string shipped = dir + "/" + name_or_path + ".yaml";
+  if (name_or_path.find('/') == std::string::npos && fs::is_regular_file(shipped, error)) return shipped;
+  std::string names;
+  for (const std::string& name : yaml_names_in(dir)) names += (names.empty() ? "" : ", ") + name;
+  return Error{{}, fmt::format("{} '{}': no such file, and not a {} name (expected a path to a {} file or one of: {})",
+                               kind, name_or_path, kind, kind, names.empty() ? "none found in " + dir : names),
+               ErrorKind::usage};
 }
 
 }  // namespace mplan

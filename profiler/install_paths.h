@@ -10,6 +10,9 @@
 //   3. the source tree this mplan was built from (a build that is not installed).
 
 #include <string>
+#include <vector>
+
+#include "core/error.h"
 
 namespace mplan {
 
@@ -22,5 +25,13 @@ struct InstallPaths {
 
 // The paths above, resolved once per process.
 const InstallPaths& install_paths();
+
+// The stems of the .yaml files in `dir`, sorted (the shipped device or machine names).
+std::vector<std::string> yaml_names_in(const std::string& dir);
+
+// `name_or_path` if it is a file, else the shipped <dir>/<name>.yaml; an
+// error of kind usage, listing the names in dir, where it is neither.
+// `kind` names the files in it: "device", "machine".
+Result<std::string> shipped_file(const std::string& name_or_path, const std::string& dir, const std::string& kind);
 
 }  // namespace mplan
