@@ -853,9 +853,9 @@ int run_program(int argc, char** argv, const ProgramSpec& spec) {
       const int64_t per_epoch = data.order.steps_per_epoch();
       if (per_epoch < 1) {
         std::fprintf(stderr,
-                     "train: error: %s: the data set's %" PRId64 " samples are fewer than the batch of %" PRId64
+                     "train: error: %s: the data set %s has %" PRId64 " samples, fewer than the batch of %" PRId64
                      "; an epoch would have no step\n",
-                     flags.shuffle ? "--shuffle" : "--epochs", data.count, spec.batch);
+                     flags.shuffle ? "--shuffle" : "--epochs", flags.data.c_str(), data.count, spec.batch);
         return 2;
       }
       // --epochs E: the run ends where epoch E does, a resumed run included.

@@ -198,6 +198,7 @@ Plan full_plan() {
   p.model_name = "m";
   p.model_digest = "0123456789abcdef";
   p.weight_copies_where_used = true;
+  p.evaluation = true;
   p.sub_batches = {2};
   p.sub_batch = 2;
   p.batch = 2;
