@@ -178,6 +178,36 @@ struct PlanSummary {
   std::vector<std::string> notes;  // e.g. "batchnorm statistics are per sub-batch"
 };
 
+// Data-parallel training on several GPUs (docs/multi-gpu.md): every rank runs
+// a plan of its share of the global batch, and the resident weight gradients
+// are summed over the ranks, bucket by bucket, before the update (PyTorch
+// DDP's gradient buckets; with several rounds only the last round's sums are
+// all-reduced, as DDP's no_sync does).
+struct GradientBucket {
+  std::vector<BlockId> blocks;  // resident dW blocks, in the order the last round's backward pass finishes them
+  int64_t bytes = 0;            // their bytes together
+  // The compute step (of the last round) after which every block of the
+  // bucket holds its final sum over this rank's rounds: its all-reduce may
+  // start then. The update waits for every bucket.
+  int32_t ready_after_step = -1;
+  double start_ms = 0;          // the simulated all-reduce, on its own stream
+  double end_ms = 0;
+};
+
+struct DataParallel {
+  int32_t ranks = 1;            // 1: a single-GPU plan (plan.json has no "data_parallel")
+  int32_t rank = 0;             // the rank whose plan this is
+  int64_t global_batch = 0;     // ranks x Plan::batch: the loss is the mean over all of it
+  std::string machine;          // the machine file's name, or how the GPUs were assumed
+  std::string policy;           // how the ranks' plans were made (docs/multi-gpu.md, "Policies")
+  // Per rank: the rank whose plan it runs (its own where its plan differs
+  // from every lower rank's; plan.json holds rank 0's, plan-rank-<r>.json rank r's).
+  std::vector<int32_t> plan_of_rank;
+  std::vector<GradientBucket> buckets;
+  int64_t bucket_bytes = 0;     // the bucket size the buckets were cut at
+  double step_ms = 0;           // the simulated step of all ranks together (contention and all-reduce included)
+};
+
 struct Plan {
   int format_version = kPlanFormatVersion;
   std::string model_name;
@@ -211,6 +241,7 @@ struct Plan {
   int64_t sub_batch = 0;               // b
   std::vector<int64_t> sub_batches;    // per round; sums to B (e.g. [48, 48, 32])
   int copy_engines = 2;                // 1: one shared copy stream; 2: one per direction
+  DataParallel data_parallel;          // ranks == 1: a single-GPU plan
 
   std::vector<TaskChoice> choices;     // per (task, round), rounds in order, update last
   std::vector<Buffer> buffers;         // indexed by BufferId; resident buffers first

@@ -44,6 +44,27 @@ Json summary_json(const PlanSummary& s) {
   return j;
 }
 
+Json data_parallel_json(const DataParallel& d) {
+  Json j;
+  j["ranks"] = d.ranks;
+  j["rank"] = d.rank;
+  j["global_batch"] = d.global_batch;
+  j["machine"] = d.machine;
+  j["policy"] = d.policy;
+  j["plan_of_rank"] = d.plan_of_rank;
+  j["bucket_bytes"] = d.bucket_bytes;
+  j["step_ms"] = d.step_ms;
+  Json buckets = Json::array();
+  for (const GradientBucket& b : d.buckets)
+    buckets.push_back({{"blocks", b.blocks},
+                       {"bytes", b.bytes},
+                       {"ready_after_step", b.ready_after_step},
+                       {"start_ms", b.start_ms},
+                       {"end_ms", b.end_ms}});
+  j["buckets"] = buckets;
+  return j;
+}
+
 Json choice_json(const TaskChoice& c) {
   Json j;
   j["task"] = c.task;
@@ -147,6 +168,7 @@ std::string plan_to_json(const Plan& plan) {
   header["sub_batch"] = plan.sub_batch;
   header["sub_batches"] = plan.sub_batches;
   header["copy_engines"] = plan.copy_engines;
+  if (plan.data_parallel.ranks > 1) header["data_parallel"] = data_parallel_json(plan.data_parallel);
   header["event_count"] = plan.event_count;
   header["summary"] = summary_json(plan.summary);
   header["task_names"] = plan.task_names;
@@ -156,7 +178,7 @@ std::string plan_to_json(const Plan& plan) {
   std::string out = "{\n";
   for (auto it = header.begin(); it != header.end(); ++it) {
     out += "  " + Json(it.key()).dump() + ": ";
-    if (it.key() == "summary") {
+    if (it.key() == "summary" || it.key() == "data_parallel") {
       std::string nested = it.value().dump(2, ' ', false, Json::error_handler_t::replace);
       // Indent the nested object by two more spaces.
       std::string indented;
@@ -298,6 +320,7 @@ class Reader {
     read_host_slots(root, limits, plan);
     read_choices(root, limits, plan);
     read_steps(root, limits, plan);
+    if (root.contains("data_parallel")) read_data_parallel(object(root["data_parallel"], "data_parallel"), limits, plan);
     return plan;
   }
 
@@ -497,6 +520,44 @@ class Reader {
     }
   }
 
+  // Optional: absent means a single-GPU plan. Bucket blocks are checked
+  // against the TDFG (resident dW blocks, each once) by the verifier.
+  void read_data_parallel(const Json& o, const Limits& limits, Plan& plan) const {
+    const std::string p = "data_parallel";
+    DataParallel& d = plan.data_parallel;
+    d.ranks = int32_field(o, p, "ranks", 2, kMaxRanks);
+    d.rank = int32_field(o, p, "rank", 0, d.ranks - 1);
+    d.global_batch = int_field(o, p, "global_batch", 1, kMaxSizeField);
+    if (d.global_batch != plan.batch * d.ranks)
+      fail(sub(p, "global_batch"), fmt::format("is {}, but {} ranks of batch {} make {}", d.global_batch, d.ranks,
+                                               plan.batch, plan.batch * d.ranks));
+    d.machine = text_field(o, p, "machine");
+    d.policy = text_field(o, p, "policy");
+    d.plan_of_rank = ints<int32_t>(field(o, p, "plan_of_rank"), sub(p, "plan_of_rank"), 0, d.ranks - 1);
+    if (static_cast<int32_t>(d.plan_of_rank.size()) != d.ranks)
+      fail(sub(p, "plan_of_rank"), fmt::format("has {} entries for {} ranks", d.plan_of_rank.size(), d.ranks));
+    for (int32_t r = 0; r < d.ranks; ++r)
+      if (d.plan_of_rank[r] > r || d.plan_of_rank[d.plan_of_rank[r]] != d.plan_of_rank[r])
+        fail(fmt::format("{}.plan_of_rank[{}]", p, r),
+             fmt::format("is {}: a rank runs its own plan or the plan of a lower rank that runs its own", d.plan_of_rank[r]));
+    d.bucket_bytes = int_field(o, p, "bucket_bytes", 1);
+    d.step_ms = number_field(o, p, "step_ms");
+    const Json& buckets = array(field(o, p, "buckets"), sub(p, "buckets"));
+    const int32_t max_step = static_cast<int32_t>(plan.steps.size()) - 1;
+    for (size_t i = 0; i < buckets.size(); ++i) {
+      const std::string path = fmt::format("{}.buckets[{}]", p, i);
+      const Json& bo = object(buckets[i], path);
+      GradientBucket b;
+      b.blocks = ints<BlockId>(field(bo, path, "blocks"), sub(path, "blocks"), 0, limits.max_block);
+      if (b.blocks.empty()) fail(sub(path, "blocks"), "is empty");
+      b.bytes = int_field(bo, path, "bytes", 1);
+      b.ready_after_step = int32_field(bo, path, "ready_after_step", 0, max_step);
+      b.start_ms = number_field(bo, path, "start_ms");
+      b.end_ms = number_field(bo, path, "end_ms");
+      d.buckets.push_back(std::move(b));
+    }
+  }
+
   void read_summary(const Json& o, PlanSummary& s) const {
     const std::string p = "summary";
     s.simulated_ms = number_field(o, p, "simulated_ms");
@@ -585,6 +646,13 @@ bool same(const Step& a, const Step& b) {
          a.writes == b.writes && a.workspace == b.workspace && a.waits == b.waits && a.records == b.records &&
          a.recompute == b.recompute && same(a.start_ms, b.start_ms) && same(a.end_ms, b.end_ms);
 }
+bool same(const GradientBucket& a, const GradientBucket& b) {
+  return a.blocks == b.blocks && a.bytes == b.bytes && a.ready_after_step == b.ready_after_step &&
+         same(a.start_ms, b.start_ms) && same(a.end_ms, b.end_ms);
+}
+
+bool same(const DataParallel& a, const DataParallel& b);
+
 bool same(const PlanSummary& a, const PlanSummary& b) {
   return same(a.simulated_ms, b.simulated_ms) && same(a.ideal_ms, b.ideal_ms) &&
          a.peak_arena_bytes == b.peak_arena_bytes && a.peak_live_bytes == b.peak_live_bytes &&
@@ -602,6 +670,12 @@ bool same_all(const std::vector<T>& a, const std::vector<T>& b) {
   return true;
 }
 
+bool same(const DataParallel& a, const DataParallel& b) {
+  return a.ranks == b.ranks && a.rank == b.rank && a.global_batch == b.global_batch && a.machine == b.machine &&
+         a.policy == b.policy && a.plan_of_rank == b.plan_of_rank && a.bucket_bytes == b.bucket_bytes &&
+         same(a.step_ms, b.step_ms) && same_all(a.buckets, b.buckets);
+}
+
 }  // namespace
 
 bool plans_equal(const Plan& a, const Plan& b) {
@@ -613,7 +687,7 @@ bool plans_equal(const Plan& a, const Plan& b) {
          a.resident_bytes == b.resident_bytes && a.resident_region_bytes == b.resident_region_bytes &&
          a.arena_bytes == b.arena_bytes && a.host_bytes == b.host_bytes && a.batch == b.batch &&
          a.sub_batch == b.sub_batch && a.sub_batches == b.sub_batches && a.copy_engines == b.copy_engines &&
-         a.event_count == b.event_count && same(a.summary, b.summary) && a.task_names == b.task_names &&
+         same(a.data_parallel, b.data_parallel) && a.event_count == b.event_count && same(a.summary, b.summary) && a.task_names == b.task_names &&
          a.block_names == b.block_names && a.block_types == b.block_types && same_all(a.choices, b.choices) && same_all(a.buffers, b.buffers) &&
          same_all(a.host_slots, b.host_slots) && same_all(a.steps, b.steps);
 }
