@@ -103,6 +103,7 @@ void run_compile(const driver::CompileFlags& flags) {
   const PlanResult& planned = result.planned;
   fmt::print("policy: {}{}\n", flags.policy, planned.note.empty() ? "" : " (" + planned.note + ")");
   fmt::print("{}", driver::plan_summary_text(planned.plan, result.device_line));
+  if (!result.ranks_text.empty()) fmt::print("{}", result.ranks_text);
   fmt::print("{}", driver::lower_bound_text(planned.plan, result.lower_bound));
   if (!result.variants_line.empty()) fmt::print("{}\n", result.variants_line);
   if (!result.copies_line.empty()) fmt::print("{}\n", result.copies_line);
@@ -111,6 +112,9 @@ void run_compile(const driver::CompileFlags& flags) {
     fmt::print("recomputed: {} forward steps run again in the backward pass\n", planned.recomputed_tasks);
   fmt::print("wrote: {}, {}, {}, {} (the model, for `mplan verify`)\n", (dir / "plan.json").string(),
              (dir / "trace.json").string(), (dir / "memory.svg").string(), (dir / driver::kModelCopyFile).string());
+  for (const PlanResult& other : result.other_rank_plans)
+    fmt::print("wrote: {} (the plan of rank {} and the ranks that run it)\n",
+               (dir / driver::rank_plan_file(other.plan.data_parallel.rank)).string(), other.plan.data_parallel.rank);
   if (settings.plan_only) {
     fmt::print("program: none (--plan-only)\n");
     return;
@@ -207,6 +211,17 @@ void setup_compile(CLI::App& command) {
   command.add_flag("--plan-only", o->plan_only,
                    "Write the plan (plan.json, trace.json, memory.svg, model.yaml) without a program: for `mplan "
                    "verify` and `mplan inspect`, and for 16-bit models, which have no program yet");
+  command.add_option("--gpus", o->data_parallel.gpus,
+                     "Data-parallel training on N GPUs (ranks, one process each under mpirun): the budget is per "
+                     "GPU, the batch is split over them (docs/multi-gpu.md)");
+  command.add_option("--machine", o->data_parallel.machine,
+                     "The machine the GPUs are in: a machine file or a name in examples/machines (default: GPUs of "
+                     "--device, each with a PCIe link of its own)");
+  command.add_option("--stagger", o->data_parallel.stagger,
+                     "How the ranks' plans differ where they share links: search (mplan's, the default), none, or "
+                     "paper (multi-GPU vDNN's rule, with a vDNN policy)");
+  command.add_option("--bucket-size", o->data_parallel.bucket_size,
+                     "Gradient bytes per all-reduce bucket (default 25MiB, PyTorch DDP's)");
   command.add_flag("--allow-oversubscribe", o->allow_oversubscribe,
                    "Accept a --budget above the device's memory (the device file's or profile's)");
   command.callback([o, batch, sub_batch, engines, workspace, batchnorm] {

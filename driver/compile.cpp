@@ -168,6 +168,12 @@ Result<CompileSettings> check_compile_flags(const CompileFlags& f) {
   if (f.plan_only && !f.target.empty())
     return usage("--plan-only and --target exclude each other: no program is written");
   s.memory_saving_variants = !f.no_memory_saving_variants;
+  Result<DataParallelSettings> ranks = check_data_parallel_flags(f.data_parallel, s.plan.policy);
+  if (!ranks) return ranks.error();
+  s.data_parallel = *ranks;
+  if (s.data_parallel.given() && s.plan.policy == PolicyKind::ideal)
+    return usage("--gpus: the ideal is one GPU's reference with unlimited memory; plan several GPUs with mplan or a "
+                 "paper's policy");
   return s;
 }
 
@@ -207,10 +213,29 @@ Status verified(const Plan& plan, const Tdfg& tdfg) {
 
 Result<CompileResult> compile(const CompileSettings& s) {
   CompileResult out;
+  // Several GPUs: the machine first (its GPUs' device prices the plan unless
+  // --device or --profile says otherwise), then each rank's share of the batch.
+  Result<RankMachine> machine = load_rank_machine(s.data_parallel);
+  if (!machine) return machine.error();
+  const int32_t ranks = machine->ranks;
+  CostSource cost_source = s.cost;
+  if (!machine->standalone && cost_source.device.empty() && cost_source.profile.empty()) {
+    const Device& gpu = machine->machine.gpus[0].device;
+    cost_source.device = gpu.source_file.empty() ? gpu.name : gpu.source_file;
+  }
+  PlanOptions options = s.plan;
   // The model's text is kept: compile writes a copy beside the plan; an
   // .onnx model's copy is the YAML it was imported as.
   Result<ModelInput> input = load_model_input(s.model_path, s.plan.batch, s.precision);
   if (!input) return input.error();
+  if (ranks > 1) {
+    const int64_t global_batch = s.plan.batch > 0 ? s.plan.batch : input->model.batch;
+    Result<int64_t> share = rank_batch(global_batch, ranks, s.plan.batch > 0);
+    if (!share) return share.error();
+    options.batch = *share;
+    input = load_model_input(s.model_path, options.batch, s.precision);
+    if (!input) return input.error();
+  }
   const Model& model = input->model;
   // A 16-bit program runs on the CPU backend, the reference; the CUDA
   // backend has no 16-bit kernels yet (nothing is written).
@@ -221,15 +246,17 @@ Result<CompileResult> compile(const CompileSettings& s) {
                                  "(docs/generated-program.md, \"16-bit programs\")",
                                  s.model_path, precision_name(model.precision))};
   out.model_notes = input->notes;
-  const int64_t batch = s.plan.batch > 0 ? s.plan.batch : model.batch;
-  if (s.plan.batch > 0)
-    if (Status checked = check_batch(model, s.plan.batch, "--batch"); !checked)
+  const int64_t batch = options.batch > 0 ? options.batch : model.batch;
+  if (options.batch > 0)
+    if (Status checked = check_batch(model, options.batch, ranks > 1 ? "--batch (a rank's share)" : "--batch");
+        !checked)
       return Error{{}, checked.error().message, ErrorKind::usage};
-  if (s.plan.sub_batch > batch)
-    return Error{{}, fmt::format("--sub-batch {} is larger than the batch {}", s.plan.sub_batch, batch),
+  if (options.sub_batch > batch)
+    return Error{{}, fmt::format("--sub-batch {} is larger than the batch {}{}", options.sub_batch, batch,
+                                 ranks > 1 ? " of each rank" : ""),
                  ErrorKind::usage};
   const Tdfg plain_tdfg = build_tdfg(model);
-  Result<LoadedCostModel> cost = make_cost_model(s.cost, model, s.model_path, plain_tdfg, batch);
+  Result<LoadedCostModel> cost = make_cost_model(cost_source, model, s.model_path, plain_tdfg, batch);
   if (!cost) return cost.error();
   out.device_line = cost->device_line;
   out.warnings = cost->warnings;
@@ -251,34 +278,54 @@ Result<CompileResult> compile(const CompileSettings& s) {
   // mplan's own search also plans the model with its memory-saving variants;
   // the layer-wise policies and moDNN plan the model as their papers do.
   const bool variants = s.memory_saving_variants && s.plan.policy == PolicyKind::mplan;
-  const PlanOf plan_one = [&](const Tdfg& candidate) { return plan_iteration(candidate, costs, s.plan); };
-  PlannedModel chosen = plan_model(model, variants, s.plan, plan_one, !costs.measures_when_asked());
+  const PlanOf plan_one = [&](const Tdfg& candidate) { return plan_iteration(candidate, costs, options); };
+  PlannedModel chosen = plan_model(model, variants, options, plan_one, !costs.measures_when_asked());
   out.planned = std::move(chosen.planned);
   out.variants_line = variants_text(chosen);
   out.copies_line = weight_copies_text(chosen);
   const Tdfg& tdfg = chosen.tdfg;
   if (!out.planned.feasible) return infeasible(s, out.planned, budget_text);
+  const auto finish = [&](Plan& plan) {
+    plan.compact_backward_layers = chosen.compact_layers;
+    plan.weight_copies_where_used = chosen.copies_where_used;
+    const CostModelInfo info = costs.info();
+    plan.cost_model_kind = info.kind;
+    plan.math_mode = info.math_mode;
+    plan.cost_model_error = info.expected_error;
+    if (plan.task_names.empty())
+      for (const Task& t : tdfg.tasks) plan.task_names.push_back(t.name);
+    if (plan.block_names.empty())
+      for (const Block& b : tdfg.blocks) plan.block_names.push_back(b.name);
+    if (is_16_bit(model.precision) && plan.block_types.empty())
+      for (const Block& b : tdfg.blocks) plan.block_types.push_back(data_type_name(b.dtype));
+  };
+  std::string trace;
+  if (ranks > 1) {
+    // Every rank's plan, priced together on the machine's shared links.
+    complete_standalone(*machine, costs, cost->device_name);
+    RankPlanFiles rank_plans = plan_ranks(tdfg, costs, *machine, options, s.data_parallel, std::move(out.planned),
+                                          finish);
+    out.ranks_text = rank_plans.text;
+    trace = std::move(rank_plans.trace_json);
+    out.planned = std::move(rank_plans.plans[0]);
+    for (size_t i = 1; i < rank_plans.plans.size(); ++i) {
+      if (Status ok = verified(rank_plans.plans[i].plan, tdfg); !ok) return ok.error();
+      out.other_rank_plans.push_back(std::move(rank_plans.plans[i]));
+    }
+  } else {
+    finish(out.planned.plan);
+  }
   Plan& plan = out.planned.plan;
-  plan.compact_backward_layers = chosen.compact_layers;
-  plan.weight_copies_where_used = chosen.copies_where_used;
-  const CostModelInfo info = costs.info();
-  plan.cost_model_kind = info.kind;
-  plan.math_mode = info.math_mode;
-  plan.cost_model_error = info.expected_error;
-  if (plan.task_names.empty())
-    for (const Task& t : tdfg.tasks) plan.task_names.push_back(t.name);
-  if (plan.block_names.empty())
-    for (const Block& b : tdfg.blocks) plan.block_names.push_back(b.name);
-  if (is_16_bit(model.precision) && plan.block_types.empty())
-    for (const Block& b : tdfg.blocks) plan.block_types.push_back(data_type_name(b.dtype));
   if (Status ok = verified(plan, tdfg); !ok) return ok.error();
-  if (s.plan.workspace == WorkspaceUse::undivided)
+  if (options.workspace == WorkspaceUse::undivided)
     out.lower_bound = lower_bound_over_models(model, costs, plan.resident_region_bytes + plan.arena_bytes, batch);
 
   out.files = {{"plan.json", plan_to_json(plan)},
-               {"trace.json", plan_to_trace_json(plan)},
+               {"trace.json", ranks > 1 ? trace : plan_to_trace_json(plan)},
                {"memory.svg", plan_memory_svg(plan)},
                {kModelCopyFile, input->yaml}};
+  for (const PlanResult& other : out.other_rank_plans)
+    out.files.push_back({rank_plan_file(other.plan.data_parallel.rank), plan_to_json(other.plan)});
   if (s.plan_only) return out;
   // The evaluation pass, planned in the same budget on the same resident region.
   Result<EvaluationPlan> evaluation = plan_evaluation(*chosen.model, costs, plan);

@@ -16,6 +16,7 @@
 #include "codegen/target.h"
 #include "core/error.h"
 #include "driver/cost_source.h"
+#include "driver/data_parallel_compile.h"
 #include "planner/lower_bound.h"
 #include "planner/planner.h"
 
@@ -47,6 +48,7 @@ struct CompileFlags {
   bool allow_oversubscribe = false;  // a budget above the device's memory
   bool build = false;                // also build DIR/build/train
   bool plan_only = false;            // the plan and its views, no program
+  DataParallelFlags data_parallel;   // --gpus, --machine, --stagger, --bucket-size
 };
 
 // The flags, checked: everything compile needs besides the files.
@@ -65,6 +67,9 @@ struct CompileSettings {
   // mplan's search also plans the model with its memory-saving operator
   // variants and keeps the faster (driver/planned_model.h).
   bool memory_saving_variants = true;
+  // Data-parallel training on several GPUs (docs/multi-gpu.md): the budget
+  // is per GPU, the batch the global one.
+  DataParallelSettings data_parallel;
 };
 
 // Checks every flag that needs no file (a typo costs nothing): sizes, names,
@@ -86,6 +91,10 @@ struct CompileResult {
   std::string copies_line;  // a 16-bit model: how its weight copies are made (weight_copies_text)
   // The evaluation pass's plan (driver/evaluation_plan.h), with the program: "" without one.
   std::string evaluation_line;
+  // Several ranks: what compile prints of them ("" for one GPU), and the
+  // plans of ranks whose plan differs from rank 0's (written beside plan.json).
+  std::string ranks_text;
+  std::vector<PlanResult> other_rank_plans;
   codegen::GeneratedProgram program;  // train.cpp, CMakeLists.txt and what runs otherwise than planned
   // Everything the output folder gets: plan.json, trace.json, memory.svg,
   // model.yaml (the model, for `mplan verify DIR`) and the program with its

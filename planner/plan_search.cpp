@@ -215,7 +215,8 @@ PlanResult search_vdnn_dyn(const SearchInput& in, const std::vector<int64_t>& ro
     Search search(in.tdfg, in.cost, in.arena_bytes, 1, false);
     Candidate c;
     c.rounds = rounds;
-    c.decider = [p] { return make_vdnn_decider(p.offload, p.algorithms); };
+    const VdnnSwapLayers swap{in.options.vdnn_swap_stride, in.options.vdnn_swap_offset};
+    c.decider = [p, swap] { return make_vdnn_decider(p.offload, p.algorithms, swap); };
     c.label = p.name;
     const PlanResult& r = search.consider(c);
     if (!first) {
@@ -281,7 +282,8 @@ PlanResult search_plan(const SearchInput& in) {
     return finish(search, in, budget, "");
   };
   auto vdnn = [&](VdnnOffload o, VdnnAlgorithms a) {
-    return single(1, [o, a] { return make_vdnn_decider(o, a); });
+    const VdnnSwapLayers swap{in.options.vdnn_swap_stride, in.options.vdnn_swap_offset};
+    return single(1, [o, a, swap] { return make_vdnn_decider(o, a, swap); });
   };
   switch (policy) {
     case PolicyKind::vdnn_all_m: return vdnn(VdnnOffload::all, VdnnAlgorithms::memory_optimal);

@@ -88,6 +88,10 @@ struct PlanOptions {
   // under the pool as its limit (one compute stream runs one kernel at a
   // time, so that is the exact optimum of WD's objective; planner/workspace_mode.h);
   // wd_auto: wd with the pool size whose plan simulates fastest.
+  // The vDNN policies on several GPUs (multi-GPU vDNN §III-A Step 3): which
+  // of the layers they would swap this GPU swaps (deciders.h VdnnSwapLayers).
+  int32_t vdnn_swap_stride = 1;
+  int32_t vdnn_swap_offset = 0;
   using Workspace = WorkspaceUse;
   Workspace workspace = Workspace::undivided;
   int64_t workspace_bytes = 0;  // wr: per-kernel limit; wd: the pool

@@ -24,6 +24,7 @@ const char* violation_kind_name(ViolationKind kind) {
     case ViolationKind::event: return "event";
     case ViolationKind::timing: return "timing";
     case ViolationKind::chain: return "chain";
+    case ViolationKind::gradient_buckets: return "gradient_buckets";
   }
   return "?";
 }

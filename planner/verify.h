@@ -29,7 +29,11 @@
 //   block names, resident bytes) and against its formulas (arena_bytes,
 //   host_bytes); the host layout: no offload overwrites a host copy that is
 //   still to be read (slots may share host bytes only over time), no two
-//   input slots share bytes; every summary figure recomputed from the steps.
+//   input slots share bytes; every summary figure recomputed from the steps;
+// - a data-parallel plan's buckets (planner/data_parallel/gradient_buckets.h):
+//   every resident dW block the last round writes in exactly one bucket,
+//   each bucket ready at a compute step of the last round after the last
+//   write of each of its blocks, its bytes the sum of theirs.
 
 #include <cstdint>
 #include <string>
@@ -57,6 +61,10 @@ enum class ViolationKind {
   event,              // an event recorded never or twice, after a waiter, or out of range
   timing,             // simulated start/end times contradict stream order or events
   chain,              // a read of a block whose in-place writers were not (re)run in full, in order, from the first
+  // A data-parallel plan's section: a resident dW block of the last round in
+  // no bucket or in two, a bucket ready before a writer of its blocks, its
+  // bytes or the ranks' figures wrong.
+  gradient_buckets,
 };
 const char* violation_kind_name(ViolationKind kind);  // "overlap", "unproduced", ...
 

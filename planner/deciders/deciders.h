@@ -88,7 +88,16 @@ enum class VdnnOffload { none, conv, all };
 // failing if its workspace does not fit), or the dynamic policy's greedy
 // downgrade (the fastest whose workspace fits the memory free at the step).
 enum class VdnnAlgorithms { memory_optimal, performance_optimal, greedy };
-std::unique_ptr<Decider> make_vdnn_decider(VdnnOffload offload, VdnnAlgorithms algorithms);
+// Multi-GPU vDNN (papers/multi-gpu-vdnn.txt, §III-A Step 3): a GPU swaps
+// only the layers i % x + j * x of those its policy would swap (counted in
+// forward order), i its place in its PCIe switch group, x the interval; the
+// GPUs of a switch then copy different layers. stride 1: every layer.
+struct VdnnSwapLayers {
+  int32_t stride = 1;
+  int32_t offset = 0;
+};
+std::unique_ptr<Decider> make_vdnn_decider(VdnnOffload offload, VdnnAlgorithms algorithms,
+                                           VdnnSwapLayers swap = {});
 
 // SuperNeurons §3.2-3.5 (planner/deciders/superneurons.cpp).
 std::unique_ptr<Decider> make_superneurons_decider();

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "core/error.h"
 #include "planner/deciders/deciders.h"
 
 namespace mplan {
@@ -25,13 +26,15 @@ size_t leanest_index(const std::vector<TaskOption>& options) {
 
 class VdnnDecider final : public Decider {
  public:
-  VdnnDecider(VdnnOffload offload, VdnnAlgorithms algorithms) : offload_(offload), algorithms_(algorithms) {}
+  VdnnDecider(VdnnOffload offload, VdnnAlgorithms algorithms, VdnnSwapLayers swap)
+      : offload_(offload), algorithms_(algorithms), swap_(swap) {}
 
   void start_round(IterationSim& sim, int32_t /*r*/) override {
     const size_t layers = sim.tdfg().fp_of.size();
     offloaded_by_layer_.assign(layers, {});
     prefetched_.assign(layers, false);
     previous_layer_ = kModelInput - 1;
+    swap_candidates_ = 0;
   }
 
   std::optional<int64_t> make_room(IterationSim& /*sim*/, const RoomRequest& /*request*/) override {
@@ -98,6 +101,9 @@ class VdnnDecider final : public Decider {
     const Task& task = tdfg.tasks[sim.task_at(k)];
     if (task.kind != TaskKind::FP || offload_ == VdnnOffload::none) return;
     if (offload_ == VdnnOffload::conv && task.paper_class != PaperClass::conv) return;
+    // Multi-GPU vDNN Step 3: this GPU's share of the swapping layers.
+    const int32_t candidate = swap_candidates_++;
+    if (candidate % swap_.stride != swap_.offset) return;
     for (BlockId b : task.reads) {
       const Block& block = tdfg.blocks[b];
       if (block.resident || std::find(task.writes.begin(), task.writes.end(), b) != task.writes.end()) continue;
@@ -126,6 +132,8 @@ class VdnnDecider final : public Decider {
  private:
   VdnnOffload offload_;
   VdnnAlgorithms algorithms_;
+  VdnnSwapLayers swap_;
+  int32_t swap_candidates_ = 0;  // layers of the round that could swap, so far
   std::vector<std::vector<BlockId>> offloaded_by_layer_;
   std::vector<bool> prefetched_;
   std::vector<BlockId> releasing_;
@@ -140,8 +148,9 @@ class IdealDecider final : public Decider {
 
 }  // namespace
 
-std::unique_ptr<Decider> make_vdnn_decider(VdnnOffload offload, VdnnAlgorithms algorithms) {
-  return std::make_unique<VdnnDecider>(offload, algorithms);
+std::unique_ptr<Decider> make_vdnn_decider(VdnnOffload offload, VdnnAlgorithms algorithms, VdnnSwapLayers swap) {
+  MPLAN_CHECK(swap.stride >= 1 && swap.offset >= 0 && swap.offset < swap.stride, "an offset below the stride");
+  return std::make_unique<VdnnDecider>(offload, algorithms, swap);
 }
 
 std::unique_ptr<Decider> make_ideal_decider() { return std::make_unique<IdealDecider>(); }

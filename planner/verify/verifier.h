@@ -136,6 +136,7 @@ class Verifier {
     replay();
     check_coverage_after_replay();
     check_summary_figures();
+    check_gradient_buckets();
     std::stable_sort(violations_.begin(), violations_.end(),
                      [](const Violation& a, const Violation& b) { return a.step < b.step; });
     return std::move(violations_);
@@ -269,6 +270,8 @@ class Verifier {
   // verifier reports what the plan does, never what its file claims.
   void check_summary_figures();
   void check_coverage_after_replay();
+  // A data-parallel plan's buckets (planner/verify/gradient_bucket_checks.cpp).
+  void check_gradient_buckets();
 
   // ---- the replay (planner/verify/replay.cpp) -------------------------------
   InstanceState& instance(const Buffer& b) { return instances_[instance_key(b.block, b.round)]; }
