@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cinttypes>
+#include <cstdarg>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -25,6 +26,7 @@
 #include "runtime/metrics_log.h"
 #include "runtime/npy.h"
 #include "runtime/poison.h"
+#include "runtime/program_ranks.h"
 
 namespace mplan::rt {
 namespace {
@@ -147,6 +149,8 @@ bool Program::allocate(std::string* error, const DeviceMemory* shared) {
     device_ = device_alloc(static_cast<size_t>(spec_.resident_region_bytes + spec_.arena_bytes), error);
   }
   if (device_.base == nullptr) return false;
+  if (collectives_ != nullptr && spec_.data_parallel != nullptr)
+    collectives_->bind(*spec_.data_parallel, device_.base, compute_stream_);
   if (spec_.wide_scratch_bytes > 0) {
     wide_ = device_alloc(static_cast<size_t>(spec_.wide_scratch_bytes), error);
     if (wide_.base == nullptr) return false;
@@ -253,6 +257,9 @@ void Program::make_input(uint64_t step, Dataset& data) const {
     images[r] = static_cast<float*>(host_of_step(image.offset, image.bytes, step));
     labels[r] = static_cast<int32_t*>(host_of_step(label.offset, label.bytes, step));
   }
+  // This rank's samples of the global batch: [rank x B, (rank + 1) x B).
+  const int64_t global_batch = spec_.batch * ranks_;
+  const int64_t offset = spec_.batch * rank_;
   if (data.count > 0) data.order.prepare(step);
   std::mutex failure_mutex;
   std::string failure;
@@ -261,9 +268,9 @@ void Program::make_input(uint64_t step, Dataset& data) const {
     while (r + 1 < spec_.rounds && spec_.first_sample[r + 1] <= k) ++r;
     float* x = images[r] + (k - spec_.first_sample[r]) * elements;
     int32_t* y = labels[r] + (k - spec_.first_sample[r]);
-    const uint64_t sample = step * static_cast<uint64_t>(spec_.batch) + static_cast<uint64_t>(k);
+    const uint64_t sample = step * static_cast<uint64_t>(global_batch) + static_cast<uint64_t>(offset + k);
     if (data.count > 0) {
-      const int64_t at = data.order.index(step, k);
+      const int64_t at = data.order.index(step, offset + k);
       if (at < 0) {  // an evaluation's padding: zeros, not counted
         std::fill(x, x + elements, 0.0f);
         *y = -1;
@@ -283,6 +290,9 @@ void Program::make_input(uint64_t step, Dataset& data) const {
   });
   // A sample that cannot be read stops the run (the checkpoints written so far are whole).
   if (!failure.empty()) {
+    // On several ranks: this rank's message, and every rank ends.
+    if (collectives_ != nullptr)
+      collectives_->abort(std::string("error: ") + (spec_.is_evaluation ? "--val" : "--data") + ": " + failure, 2);
     std::fprintf(stderr, "train: error: %s: %s\n", spec_.is_evaluation ? "--val" : "--data", failure.c_str());
     std::fflush(stderr);
     std::exit(2);
@@ -313,6 +323,8 @@ double Program::run_step(uint64_t step, Dataset& data, bool prepare_next) {
     make_input(step + 1, data);
     staged_step_ = step + 1;
   }
+  // Bounded: a rank that died or hangs ends the run here, not in a wait forever.
+  if (collectives_ != nullptr && spec_.data_parallel != nullptr) collectives_->finish_step();
   stream_synchronize(compute_stream_);
   stream_synchronize(h2d_);
   stream_synchronize(d2h_);
@@ -322,7 +334,14 @@ double Program::run_step(uint64_t step, Dataset& data, bool prepare_next) {
   double loss = 0;
   for (int32_t r = 0; r < spec_.rounds; ++r)
     loss += reinterpret_cast<const float*>(round_loss_.base)[r * loss_floats()];
-  return loss / static_cast<double>(spec_.batch);
+  if (collectives_ != nullptr && !spec_.is_evaluation) sum_over_ranks(*collectives_, &loss, 1, "the step's loss");
+  return loss / static_cast<double>(global_batch());
+}
+
+void Program::set_collectives(Collectives* collectives) {
+  collectives_ = collectives;
+  rank_ = collectives != nullptr ? collectives->rank() : 0;
+  ranks_ = collectives != nullptr ? collectives->ranks() : 1;
 }
 
 EvaluationResult Program::evaluate(Dataset& data) {
@@ -336,6 +355,7 @@ EvaluationResult Program::evaluate(Dataset& data) {
     for (int32_t r = 0; r < spec_.rounds; ++r)
       for (int k = 0; k < kEvaluationMetrics; ++k) sums[k] += metrics[r * kEvaluationMetrics + k];
   }
+  if (collectives_ != nullptr) sum_over_ranks(*collectives_, sums, kEvaluationMetrics, "the evaluation's metrics");
   EvaluationResult result;
   result.samples = static_cast<int64_t>(sums[3]);
   const double n = std::max(sums[3], 1.0);
@@ -480,7 +500,21 @@ struct Flags {
   std::optional<float> loss_scale;
   int32_t growth_interval = LossScaleRules{}.growth_interval;
   bool growth_interval_given = false;
+  // Several ranks: the limit of every wait for the other ranks.
+  std::optional<double> collective_timeout_s;
 };
+
+// The flags that shape the training, which every rank must share (not the
+// files a rank writes or reads its data from, which may differ between nodes).
+std::string run_digest_text(int argc, char** argv) {
+  std::string text;
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    text += flag + " ";
+    if ((flag == "--data" || flag == "--val" || flag == "--log" || flag == "--timeline") && i + 1 < argc) ++i;
+  }
+  return text;
+}
 
 [[noreturn]] void flag_error(const std::string& message) {
   std::fprintf(stderr, "train: error: %s (see --help)\n", message.c_str());
@@ -598,6 +632,7 @@ Flags parse_flags(int argc, char** argv, const ProgramSpec& spec) {
           "             [--augment crop=PADDING,flip] [--log FILE] [--clip-grad-norm MAX]\n"
           "             [--val DIR [--eval-every N] [--eval]] [--resize S] [--skip-corrupt]\n"
           "             [--loss-scale S] [--loss-scale-growth-interval N]  (fp16 programs)\n"
+          "             [--collective-timeout SECONDS]  (programs of several ranks, under mpirun)\n"
           "Trains %s by the plan compiled into it (target %s); see docs/generated-program.md.\n",
           spec.model_name, spec.target);
       std::exit(0);
@@ -675,6 +710,14 @@ Flags parse_flags(int argc, char** argv, const ProgramSpec& spec) {
     } else if (flag == "--loss-scale-growth-interval") {
       flags.growth_interval = static_cast<int32_t>(parse_int(flag, value(), 1, std::numeric_limits<int32_t>::max()));
       flags.growth_interval_given = true;
+    } else if (flag == "--collective-timeout") {
+      const char* text = value();
+      char* end = nullptr;
+      errno = 0;
+      const double seconds = std::strtod(text, &end);
+      if (errno != 0 || end == text || *end != '\0' || !std::isfinite(seconds) || !(seconds > 0) || seconds > 86400)
+        flag_error("--collective-timeout: expected a number of seconds in (0, 86400], got '" + std::string(text) + "'");
+      flags.collective_timeout_s = seconds;
     } else if (flag == "--debug-poison") {
       flags.debug_poison = true;
     } else if (flag == "--debug-copy-delay-ms") {
@@ -708,30 +751,69 @@ Flags parse_flags(int argc, char** argv, const ProgramSpec& spec) {
     flag_error(flags.mean.empty() ? "--std: needs --mean" : "--mean: needs --std");
   if (flags.reseed && flags.load.empty()) flag_error("--reseed: needs --load DIR");
   if (!flags.timeline.empty() && flags.steps == 0) flag_error("--timeline: needs at least one step");
+  if (flags.collective_timeout_s && spec.data_parallel == nullptr)
+    flag_error("--collective-timeout: only a program of several ranks waits for other ranks; this one has one");
   if ((flags.loss_scale || flags.growth_interval_given) && !spec.loss_scaling)
     flag_error(std::string(flags.loss_scale ? "--loss-scale" : "--loss-scale-growth-interval") +
                ": only an fp16 program scales its loss; this one is " + precision_of(spec));
   return flags;
 }
 
-}  // namespace
+// "text %s" with its arguments, as a string.
+std::string text_of(const char* format, ...) __attribute__((format(printf, 1, 2)));
+std::string text_of(const char* format, ...) {
+  char text[2048];
+  va_list args;
+  va_start(args, format);
+  std::vsnprintf(text, sizeof text, format, args);
+  va_end(args);
+  return text;
+}
 
-int run_program(int argc, char** argv, const ProgramSpec& spec) {
-  const Flags flags = parse_flags(argc, argv, spec);
+// A checkpoint: on several ranks rank 0 writes it, with every rank's running
+// statistics made rank 0's first, and the other ranks wait for it.
+bool save_checkpoint(Program& p, const std::string& dir, int64_t step, std::string* error) {
+  Collectives* collectives = p.collectives();
+  if (collectives == nullptr) return save_weights(p, dir, step, error);
+  broadcast_running_statistics(p);
+  const bool ok = collectives->rank() != 0 || save_weights(p, dir, step, error);
+  return rank_0_saved(*collectives, ok, error);
+}
+
+// The run on one rank of `collectives` (null: the only one).
+int run_training(int argc, char** argv, const ProgramSpec& spec, Collectives* collectives) {
+  Flags flags = parse_flags(argc, argv, spec);
+  // Several ranks: rank 0 alone prints the run's lines and writes the log,
+  // the timeline and the checkpoints; every rank prints its errors.
+  const bool leader = collectives == nullptr || collectives->rank() == 0;
+  RankStartup startup;
+  if (collectives != nullptr) {
+    if (flags.collective_timeout_s) collectives->set_timeout_s(*flags.collective_timeout_s);
+    startup.run_digest = fnv1a(run_digest_text(argc, argv));
+    if (!leader) {
+      flags.log.clear();
+      flags.timeline.clear();
+      if (std::freopen("/dev/null", "w", stdout) == nullptr) std::fclose(stdout);
+    }
+  }
+  // A failure before the ranks agree to start: on several ranks, every rank
+  // says which rank failed and why, and all exit with its code.
+  auto fail = [&](const std::string& message, int code) {
+    if (collectives == nullptr) {
+      std::fprintf(stderr, "train: error: %s\n", message.c_str());
+      return code;
+    }
+    startup.status = code;
+    startup.message = message;
+    return agree_to_start(*collectives, spec, startup);
+  };
   std::string target_error;
-  if (!flags.save.empty() && !checkpoint_target_ok(flags.save, &target_error)) {
-    std::fprintf(stderr, "train: error: --save: %s\n", target_error.c_str());
-    return 2;
-  }
-  if (!flags.timeline.empty() && !timeline_target_ok(flags.timeline, &target_error)) {
-    std::fprintf(stderr, "train: error: --timeline: %s\n", target_error.c_str());
-    return 2;
-  }
+  if (leader && !flags.save.empty() && !checkpoint_target_ok(flags.save, &target_error))
+    return fail("--save: " + target_error, 2);
+  if (!flags.timeline.empty() && !timeline_target_ok(flags.timeline, &target_error))
+    return fail("--timeline: " + target_error, 2);
   MetricsLog log;
-  if (!flags.log.empty() && !log.open(flags.log, &target_error)) {
-    std::fprintf(stderr, "train: error: --log: %s\n", target_error.c_str());
-    return 2;
-  }
+  if (!flags.log.empty() && !log.open(flags.log, &target_error)) return fail("--log: " + target_error, 2);
   // The arithmetic the plan was priced in (runtime/device.h), before any op.
   std::string math_error;
   if (std::strcmp(spec.math_mode, "as recorded") == 0)
@@ -742,11 +824,9 @@ int run_program(int argc, char** argv, const ProgramSpec& spec) {
     std::fprintf(stderr, "train: note: the plan was priced in %s math, but %s; the times will differ from the plan's\n",
                  spec.math_mode, math_error.c_str());
   Program p(spec, flags.seed, flags.lr, flags.debug_poison, flags.copy_delay_ms);
+  p.set_collectives(collectives);
   std::string error;
-  if (!p.allocate(&error)) {
-    std::fprintf(stderr, "train: error: %s\n", error.c_str());
-    return 1;
-  }
+  if (!p.allocate(&error)) return fail(error, 1);
   init_weights(p);
   if (spec.loss_scaling) {
     LossScaleRules rules;
@@ -757,20 +837,16 @@ int run_program(int argc, char** argv, const ProgramSpec& spec) {
   }
   int64_t step = 0;
   // An evaluation alone draws nothing from the seed: any checkpoint's weights will do.
-  if (!flags.load.empty() && !load_weights(p, flags.load, flags.reseed || flags.eval_only, &step, &error)) {
-    std::fprintf(stderr, "train: error: --load: %s\n", error.c_str());
-    return 2;
-  }
+  if (!flags.load.empty() && !load_weights(p, flags.load, flags.reseed || flags.eval_only, &step, &error))
+    return fail("--load: " + error, 2);
   // --loss-scale starts the scale afresh, even over a checkpoint's.
   if (spec.loss_scaling && flags.loss_scale) p.set_loss_scale_state(LossScale{*flags.loss_scale, 0});
   p.make_weight_copies();
   p.set_clip_norm(flags.clip_norm);
   Dataset data;
   if (!flags.data.empty() && !load_dataset(flags.data, spec.input_c, spec.input_h, spec.input_w, spec.classes,
-                                           flags.mean, flags.std, &data, &error)) {
-    std::fprintf(stderr, "train: error: --data: %s\n", error.c_str());
-    return 2;
-  }
+                                           flags.mean, flags.std, &data, &error))
+    return fail("--data: " + error, 2);
   data.resize = flags.resize;
   data.skip_corrupt = flags.skip_corrupt;
   // The evaluation: its own schedule on the same device memory (ProgramSpec::evaluation).
@@ -779,24 +855,21 @@ int run_program(int argc, char** argv, const ProgramSpec& spec) {
   if (!flags.val.empty()) {
     const ProgramSpec& eval_spec = *spec.evaluation;
     if (!load_dataset(flags.val, spec.input_c, spec.input_h, spec.input_w, static_cast<int32_t>(spec.classes),
-                      flags.mean, flags.std, &val, &error)) {
-      std::fprintf(stderr, "train: error: --val: %s\n", error.c_str());
-      return 2;
-    }
+                      flags.mean, flags.std, &val, &error))
+      return fail("--val: " + error, 2);
     val.order.count = val.count;
-    val.order.batch = eval_spec.batch;
+    val.order.batch = eval_spec.batch * p.ranks();  // the global evaluation batch
     val.order.evaluation = true;
     val.resize = flags.resize;
     val.skip_corrupt = flags.skip_corrupt;
     evaluator.emplace(eval_spec, flags.seed, flags.lr, flags.debug_poison, flags.copy_delay_ms);
-    if (!evaluator->allocate(&error, &p.device())) {
-      std::fprintf(stderr, "train: error: the evaluation: %s\n", error.c_str());
-      return 1;
-    }
+    evaluator->set_collectives(collectives);
+    if (!evaluator->allocate(&error, &p.device())) return fail("the evaluation: " + error, 1);
   }
   // Evaluates after `done` updates: prints the val: line and logs it; false
   // when the loss is not finite.
   auto evaluate = [&](int64_t done, int64_t epoch) {
+    broadcast_running_statistics(p);  // several ranks: every rank evaluates with rank 0's
     const EvaluationResult r = evaluator->evaluate(val);
     std::printf("val: loss %.4f top1 %.2f%% top5 %.2f%% (%" PRId64 " samples after step %" PRId64 ", %.1f ms)\n",
                 r.loss, 100.0 * r.top1, 100.0 * r.top5, r.samples, done, r.ms);
@@ -811,19 +884,25 @@ int run_program(int argc, char** argv, const ProgramSpec& spec) {
   for (const auto& [given, flag] : {std::pair{flags.resize > 0, "--resize"}, {flags.skip_corrupt, "--skip-corrupt"},
                                     {flags.augment && flags.augment->random_resized_crop, "--augment rrc"}}) {
     const bool needs_training_files = std::strcmp(flag, "--augment rrc") == 0;
-    if (given && (needs_training_files ? !data.files : !any_files)) {
-      std::fprintf(stderr, "train: error: %s: applies to image files (a folder of JPEG or PNG files, or shards); "
-                           "%s\n", flag, needs_training_files ? "--data is not one" : "neither --data nor --val is");
-      return 2;
-    }
+    if (given && (needs_training_files ? !data.files : !any_files))
+      return fail(text_of("%s: applies to image files (a folder of JPEG or PNG files, or shards); %s", flag,
+                          needs_training_files ? "--data is not one" : "neither --data nor --val is"),
+                  2);
   }
   if (data.files && val.files && data.classes != val.classes) {
     size_t k = 0;
     while (k < data.classes.size() && k < val.classes.size() && data.classes[k] == val.classes[k]) ++k;
-    std::fprintf(stderr, "train: error: --val: %s's classes differ from --data's: class %zu is '%s' there, '%s' "
-                         "in %s\n", flags.val.c_str(), k, k < val.classes.size() ? val.classes[k].c_str() : "(none)",
-                 k < data.classes.size() ? data.classes[k].c_str() : "(none)", flags.data.c_str());
-    return 2;
+    return fail(text_of("--val: %s's classes differ from --data's: class %zu is '%s' there, '%s' in %s",
+                        flags.val.c_str(), k, k < val.classes.size() ? val.classes[k].c_str() : "(none)",
+                        k < data.classes.size() ? data.classes[k].c_str() : "(none)", flags.data.c_str()),
+                2);
+  }
+  // Several ranks: every rank has started, runs the same plan with the same
+  // flags and reads the same data, or every rank ends here.
+  if (collectives != nullptr) {
+    startup.data_samples = data.count;
+    startup.val_samples = val.count;
+    if (const int code = agree_to_start(*collectives, spec, startup); code != 0) return code;
   }
   if (flags.eval_only) {
     std::printf("%s: evaluating %s (%" PRId64 " samples, batch %" PRId64 " in %d sub-batch(es)) with the weights "
@@ -840,7 +919,7 @@ int run_program(int argc, char** argv, const ProgramSpec& spec) {
   std::string data_text = "synthetic data";
   if (data.count > 0) {
     data.order.count = data.count;
-    data.order.batch = spec.batch;
+    data.order.batch = p.global_batch();
     data.order.epochs = flags.epochs > 0 || flags.shuffle;
     data.order.shuffle = flags.shuffle;
     data.order.seed = flags.seed;
@@ -855,7 +934,7 @@ int run_program(int argc, char** argv, const ProgramSpec& spec) {
         std::fprintf(stderr,
                      "train: error: %s: the data set %s has %" PRId64 " samples, fewer than the batch of %" PRId64
                      "; an epoch would have no step\n",
-                     flags.shuffle ? "--shuffle" : "--epochs", flags.data.c_str(), data.count, spec.batch);
+                     flags.shuffle ? "--shuffle" : "--epochs", flags.data.c_str(), data.count, p.global_batch());
         return 2;
       }
       // --epochs E: the run ends where epoch E does, a resumed run included.
@@ -875,8 +954,13 @@ int run_program(int argc, char** argv, const ProgramSpec& spec) {
     return 2;
   }
   const BackendInfo backend = backend_info();
-  std::printf("%s: batch %" PRId64 " in %d sub-batch(es), budget %s, %s; %s backend (%s), math %s%s%s\n",
-              spec.model_name, spec.batch, spec.rounds, mib(spec.budget_bytes).c_str(), data_text.c_str(),
+  const std::string batch_text =
+      collectives == nullptr
+          ? text_of("batch %" PRId64 " in %d sub-batch(es)", spec.batch, spec.rounds)
+          : text_of("batch %" PRId64 " on %d ranks (%" PRId64 " each, in %d sub-batch(es))", p.global_batch(),
+                    p.ranks(), spec.batch, spec.rounds);
+  std::printf("%s: %s, budget %s, %s; %s backend (%s), math %s%s%s\n", spec.model_name, batch_text.c_str(),
+              mib(spec.budget_bytes).c_str(), data_text.c_str(),
               backend.backend.c_str(), backend.device.c_str(), math_mode().c_str(),
               is_16_bit_program(spec) ? ", precision " : "", is_16_bit_program(spec) ? spec.precision : "");
   if (flags.lr_schedule)
@@ -895,7 +979,7 @@ int run_program(int argc, char** argv, const ProgramSpec& spec) {
     const double loss = p.run_step(static_cast<uint64_t>(step), data, /*prepare_next=*/!last);
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
     std::printf("step %" PRId64 ": loss %.6f, %.2f ms, %.1f samples/s", step + 1, loss, ms,
-                static_cast<double>(spec.batch) * 1000.0 / ms);
+                static_cast<double>(p.global_batch()) * 1000.0 / ms);
     if (flags.lr_schedule) std::printf(", lr %.6g", static_cast<double>(p.lr()));
     if (p.last_gradient_norm())
       std::printf(", gradient norm %.6g%s", *p.last_gradient_norm(),
@@ -920,7 +1004,7 @@ int run_program(int argc, char** argv, const ProgramSpec& spec) {
       m.loss = loss;
       m.lr = p.lr();
       m.ms = ms;
-      m.samples_per_s = static_cast<double>(spec.batch) * 1000.0 / ms;
+      m.samples_per_s = static_cast<double>(p.global_batch()) * 1000.0 / ms;
       if (spec.loss_scaling) m.loss_scale = p.last_loss_scale();
       m.update_skipped = spec.loss_scaling && p.last_update_skipped();
       m.gradient_norm = p.last_gradient_norm();
@@ -951,7 +1035,7 @@ int run_program(int argc, char** argv, const ProgramSpec& spec) {
       ++timed_steps;
     }
     if (flags.checkpoint_every > 0 && (step + 1) % flags.checkpoint_every == 0 &&
-        !save_weights(p, flags.save, step + 1, &error)) {
+        !save_checkpoint(p, flags.save, step + 1, &error)) {
       std::fprintf(stderr, "train: error: --checkpoint-every: %s\n", error.c_str());
       return 1;
     }
@@ -967,7 +1051,8 @@ int run_program(int argc, char** argv, const ProgramSpec& spec) {
     std::printf("mean step time: %.2f ms, throughput %.1f samples/s (%" PRId64
                 " step(s), the first left out); of it the input on the host: %.2f ms; the host enqueued the "
                 "step's work in %.2f ms\n",
-                total_ms / timed_steps, static_cast<double>(spec.batch) * 1000.0 * timed_steps / total_ms, timed_steps,
+                total_ms / timed_steps, static_cast<double>(p.global_batch()) * 1000.0 * timed_steps / total_ms,
+                timed_steps,
                 data_ms / timed_steps, enqueue_ms / timed_steps);
   std::printf("peak arena: %s of arena %s; device memory %s (resident %s + peak arena) of budget %s\n",
               mib(p.peak_arena_bytes()).c_str(), mib(spec.arena_bytes).c_str(),
@@ -985,7 +1070,7 @@ int run_program(int argc, char** argv, const ProgramSpec& spec) {
       }
   }
   if (!flags.save.empty()) {
-    if (!save_weights(p, flags.save, step, &error)) {
+    if (!save_checkpoint(p, flags.save, step, &error)) {
       std::fprintf(stderr, "train: error: --save: %s\n", error.c_str());
       return 1;
     }
@@ -994,6 +1079,33 @@ int run_program(int argc, char** argv, const ProgramSpec& spec) {
   if (!log.error().empty())
     std::fprintf(stderr, "train: error: --log: %s (the weights are saved)\n", log.error().c_str());
   return timeline_error.empty() && log.error().empty() ? 0 : 1;
+}
+
+}  // namespace
+
+int run_program(int argc, char** argv, const ProgramSpec& spec) {
+  bool help = false;
+  for (int i = 1; i < argc; ++i) help |= std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0;
+  if (spec.data_parallel == nullptr || help) return run_training(argc, argv, spec, nullptr);
+  // Several ranks (runtime/collectives.h): MPI first, which may take its own arguments out of argv.
+  std::string error;
+  std::unique_ptr<Collectives> collectives = spec.data_parallel->make_collectives(&argc, &argv, &error);
+  if (collectives == nullptr) {
+    std::fprintf(stderr, "train: error: %s\n", error.c_str());
+    return 2;
+  }
+  if (collectives->ranks() != spec.data_parallel->ranks) {
+    std::fprintf(stderr,
+                 "train: rank %d: error: this program's plan is for %d ranks, but mpirun started %d; start it with "
+                 "mpirun -np %d, or compile a plan for %d\n",
+                 collectives->rank(), spec.data_parallel->ranks, collectives->ranks(), spec.data_parallel->ranks,
+                 collectives->ranks());
+    collectives->finalize();
+    return 2;
+  }
+  const int code = run_training(argc, argv, spec, collectives.get());
+  collectives->finalize();
+  return code;
 }
 
 }  // namespace mplan::rt

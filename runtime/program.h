@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/collectives.h"
 #include "runtime/dataset.h"
 #include "runtime/device.h"
 #include "runtime/loss_scale.h"
@@ -99,6 +100,10 @@ struct ProgramSpec {
   // program generated without one.
   const ProgramSpec* evaluation = nullptr;
   bool is_evaluation = false;  // this spec is an evaluation's: its loss block holds kEvaluationMetrics floats
+  // A plan of several ranks (runtime/collectives.h; docs/generated-program.md,
+  // "Several ranks"); null in a single-rank program. `batch` is then one
+  // rank's share of the global batch.
+  const DataParallelSpec* data_parallel = nullptr;
 };
 
 // The floats of an evaluation round's loss block: the summed loss, top-1 and
@@ -172,6 +177,29 @@ class Program {
   // A host step (alloc, free) that waits: the host blocks until the event.
   void host_wait(int32_t event_id) {
     if (event_id >= 0) event_synchronize(event(event_id));
+  }
+
+  // ---- several ranks (runtime/collectives.h) ----------------------------------------------
+  // Joins the ranks: this process is rank collectives->rank() of ranks(); its
+  // samples are [rank x B, (rank + 1) x B) of each global batch. Before
+  // allocate() for a training program (which binds the gradient buckets).
+  void set_collectives(Collectives* collectives);
+  Collectives* collectives() const { return collectives_; }
+  int32_t rank() const { return rank_; }
+  int32_t ranks() const { return ranks_; }
+  // The global batch: ranks x B.
+  int64_t global_batch() const { return spec_.batch * ranks_; }
+  // The global index (within the step) of this rank's first sample: what a
+  // round's first_sample is offset by for the dropout masks.
+  int64_t sample_offset() const { return spec_.batch * rank_; }
+  // The schedule's calls: bucket k's sum over the ranks starts after the
+  // compute step just enqueued (-1: none in this round); the update waits for
+  // every bucket.
+  void start_bucket(int32_t bucket) {
+    if (bucket >= 0 && collectives_ != nullptr) collectives_->start_bucket(bucket);
+  }
+  void wait_buckets() {
+    if (collectives_ != nullptr) collectives_->wait_buckets();
   }
 
   // ---- --debug-poison -------------------------------------------------------------------
@@ -265,6 +293,8 @@ class Program {
   };
 
   const ProgramSpec& spec_;
+  Collectives* collectives_ = nullptr;
+  int32_t rank_ = 0, ranks_ = 1;
   uint64_t seed_;
   uint64_t step_ = 0;
   double last_data_ms_ = 0;

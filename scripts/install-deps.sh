@@ -15,6 +15,9 @@ packages=(
   strace clang libclang-rt-14-dev
   # ONNX import.
   libonnx-dev libprotobuf-dev
+  # Programs of several ranks (data parallel): MPI starts the ranks and sums the
+  # CPU backend's gradients (runtime/mpi); mpirun runs them in the tests.
+  libopenmpi-dev openmpi-bin
 )
 # PyTorch is the reference the end-to-end tests compare against (Debian's python3).
 if [[ "${MPLAN_WITH_TORCH:-1}" == 1 ]]; then
