@@ -65,8 +65,9 @@ Result<GeneratedProgram> emit_program(const Model& model, const Tdfg& tdfg, cons
 // temporary file renamed over the target).
 Status write_program(const GeneratedProgram& program, const std::string& dir);
 
-// The text of the generated CMakeLists.txt for options.target (emit_cmake.cpp).
-std::string emit_cmake(const std::string& model_name, const CodegenOptions& options);
+// The text of the generated CMakeLists.txt for options.target (emit_cmake.cpp);
+// a program of several ranks also links MPI (and NCCL on CUDA).
+std::string emit_cmake(const std::string& model_name, const CodegenOptions& options, int32_t ranks = 1);
 
 // The default runtime directory of this build of mplan (<repo>/runtime).
 std::string default_runtime_dir();

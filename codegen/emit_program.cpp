@@ -15,6 +15,7 @@
 #include <unordered_set>
 
 #include "codegen/codegen.h"
+#include "codegen/data_parallel.h"
 #include "codegen/debug_poisoning.h"
 #include "codegen/plan_check.h"
 #include "codegen/program_header.h"
@@ -101,11 +102,13 @@ class ProgramEmitter {
                        "#include \"runtime/runtime.h\"\n\nnamespace {\n\nusing namespace mplan::rt;\n" +
                        emit_model_constants(header, resident_names_) + "\n// ---- shapes of the kernel calls " +
                        std::string(48, '-') + "\n" + constants_.text() + *schedule + emit_weight_tables(header) +
-                       evaluation + emit_program_spec(header, poisoning_.debug_event_count, wide_scratch_bytes_, role) +
+                       evaluation + (data_parallel() ? emit_data_parallel_tables(model_, tdfg_, plan_) : "") +
+                       emit_program_spec(header, poisoning_.debug_event_count, wide_scratch_bytes_, role) +
                        "\n}  // namespace\n\n" +
                        "int main(int argc, char** argv) { return mplan::rt::run_program(argc, argv, kSpec); }\n";
     program.files.push_back({"train.cpp", std::move(text)});
-    program.files.push_back({"CMakeLists.txt", emit_cmake(model_.name, options_)});
+    program.files.push_back(
+        {"CMakeLists.txt", emit_cmake(model_.name, options_, data_parallel() ? plan_.data_parallel.ranks : 1)});
     return program;
   }
 
@@ -147,6 +150,11 @@ class ProgramEmitter {
       return codegen_error(fmt::format("precision {}: the CUDA backend has no 16-bit kernels yet; the CPU backend "
                                        "runs 16-bit programs (docs/generated-program.md, \"16-bit programs\")",
                                        precision_name(model_.precision)));
+    if (data_parallel()) {
+      Result<std::map<int32_t, std::vector<int32_t>>> starts = bucket_starts(tdfg_, plan_);
+      if (!starts) return starts.error();
+      bucket_starts_ = std::move(*starts);
+    }
     const ChoiceIndex choices(plan_);
     for (const Step& step : plan_.steps) {
       if (step.records != kNoEvent) recorder_[step.records] = step.index;
@@ -166,6 +174,9 @@ class ProgramEmitter {
     }
     return emit_schedule(segments);
   }
+
+  // A training plan of several ranks (its evaluation plan runs on each rank alone).
+  bool data_parallel() const { return is_data_parallel(plan_) && !tdfg_.evaluation; }
 
   // ---- the target's algorithms ------------------------------------------------------------
 
@@ -193,7 +204,7 @@ class ProgramEmitter {
       for (int k = 2; used_.count(name); ++k) name = base + "_" + std::to_string(k);
       used_.insert(name);
       names_.emplace(key, name);
-      (kind == "event" ? events_ : data_).push_back(Field{name, type, value});
+      (kind == "event" || kind == "bucket" ? events_ : data_).push_back(Field{name, type, value});
       return "t." + name;
     }
 
@@ -398,7 +409,9 @@ class ProgramEmitter {
               add_output(buffer, DataType::float32);
           }
         } else {
-          text = scalar_argument(arg, params[i], constants_, names, "t.first_sample");
+          // Several ranks: the dropout masks hash the sample's index in the global batch.
+          text = scalar_argument(arg, params[i], constants_, names,
+                                 data_parallel() ? "p.sample_offset() + t.first_sample" : "t.first_sample");
           // The loss's backward takes its scale first, then the label smoothing.
           if (scaled_loss && params[i] == rt::ParamType::real && reals++ == 0) text += " * p.loss_scale()";
         }
@@ -417,6 +430,7 @@ class ProgramEmitter {
       // fp16: the gradients lose the loss scale first, and a step with a
       // gradient that is not finite makes no update (runtime/loss_scale.h);
       // then --clip-grad-norm clips them (runtime/program_update.cpp).
+      if (data_parallel()) lines.push_back("p.wait_buckets();  // every gradient bucket summed over the ranks");
       lines.push_back("if (p.prepare_update()) {");
       for (const std::string& line : call_lines) lines.push_back("  " + line);
       lines.push_back("}");
@@ -488,6 +502,11 @@ class ProgramEmitter {
         return codegen_error(fmt::format("step {} records an event on the host stream", step.index));
       code.records.push_back(fmt::format("p.record({}, {});", stream, event_expr(fields, step.records, base)));
     }
+    // Several ranks: the buckets this step finishes start their sums (-1 in the rounds without).
+    if (auto it = bucket_starts_.find(step.index); it != bucket_starts_.end())
+      for (int32_t k : it->second)
+        code.records.push_back(fmt::format("p.start_bucket({});  // gradient bucket {} is final",
+                                           fields.get("bucket", k, fmt::format("bucket_{}", k), "int32_t", k), k));
     return Ok{};
   }
 
@@ -733,6 +752,7 @@ class ProgramEmitter {
   ModelTypes types_;                            // the blocks' types (16-bit programs)
   int64_t wide_scratch_bytes_ = 0;              // the largest float scratch of a call's casts
   std::map<EventId, int32_t> recorder_;         // event -> the step that records it
+  std::map<int32_t, std::vector<int32_t>> bucket_starts_;  // step -> the gradient buckets it finishes
   std::map<BufferId, std::string> resident_names_;
   DebugPoisoning poisoning_;
   SharedConstants constants_;

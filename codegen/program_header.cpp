@@ -275,7 +275,7 @@ std::string emit_program_spec(const ProgramHeader& h, int32_t debug_event_count,
       "    .input_slots = kInputSlots,\n"
       "    .label_slots = kLabelSlots,\n"
       "    .run_iteration = run_iteration,\n"
-      "{}{}"
+      "{}{}{}"
       "}};\n",
       cpp_string_literal(h.model.name),
       cpp_string_literal(plan.model_digest.empty() ? model_digest(h.model) : plan.model_digest),
@@ -286,7 +286,8 @@ std::string emit_program_spec(const ProgramHeader& h, int32_t debug_event_count,
       sixteen_bit_fields,
       role == SpecRole::training_with_evaluation ? "    .evaluation = &evaluation::kSpec,\n"
       : role == SpecRole::evaluation             ? "    .is_evaluation = true,\n"
-                                                 : "");
+                                                 : "",
+      role != SpecRole::evaluation && plan.data_parallel.ranks > 1 ? "    .data_parallel = &kDataParallel,\n" : "");
 }
 
 }  // namespace mplan::codegen

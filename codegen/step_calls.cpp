@@ -64,7 +64,8 @@ Result<StepCalls> step_calls(const Model& model, const Tdfg& tdfg, const Plan& p
     const OpTask op_task{layer, inputs, layer.output, task.kind};
     InvocationContext ctx;
     ctx.samples = plan.sub_batches.at(step.round);
-    ctx.batch = plan.batch;
+    // The loss is the mean over the global batch: on several ranks, every rank's.
+    ctx.batch = plan.data_parallel.ranks > 1 ? plan.data_parallel.global_batch : plan.batch;
     ctx.recompute = step.recompute;
     ctx.evaluation = tdfg.evaluation;
     ctx.optimizer_state_per_parameter = model.optimizer.state_per_parameter();
