@@ -29,7 +29,8 @@ TEST(DataParallelCuda, AProgramOfTwoRanksBuildsAndLinksWithNccl) {
   ASSERT_EQ(build_program(cuda.dir, MPLAN_RUNTIME_CUDA_LIBRARY_PATH), "");
   EXPECT_TRUE(std::filesystem::exists(cuda.dir + "/build/train"));
   // NCCL is linked in.
-  const RunResult symbols = run_command("nm -C " + cuda.dir + "/build/train | grep -c 'NcclCollectives\\|ncclAllReduce'");
+  const RunResult symbols =
+      run_command("nm -C " + cuda.dir + "/build/train | grep -c 'NcclCollectives\\|ncclAllReduce'");
   EXPECT_NE(symbols.output, "0\n") << symbols.output;
 #endif
 }

@@ -213,5 +213,19 @@ TEST(DataParallelRun, ShuffledDataValidationAndResumingOnOtherRankCounts) {
   EXPECT_EQ(ranks_val[3].str(), single_val[3].str());
 }
 
+// `mplan compile --gpus 2` writes a program that mpirun runs on 2 ranks.
+TEST(DataParallelRun, MplanCompileGpusBuildsAProgramOfTwoRanks) {
+  if (!have_mpirun()) GTEST_SKIP() << "no mpirun on the PATH (openmpi-bin): programs of several ranks are not run";
+  const std::string dir = work_dir("dp-compile-gpus");
+  const RunResult compiled = run_command(std::string(MPLAN_EXE) + " compile " + source_dir() + "/" + kNoBn +
+                                         " --budget 1GiB --gpus 2 --target cpu -o " + dir);
+  ASSERT_EQ(compiled.exit_code, 0) << compiled.output;
+  ASSERT_EQ(build_ranks_program(dir), "");
+  const RunResult run = run_command(mpirun(2) + " " + dir + "/build/train --steps 2");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_EQ(losses(run.output).size(), 2u) << run.output;
+  EXPECT_NE(run.output.find("batch 8 on 2 ranks (4 each"), std::string::npos) << run.output;
+}
+
 }  // namespace
 }  // namespace mplan::e2e
