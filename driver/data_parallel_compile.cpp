@@ -186,7 +186,7 @@ RankPlanFiles plan_ranks(const Tdfg& tdfg, const CostModel& cost, const RankMach
   const double step = ranked.timing.step_ms;
   out.text += fmt::format("step: {:.3f} ms simulated for all ranks together; a rank alone {:.3f} ms ({:+.1f}%)\n",
                           step, alone_ms, alone_ms > 0 ? 100.0 * (step / alone_ms - 1.0) : 0.0);
-  out.text += fmt::format("all-reduce: {} bucket{} of up to {} ({} of gradients), ring over {}; the update waits "
+  out.text += fmt::format("all-reduce: {} bucket{} cut at {} ({} of gradients), ring over {}; the update waits "
                           "{:.3f} ms for it\n",
                           first.data_parallel.buckets.size(), first.data_parallel.buckets.size() == 1 ? "" : "s",
                           format_bytes(dp.bucket_bytes), format_bytes(gradient_bytes), machine.ranks, wait_ms);

@@ -223,6 +223,10 @@ Plan full_plan() {
   p.task_names = {"t"};
   p.block_names = {"b"};
   p.block_types = {"bfloat16"};
+  p.data_parallel.ranks = 2;
+  p.data_parallel.global_batch = 4;
+  p.data_parallel.plan_of_rank = {0, 0};
+  p.data_parallel.buckets.push_back(GradientBucket{{0}, 4, 0, 0.0, 1.0});
   return p;
 }
 
@@ -244,6 +248,7 @@ TEST(PlanFormatDoc, FieldTablesListWhatTheWriterWritesInOrder) {
   const std::vector<Case> cases = {
       {"## Header fields", "| field | type | meaning |", j},
       {"### `summary`", "| field | type | meaning |", j.at("summary")},
+      {"### `data_parallel`", "| field | type | meaning |", j.at("data_parallel")},
       {"### `choices[]`", "| field | type | meaning |", j.at("choices").at(0)},
       {"### `buffers[]`", "| field | type | meaning |", j.at("buffers").at(0)},
       {"### `host_slots[]`", "| field | type | meaning |", j.at("host_slots").at(0)},
