@@ -18,6 +18,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <ostream>
 #include <regex>
 
 #include "runtime/npy.h"
@@ -99,6 +100,11 @@ struct Case {
   RankScheme scheme;
   double tolerance;  // relative, of the weights
 };
+
+// gtest's name of a case (not its bytes, which hold a pointer).
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << std::filesystem::path(c.model).stem().string() << " on " << c.ranks << " ranks, " << scheme_name(c.scheme);
+}
 
 class DataParallel : public ::testing::TestWithParam<Case> {};
 
