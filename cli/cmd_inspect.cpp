@@ -7,6 +7,7 @@
 // block_names) or, when given, from the model.
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <map>
@@ -193,6 +194,48 @@ std::string table_text(const Plan& plan) {
   return out;
 }
 
+// A data-parallel plan (docs/multi-gpu.md): the ranks, their figures in the
+// joint step, the all-reduces and the links' busiest moments.
+std::string ranks_text(const Plan& plan) {
+  const DataParallel& d = plan.data_parallel;
+  if (d.ranks <= 1) return "";
+  std::vector<int32_t> same;
+  for (int32_t r = 0; r < d.ranks; ++r)
+    if (d.plan_of_rank[static_cast<size_t>(r)] == d.rank) same.push_back(r);
+  std::string out = "\n";
+  out += fmt::format("ranks         {} on {}; global batch {}; this plan is rank {}'s, run by rank{} {}\n", d.ranks,
+                     d.machine, d.global_batch, d.rank, same.size() == 1 ? "" : "s", fmt::join(same, ", "));
+  out += fmt::format("joint step    {:.3f} ms for all ranks together (this plan alone: {:.3f} ms); policy: {}\n",
+                     d.step_ms, plan.summary.simulated_ms, d.policy);
+  if (!d.rank_figures.empty()) {
+    out += "rank  plan                finish ms  copies ms  alone ms\n";
+    for (int32_t r = 0; r < d.ranks; ++r) {
+      const RankFigures& f = d.rank_figures[static_cast<size_t>(r)];
+      const int32_t runs = d.plan_of_rank[static_cast<size_t>(r)];
+      out += fmt::format("{:<5} {:<19} {:>9.3f}  {:>9.3f}  {:>8.3f}\n", r,
+                         runs == 0 ? std::string("plan.json") : fmt::format("plan-rank-{}.json", runs), f.finish_ms,
+                         f.copy_ms, f.alone_copy_ms);
+    }
+  }
+  int64_t bytes = 0;
+  for (const GradientBucket& b : d.buckets) bytes += b.bytes;
+  out += fmt::format("all-reduce    {} bucket{} cut at {}, {} in all\n", d.buckets.size(),
+                     d.buckets.size() == 1 ? "" : "s", format_bytes(d.bucket_bytes), format_bytes(bytes));
+  for (size_t k = 0; k < d.buckets.size(); ++k) {
+    const GradientBucket& b = d.buckets[k];
+    out += fmt::format("  bucket {:<3} {:>10}  {} block{}, ready after step {}, {:.3f}-{:.3f} ms\n", k,
+                       format_bytes(b.bytes), b.blocks.size(), b.blocks.size() == 1 ? "" : "s", b.ready_after_step,
+                       b.start_ms, b.end_ms);
+  }
+  if (!d.links.empty()) {
+    out += "busiest links (the most transfers at once, first at; busy time; bytes)\n";
+    for (const LinkUse& l : d.links)
+      out += fmt::format("  {:<48} {} at {:.3f} ms; busy {:.3f} ms; {} ({})\n", l.link, l.peak_transfers,
+                         l.peak_at_ms, l.busy_ms, format_bytes(static_cast<int64_t>(l.bytes)), l.kind);
+  }
+  return out;
+}
+
 void run_inspect(const InspectOptions& o) {
   const std::string path = plan_json_path(o.plan_path);
   Plan plan = unwrap(load_plan(path));
@@ -210,7 +253,7 @@ void run_inspect(const InspectOptions& o) {
     for (const Task& t : tdfg.tasks) plan.task_names.push_back(t.name);
     for (const Block& b : tdfg.blocks) plan.block_names.push_back(b.name);
   }
-  fmt::print("{}{}", header_text(plan, path), table_text(plan));
+  fmt::print("{}{}{}", header_text(plan, path), ranks_text(plan), table_text(plan));
   if (plan.task_names.empty())
     fmt::print("\n(the plan has no task names: pass --model to name tasks and blocks)\n");
 }

@@ -156,6 +156,10 @@ RankPlanFiles plan_ranks(const Tdfg& tdfg, const CostModel& cost, const RankMach
     d.bucket_bytes = dp.bucket_bytes;
     d.step_ms = ranked.timing.step_ms;
     d.buckets = ranked.buckets[i];
+    for (const RankTiming& t : ranked.timing.ranks) d.rank_figures.push_back({t.finish_ms, t.copy_ms, t.alone_copy_ms});
+    d.links.assign(ranked.timing.links.begin(),
+                   ranked.timing.links.begin() + static_cast<std::ptrdiff_t>(
+                                                     std::min(kReportedLinks, ranked.timing.links.size())));
     for (size_t k = 0; k < d.buckets.size(); ++k) {
       d.buckets[k].start_ms = ranked.timing.buckets[k].start_ms;
       d.buckets[k].end_ms = ranked.timing.buckets[k].end_ms;

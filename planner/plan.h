@@ -194,6 +194,23 @@ struct GradientBucket {
   double end_ms = 0;
 };
 
+// How a rank fared in the joint step (planner/data_parallel/rank_timing.h).
+struct RankFigures {
+  double finish_ms = 0;      // its last step's end
+  double copy_ms = 0;        // its copies' durations, summed
+  double alone_copy_ms = 0;  // the same copies' durations in its plan, alone on the machine
+};
+
+// What a link carried in the joint step: its busiest moment (`mplan inspect`).
+struct LinkUse {
+  std::string link;             // "node 0 switch sw0 uplink, to the host"
+  std::string kind;             // "PCIe", "PCIe switch uplink", "host memory", "NVLink", "NVSwitch", "network"
+  int32_t peak_transfers = 0;   // the most transfers on it at once
+  double peak_at_ms = 0;        // when it first carried that many
+  double busy_ms = 0;           // time it carried at least one
+  double bytes = 0;             // bytes it carried
+};
+
 struct DataParallel {
   int32_t ranks = 1;            // 1: a single-GPU plan (plan.json has no "data_parallel")
   int32_t rank = 0;             // the rank whose plan this is
@@ -206,7 +223,10 @@ struct DataParallel {
   std::vector<GradientBucket> buckets;
   int64_t bucket_bytes = 0;     // the bucket size the buckets were cut at
   double step_ms = 0;           // the simulated step of all ranks together (contention and all-reduce included)
+  std::vector<RankFigures> rank_figures;  // per rank
+  std::vector<LinkUse> links;   // the links that carried most at once, busiest first (at most kReportedLinks)
 };
+inline constexpr size_t kReportedLinks = 8;
 
 struct Plan {
   int format_version = kPlanFormatVersion;

@@ -62,6 +62,19 @@ Json data_parallel_json(const DataParallel& d) {
                        {"start_ms", b.start_ms},
                        {"end_ms", b.end_ms}});
   j["buckets"] = buckets;
+  Json ranks = Json::array();
+  for (const RankFigures& r : d.rank_figures)
+    ranks.push_back({{"finish_ms", r.finish_ms}, {"copy_ms", r.copy_ms}, {"alone_copy_ms", r.alone_copy_ms}});
+  j["rank_figures"] = ranks;
+  Json links = Json::array();
+  for (const LinkUse& l : d.links)
+    links.push_back({{"link", l.link},
+                     {"kind", l.kind},
+                     {"peak_transfers", l.peak_transfers},
+                     {"peak_at_ms", l.peak_at_ms},
+                     {"busy_ms", l.busy_ms},
+                     {"bytes", l.bytes}});
+  j["links"] = links;
   return j;
 }
 
@@ -556,6 +569,28 @@ class Reader {
       b.end_ms = number_field(bo, path, "end_ms");
       d.buckets.push_back(std::move(b));
     }
+    if (o.contains("rank_figures")) {  // optional: figures for `mplan inspect`
+      const Json& ranks = array(o["rank_figures"], sub(p, "rank_figures"));
+      if (ranks.size() != static_cast<size_t>(d.ranks))
+        fail(sub(p, "rank_figures"), fmt::format("has {} entries for {} ranks", ranks.size(), d.ranks));
+      for (size_t i = 0; i < ranks.size(); ++i) {
+        const std::string path = fmt::format("{}.rank_figures[{}]", p, i);
+        const Json& ro = object(ranks[i], path);
+        d.rank_figures.push_back({number_field(ro, path, "finish_ms"), number_field(ro, path, "copy_ms"),
+                                  number_field(ro, path, "alone_copy_ms")});
+      }
+    }
+    if (o.contains("links")) {
+      const Json& links = array(o["links"], sub(p, "links"));
+      if (links.size() > kReportedLinks) fail(sub(p, "links"), fmt::format("more than {} links", kReportedLinks));
+      for (size_t i = 0; i < links.size(); ++i) {
+        const std::string path = fmt::format("{}.links[{}]", p, i);
+        const Json& lo = object(links[i], path);
+        d.links.push_back({text_field(lo, path, "link"), text_field(lo, path, "kind"),
+                           int32_field(lo, path, "peak_transfers", 0), number_field(lo, path, "peak_at_ms"),
+                           number_field(lo, path, "busy_ms"), number_field(lo, path, "bytes")});
+      }
+    }
   }
 
   void read_summary(const Json& o, PlanSummary& s) const {
@@ -653,6 +688,15 @@ bool same(const GradientBucket& a, const GradientBucket& b) {
 
 bool same(const DataParallel& a, const DataParallel& b);
 
+bool same(const RankFigures& a, const RankFigures& b) {
+  return same(a.finish_ms, b.finish_ms) && same(a.copy_ms, b.copy_ms) && same(a.alone_copy_ms, b.alone_copy_ms);
+}
+
+bool same(const LinkUse& a, const LinkUse& b) {
+  return a.link == b.link && a.kind == b.kind && a.peak_transfers == b.peak_transfers &&
+         same(a.peak_at_ms, b.peak_at_ms) && same(a.busy_ms, b.busy_ms) && same(a.bytes, b.bytes);
+}
+
 bool same(const PlanSummary& a, const PlanSummary& b) {
   return same(a.simulated_ms, b.simulated_ms) && same(a.ideal_ms, b.ideal_ms) &&
          a.peak_arena_bytes == b.peak_arena_bytes && a.peak_live_bytes == b.peak_live_bytes &&
@@ -673,7 +717,8 @@ bool same_all(const std::vector<T>& a, const std::vector<T>& b) {
 bool same(const DataParallel& a, const DataParallel& b) {
   return a.ranks == b.ranks && a.rank == b.rank && a.global_batch == b.global_batch && a.machine == b.machine &&
          a.policy == b.policy && a.plan_of_rank == b.plan_of_rank && a.bucket_bytes == b.bucket_bytes &&
-         same(a.step_ms, b.step_ms) && same_all(a.buckets, b.buckets);
+         same(a.step_ms, b.step_ms) && same_all(a.buckets, b.buckets) && same_all(a.rank_figures, b.rank_figures) &&
+         same_all(a.links, b.links);
 }
 
 }  // namespace

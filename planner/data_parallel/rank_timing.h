@@ -33,16 +33,6 @@ struct RankSchedule {
   const std::vector<GradientBucket>* buckets = nullptr;
 };
 
-// What a link carried, for `mplan inspect` (its busiest moment).
-struct LinkUse {
-  std::string link;             // LinkPaths::describe
-  std::string kind;             // LinkPaths::kind
-  int32_t peak_transfers = 0;   // the most transfers on it at once
-  double peak_at_ms = 0;        // when it first carried that many
-  double busy_ms = 0;           // time it carried at least one
-  double bytes = 0;             // bytes it carried
-};
-
 struct RankTiming {
   std::vector<double> start_ms, end_ms;  // per step of the rank's plan
   double finish_ms = 0;                  // its last step's end

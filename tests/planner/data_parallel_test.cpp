@@ -10,13 +10,17 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
+#include <functional>
 #include <set>
 
 #include "frontend/parse.h"
 #include "planner/data_parallel/data_parallel.h"
 #include "planner/data_parallel/gradient_buckets.h"
 #include "planner/data_parallel/rank_timing.h"
+#include "planner/plan_json.h"
 #include "planner/verify.h"
 #include "profiler/analytic_model.h"
 #include "profiler/device.h"
@@ -293,6 +297,53 @@ TEST(Staggering, ThePapersRuleBeatsNaiveSwappingAndMplanBeatsBoth) {
   dp.stagger = Stagger::search;
   const RankPlans mplan = plan_data_parallel(tdfg, cost, machine, mplan_options, dp, mplan_alone);
   EXPECT_LE(mplan.timing.step_ms, paper.timing.step_ms);
+}
+
+}  // namespace
+}  // namespace mplan
+
+namespace mplan {
+namespace {
+
+Plan data_parallel_plan() {
+  const Net n = net();
+  const AnalyticCostModel cost(p100());
+  Plan plan = plan_at(n, cost, 1.0).plan;
+  DataParallel& d = plan.data_parallel;
+  d.ranks = 2;
+  d.rank = 0;
+  d.global_batch = 2 * plan.batch;
+  d.machine = "test";
+  d.policy = "alone";
+  d.plan_of_rank = {0, 0};
+  d.bucket_bytes = kDefaultBucketBytes;
+  d.step_ms = 3.5;
+  d.buckets = gradient_buckets(n.tdfg, plan, 1);
+  d.rank_figures = {{3.5, 0.25, 0.125}, {3.5, 0.25, 0.125}};
+  d.links = {{"node 0 GPU 0 PCIe link, to the host", "PCIe", 2, 0.5, 1.25, 1e6}};
+  return plan;
+}
+
+TEST(DataParallelJson, RoundTripsAndRefusesRanksThatContradict) {
+  const Plan plan = data_parallel_plan();
+  const std::string text = plan_to_json(plan);
+  Result<Plan> back = plan_from_json(text, "plan.json");
+  ASSERT_TRUE(back.ok()) << back.error().to_string();
+  EXPECT_TRUE(plans_equal(plan, *back));
+  using Json = nlohmann::ordered_json;
+  auto refused = [&](const std::function<void(Json&)>& change, const std::string& says) {
+    Json bad = Json::parse(text);
+    change(bad["data_parallel"]);
+    Result<Plan> r = plan_from_json(bad.dump(), "plan.json");
+    ASSERT_FALSE(r.ok()) << says;
+    EXPECT_NE(r.error().message.find(says), std::string::npos) << r.error().message;
+  };
+  refused([](Json& d) { d["plan_of_rank"] = {1, 1}; }, "plan_of_rank[0]");
+  refused([](Json& d) { d["plan_of_rank"] = {0}; }, "1 entries for 2 ranks");
+  refused([](Json& d) { d["ranks"] = 1; }, "data_parallel.ranks");
+  refused([](Json& d) { d["global_batch"] = 3; }, "2 ranks of batch");
+  refused([](Json& d) { d["buckets"][0]["blocks"] = Json::array(); }, "is empty");
+  refused([](Json& d) { d["rank_figures"].erase(0); }, "1 entries for 2 ranks");
 }
 
 }  // namespace
