@@ -772,10 +772,29 @@ std::string text_of(const char* format, ...) {
 
 // A checkpoint: on several ranks rank 0 writes it, with every rank's running
 // statistics made rank 0's first, and the other ranks wait for it.
+// Every rank must hold the same weights (the sums are the same bits on every
+// rank): the ranks compare a hash of their checkpoint's tensors first.
 bool save_checkpoint(Program& p, const std::string& dir, int64_t step, std::string* error) {
   Collectives* collectives = p.collectives();
   if (collectives == nullptr) return save_weights(p, dir, step, error);
   broadcast_running_statistics(p);
+  const ProgramSpec& spec = p.spec();
+  std::vector<float> resident(static_cast<size_t>(spec.resident_region_bytes / 4));
+  if (!resident.empty()) copy_to_host(resident.data(), p.bytes(0), resident.size() * sizeof(float));
+  std::string bytes;
+  for (int32_t t = 0; t < spec.tensor_count; ++t)
+    bytes.append(reinterpret_cast<const char*>(resident.data() + spec.tensors[t].offset_bytes / 4),
+                 static_cast<size_t>(spec.tensors[t].count) * sizeof(float));
+  const uint64_t mine = fnv1a(bytes);
+  std::vector<uint64_t> all(static_cast<size_t>(collectives->ranks()));
+  collectives->exchange(&mine, sizeof mine, all.data(), "the ranks' comparison of their weights");
+  for (int32_t q = 1; q < collectives->ranks(); ++q)
+    if (all[static_cast<size_t>(q)] != all[0]) {
+      *error = text_of("rank %d's weights differ from rank 0's before the save of step %" PRId64
+                       " (the ranks' gradient sums disagree); nothing was saved",
+                       q, step);
+      return false;
+    }
   const bool ok = collectives->rank() != 0 || save_weights(p, dir, step, error);
   return rank_0_saved(*collectives, ok, error);
 }

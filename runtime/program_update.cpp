@@ -11,7 +11,9 @@ namespace mplan::rt {
 bool Program::prepare_update() {
   last_gradient_norm_.reset();
   if (!spec_.loss_scaling && clip_norm_ <= 0) return true;
-  // The weight gradients are written on the compute stream only.
+  // The weight gradients are written on the compute stream only (and, on
+  // several ranks, summed on the gradient stream: a bounded wait first).
+  if (collectives_ != nullptr && spec_.data_parallel != nullptr) collectives_->finish_step();
   stream_synchronize(compute_stream_);
   std::vector<float> gradients;
   if (spec_.loss_scaling) {

@@ -174,7 +174,8 @@ void write_data(const std::string& dir, int64_t n, uint32_t seed) {
   ASSERT_TRUE(rt::npy_write_i32(dir + "/labels.npy", labels.data(), {n}, &error)) << error;
 }
 
-// --data with --shuffle, --val and a checkpoint every step: the ranks read the
+// --data with --shuffle, --val, --clip-grad-norm and a checkpoint every step
+// (before each save the ranks compare their weights' hashes): the ranks read the
 // single process's samples (rank r the r-th share of each shuffled global
 // batch), evaluate the same validation set (its last batch padded) to the
 // same metrics, and rank 0's checkpoint resumes on another number of ranks.
@@ -190,13 +191,15 @@ TEST(DataParallelRun, ShuffledDataValidationAndResumingOnOtherRankCounts) {
   ASSERT_EQ(build_ranks_program(two.dir), "");
   ASSERT_EQ(build_ranks_program(four.dir), "");
   ASSERT_EQ(build_program(single.dir), "");
-  const std::string data = " --data " + work + "/train --shuffle --val " + work + "/val --seed 9";
+  // Clipping reads the summed gradients: the same norm on every rank as in the single process.
+  const std::string data = " --data " + work + "/train --shuffle --val " + work + "/val --seed 9 --clip-grad-norm 0.2";
   const RunResult reference = run_program(single.dir, "--steps 4" + data + " --save " + work + "/single");
   ASSERT_EQ(reference.exit_code, 0) << reference.output;
   // Two steps on 2 ranks, then two more resumed on 4 ranks from rank 0's checkpoint.
   const RunResult first = run_command(mpirun(2) + " " + two.dir + "/build/train --steps 2" + data +
                                       " --checkpoint-every 1 --save " + work + "/ranks");
   ASSERT_EQ(first.exit_code, 0) << first.output;
+  EXPECT_NE(first.output.find("(clipped)"), std::string::npos) << first.output;
   const RunResult second = run_command(mpirun(4) + " " + four.dir + "/build/train --steps 2" + data + " --load " +
                                        work + "/ranks --save " + work + "/ranks");
   ASSERT_EQ(second.exit_code, 0) << second.output;
