@@ -54,6 +54,11 @@ nlohmann::json json_row(const driver::CompareRow& row, double ideal_ms) {
   j["planner_ms"] = o.planner_ms;
   j["simulations"] = o.simulations;
   if (row.min_budget_bytes != -2) j["min_budget_bytes"] = row.min_budget_bytes;
+  if (row.joint_ms >= 0) j["joint_step_ms"] = row.joint_ms;
+  if (row.staggered_ms >= 0) {
+    j["staggered_step_ms"] = row.staggered_ms;
+    j["staggered_policy"] = row.staggered_policy;
+  }
   return j;
 }
 
@@ -68,6 +73,7 @@ void print_json(const driver::CompareResult& r) {
   out["blocks"] = r.blocks;
   out["ideal_ms"] = r.ideal.iteration_ms();
   out["ideal_budget_bytes"] = r.ideal.plan.budget_bytes;
+  if (r.ranks > 1) out["ranks"] = r.ranks;
   nlohmann::json list = nlohmann::json::array();
   for (const driver::CompareRow& row : r.rows) list.push_back(json_row(row, r.ideal.iteration_ms()));
   out["policies"] = list;
@@ -79,11 +85,18 @@ void print_table(const driver::CompareResult& r, bool min_budget) {
   fmt::print("model {} (batch {}{}) on {}, budget {}\n", r.model_name, r.batch,
              is_16_bit(r.precision) ? fmt::format(", precision {}", precision_name(r.precision)) : "", r.cost_model,
              format_bytes(r.budget_bytes));
-  fmt::print("ideal: {} ms, needs {}\n\n", ms_text(ideal_ms), format_bytes(r.ideal.plan.budget_bytes));
+  fmt::print("ideal: {} ms, needs {}\n", ms_text(ideal_ms), format_bytes(r.ideal.plan.budget_bytes));
+  if (r.ranks > 1)
+    fmt::print("{}\nbatch above is each rank's share; \"joint ms\": every rank's step priced together on the shared "
+               "links, the plan alike on every rank and then staggered (vDNN: the paper's Step 3, mplan: its "
+               "search; docs/multi-gpu.md)\n",
+               r.ranks_line);
+  fmt::print("\n");
   std::string header = fmt::format("{:<13} {:<8} {:>9} {:>11} {:>9} {:>11} {:>11} {:>11} {:>6} {:>10} {:<8}",
                                    "policy", "feasible", "sub-batch", "time ms", "overhead", "to host",
                                    "to device", "peak", "recomp", "planner ms", "verified");
   if (min_budget) header += fmt::format(" {:>11}", "min budget");
+  if (r.ranks > 1) header += fmt::format(" {:>11} {:>13}", "joint ms", "staggered ms");
   fmt::print("{}\n", header);
   for (const driver::CompareRow& row : r.rows) {
     const PlanResult& o = row.planned;
@@ -103,6 +116,9 @@ void print_table(const driver::CompareResult& r, bool min_budget) {
     }
     if (min_budget)
       line += fmt::format(" {:>11}", row.min_budget_bytes < 0 ? std::string("none") : format_bytes(row.min_budget_bytes));
+    if (r.ranks > 1)
+      line += fmt::format(" {:>11} {:>13}", row.joint_ms < 0 ? std::string("-") : ms_text(row.joint_ms),
+                          row.staggered_ms < 0 ? std::string("-") : ms_text(row.staggered_ms));
     fmt::print("{}\n", line);
   }
   fmt::print("\n");
@@ -149,6 +165,11 @@ void setup_compare(CLI::App& command) {
                    "Also find each policy's minimum feasible budget (a grid from moDNN's Eq. 2 minimum to twice "
                    "the ideal's need, then bisection to 0.1% of the ideal's need; slower)");
   command.add_flag("--no-verify", options->no_verify, "Do not run the plan verifier on each plan");
+  command.add_option("--gpus", options->gpus,
+                     "Compare on N GPUs: each policy plans a rank's share of the batch, priced with every rank on "
+                     "the shared links (docs/multi-gpu.md)");
+  command.add_option("--machine", options->machine,
+                     "The machine of --gpus: a machine file or a name in examples/machines");
   command.add_flag("--json", *json, "Print JSON instead of the table");
   command.add_flag("--allow-oversubscribe", options->allow_oversubscribe,
                    "Accept a --budget above the device's memory");

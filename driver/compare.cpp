@@ -66,6 +66,26 @@ PlannedModel mplan_row(const Model& model, const CostModel& cost, const PlanOpti
   return planned;
 }
 
+bool staggers(PolicyKind kind) {
+  return kind == PolicyKind::mplan || kind == PolicyKind::vdnn_all_m || kind == PolicyKind::vdnn_all_p ||
+         kind == PolicyKind::vdnn_conv_m || kind == PolicyKind::vdnn_conv_p || kind == PolicyKind::vdnn_dyn ||
+         kind == PolicyKind::vdnn_plus;
+}
+
+// The ranks' joint step with the policy's plan on every rank, and with its staggering.
+void joint_rows(const Tdfg& tdfg, const CostModel& cost, const RankMachine& machine, const PlanOptions& options,
+                CompareRow& row) {
+  DataParallelOptions dp;
+  dp.ranks = machine.ranks;
+  dp.stagger = Stagger::none;
+  row.joint_ms = plan_data_parallel(tdfg, cost, machine.machine, options, dp, row.planned).timing.step_ms;
+  if (!staggers(options.policy)) return;
+  dp.stagger = options.policy == PolicyKind::mplan ? Stagger::search : Stagger::paper;
+  const RankPlans staggered = plan_data_parallel(tdfg, cost, machine.machine, options, dp, row.planned);
+  row.staggered_ms = staggered.timing.step_ms;
+  row.staggered_policy = staggered.policy;
+}
+
 }  // namespace
 
 Result<CompareSettings> check_compare_flags(const CompareFlags& f) {
@@ -89,18 +109,37 @@ Result<CompareSettings> check_compare_flags(const CompareFlags& f) {
   s.min_budget = f.min_budget;
   s.verify = !f.no_verify;
   s.allow_oversubscribe = f.allow_oversubscribe;
+  Result<DataParallelSettings> ranks = check_data_parallel_flags({f.gpus, f.machine, "", ""}, PolicyKind::mplan);
+  if (!ranks) return ranks.error();
+  s.data_parallel = *ranks;
   return s;
 }
 
 Result<CompareResult> compare(const CompareSettings& s) {
+  Result<RankMachine> machine = load_rank_machine(s.data_parallel);
+  if (!machine) return machine.error();
+  CostSource cost_source = s.cost;
+  if (!machine->standalone && cost_source.device.empty() && cost_source.profile.empty()) {
+    const Device& gpu = machine->machine.gpus[0].device;
+    cost_source.device = gpu.source_file.empty() ? gpu.name : gpu.source_file;
+  }
   Result<ModelInput> loaded = load_model_input(s.model_path, s.batch, s.precision);
   if (!loaded) return loaded.error();
+  int64_t share = s.batch;
+  if (machine->ranks > 1) {
+    Result<int64_t> divided =
+        rank_batch(s.batch > 0 ? s.batch : loaded->model.batch, machine->ranks, s.batch > 0);
+    if (!divided) return divided.error();
+    share = *divided;
+    loaded = load_model_input(s.model_path, share, s.precision);
+    if (!loaded) return loaded.error();
+  }
   const Model& model = loaded->model;
-  const int64_t batch = s.batch > 0 ? s.batch : model.batch;
+  const int64_t batch = share > 0 ? share : model.batch;
   if (Status checked = check_batch(model, batch, "--batch"); !checked)
     return Error{{}, checked.error().message, ErrorKind::usage};
   const Tdfg tdfg = build_tdfg(model);
-  Result<LoadedCostModel> loaded_cost = make_cost_model(s.cost, model, s.model_path, tdfg, batch);
+  Result<LoadedCostModel> loaded_cost = make_cost_model(cost_source, model, s.model_path, tdfg, batch);
   if (!loaded_cost) return loaded_cost.error();
   const CostModel& cost = *loaded_cost->model;
   if (s.budget_bytes > cost.device_memory_bytes() && !s.allow_oversubscribe)
@@ -117,6 +156,11 @@ Result<CompareResult> compare(const CompareSettings& s) {
   out.tasks = tdfg.tasks.size();
   out.blocks = tdfg.blocks.size();
   out.warnings = loaded_cost->warnings;
+  out.ranks = machine->ranks;
+  if (machine->ranks > 1) {
+    complete_standalone(*machine, cost, loaded_cost->device_name);
+    out.ranks_line = machine->line;
+  }
   PlanOptions options;
   options.budget_bytes = s.budget_bytes;
   options.batch = batch;
@@ -145,6 +189,8 @@ Result<CompareResult> compare(const CompareSettings& s) {
         if (!v.empty()) row.first_violation = to_string(v.front());
       }
     }
+    if (machine->ranks > 1 && row.planned.feasible && kind != PolicyKind::ideal)
+      joint_rows(planned_tdfg, cost, *machine, options, row);
     // To 0.1% of the ideal's need (at least 4 KiB): planner/planner.h says how.
     if (s.min_budget)
       row.min_budget_bytes =

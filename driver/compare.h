@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "driver/cost_source.h"
+#include "driver/data_parallel_compile.h"
 #include "planner/planner.h"
 
 namespace mplan::driver {
@@ -28,6 +29,8 @@ struct CompareFlags {
   bool no_verify = false;
   bool allow_oversubscribe = false;
   std::string precision;  // "": the model's
+  int32_t gpus = -1;       // --gpus; -1: not given (one GPU, or every GPU of --machine)
+  std::string machine;     // --machine
 };
 
 struct CompareSettings {
@@ -40,6 +43,9 @@ struct CompareSettings {
   bool min_budget = false;
   bool verify = true;
   bool allow_oversubscribe = false;
+  // Several GPUs (docs/multi-gpu.md): each policy's plan of a rank's share,
+  // its ranks' joint step, and for vDNN also with the paper's staggering.
+  DataParallelSettings data_parallel;
   // Called before each policy is planned (the index in `policies`), for
   // progress on long comparisons (--min-budget, Checkmate's MILP).
   std::function<void(PolicyKind, size_t)> on_policy;
@@ -55,6 +61,12 @@ struct CompareRow {
   std::string first_violation;
   int prefetches_freed_unread = 0;  // the verifier's warning (wasted copies); with violations >= 0
   int64_t min_budget_bytes = -2;   // -2: not asked; -1: infeasible even at twice the ideal's need
+  // Several GPUs: the joint step of every rank running the policy's plan
+  // (--stagger none), and the one its staggering makes (vDNN: the paper's
+  // Step 3; mplan: its search); -1 where not planned.
+  double joint_ms = -1;
+  double staggered_ms = -1;
+  std::string staggered_policy;
 };
 
 struct CompareResult {
@@ -67,6 +79,8 @@ struct CompareResult {
   PlanResult ideal;
   std::vector<CompareRow> rows;
   std::vector<std::string> warnings;  // the cost model's, for stderr
+  int32_t ranks = 1;          // several GPUs: `batch` is a rank's share
+  std::string ranks_line;     // "ranks: 4 on ..." ("" for one GPU)
 };
 
 // Plans every policy of the settings. Errors: a bad input file, or a budget

@@ -50,9 +50,9 @@ std::string rank_plan_file(int32_t rank) {
 
 Result<DataParallelSettings> check_data_parallel_flags(const DataParallelFlags& f, PolicyKind policy) {
   DataParallelSettings s;
-  if (f.gpus < 0 || f.gpus > kMaxRanks)
+  if (f.gpus != -1 && (f.gpus < 1 || f.gpus > kMaxRanks))
     return usage(fmt::format("--gpus {}: expected a number of GPUs from 1 to {}", f.gpus, kMaxRanks));
-  s.gpus = f.gpus;
+  s.gpus = std::max(0, f.gpus);
   s.machine = f.machine;
   if (!f.stagger.empty()) {
     Stagger stagger = Stagger::none;

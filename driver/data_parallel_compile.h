@@ -17,7 +17,7 @@
 namespace mplan::driver {
 
 struct DataParallelFlags {
-  int32_t gpus = 0;            // --gpus; 0: not given
+  int32_t gpus = -1;           // --gpus; -1: not given
   std::string machine;         // --machine
   std::string stagger;         // --stagger; "": the policy's default
   std::string bucket_size;     // --bucket-size; "": kDefaultBucketBytes
