@@ -290,9 +290,12 @@ void Program::make_input(uint64_t step, Dataset& data) const {
   });
   // A sample that cannot be read stops the run (the checkpoints written so far are whole).
   if (!failure.empty()) {
-    // On several ranks: this rank's message, and every rank ends.
-    if (collectives_ != nullptr)
+    // On several ranks: this rank's message, and every rank ends (once the
+    // gradient stream has left MPI: one thread calls it at a time).
+    if (collectives_ != nullptr) {
+      if (spec_.data_parallel != nullptr) collectives_->finish_step();
       collectives_->abort(std::string("error: ") + (spec_.is_evaluation ? "--val" : "--data") + ": " + failure, 2);
+    }
     std::fprintf(stderr, "train: error: %s: %s\n", spec_.is_evaluation ? "--val" : "--data", failure.c_str());
     std::fflush(stderr);
     std::exit(2);
