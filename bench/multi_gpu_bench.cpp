@@ -80,7 +80,9 @@ const std::vector<PaperRow> kTableII = {
 const std::vector<PaperRow> kTableIII = {
     {110, {66.53, 51.06, 68.31}}, {120, {0, 52.49, 70.11}}, {130, {0, 53.09, 70.24}}, {140, {0, 54.86, 70.36}}};
 
-std::string rate(double images_per_s) { return images_per_s > 0 ? fmt::format("{:.1f}", images_per_s) : "out of memory"; }
+std::string rate(double images_per_s) {
+  return images_per_s > 0 ? fmt::format("{:.1f}", images_per_s) : "out of memory";
+}
 
 std::string paper_table(const Machine& machine, int32_t ranks, const std::vector<PaperRow>& rows, int64_t largest,
                         const char* title) {

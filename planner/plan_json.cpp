@@ -333,7 +333,8 @@ class Reader {
     read_host_slots(root, limits, plan);
     read_choices(root, limits, plan);
     read_steps(root, limits, plan);
-    if (root.contains("data_parallel")) read_data_parallel(object(root["data_parallel"], "data_parallel"), limits, plan);
+    if (root.contains("data_parallel"))
+      read_data_parallel(object(root["data_parallel"], "data_parallel"), limits, plan);
     return plan;
   }
 
@@ -552,7 +553,8 @@ class Reader {
     for (int32_t r = 0; r < d.ranks; ++r)
       if (d.plan_of_rank[r] > r || d.plan_of_rank[d.plan_of_rank[r]] != d.plan_of_rank[r])
         fail(fmt::format("{}.plan_of_rank[{}]", p, r),
-             fmt::format("is {}: a rank runs its own plan or the plan of a lower rank that runs its own", d.plan_of_rank[r]));
+             fmt::format("is {}: a rank runs its own plan or the plan of a lower rank that runs its own",
+                         d.plan_of_rank[r]));
     d.bucket_bytes = int_field(o, p, "bucket_bytes", 1);
     d.step_ms = number_field(o, p, "step_ms");
     const Json& buckets = array(field(o, p, "buckets"), sub(p, "buckets"));
@@ -727,14 +729,15 @@ bool plans_equal(const Plan& a, const Plan& b) {
   return a.format_version == b.format_version && a.model_name == b.model_name &&
          a.model_digest == b.model_digest && a.compact_backward_layers == b.compact_backward_layers &&
          a.weight_copies_where_used == b.weight_copies_where_used && a.evaluation == b.evaluation &&
-         a.device == b.device && a.cost_model_kind == b.cost_model_kind &&
-         a.math_mode == b.math_mode && a.cost_model_error == b.cost_model_error && a.budget_bytes == b.budget_bytes &&
+         a.device == b.device && a.cost_model_kind == b.cost_model_kind && a.math_mode == b.math_mode &&
+         a.cost_model_error == b.cost_model_error && a.budget_bytes == b.budget_bytes &&
          a.resident_bytes == b.resident_bytes && a.resident_region_bytes == b.resident_region_bytes &&
          a.arena_bytes == b.arena_bytes && a.host_bytes == b.host_bytes && a.batch == b.batch &&
          a.sub_batch == b.sub_batch && a.sub_batches == b.sub_batches && a.copy_engines == b.copy_engines &&
-         same(a.data_parallel, b.data_parallel) && a.event_count == b.event_count && same(a.summary, b.summary) && a.task_names == b.task_names &&
-         a.block_names == b.block_names && a.block_types == b.block_types && same_all(a.choices, b.choices) && same_all(a.buffers, b.buffers) &&
-         same_all(a.host_slots, b.host_slots) && same_all(a.steps, b.steps);
+         same(a.data_parallel, b.data_parallel) && a.event_count == b.event_count && same(a.summary, b.summary) &&
+         a.task_names == b.task_names && a.block_names == b.block_names && a.block_types == b.block_types &&
+         same_all(a.choices, b.choices) && same_all(a.buffers, b.buffers) && same_all(a.host_slots, b.host_slots) &&
+         same_all(a.steps, b.steps);
 }
 
 }  // namespace mplan

@@ -153,7 +153,8 @@ class Candidates {
 RankPlans plan_data_parallel(const Tdfg& tdfg, const CostModel& cost, const Machine& machine,
                              const PlanOptions& options, const DataParallelOptions& dp, PlanResult alone) {
   const int32_t ranks = dp.ranks;
-  MPLAN_CHECK(ranks >= 1 && ranks <= machine.gpu_count() && alone.feasible, "a feasible plan for ranks the machine has");
+  MPLAN_CHECK(ranks >= 1 && ranks <= machine.gpu_count() && alone.feasible,
+              "a feasible plan for ranks the machine has");
   Candidates candidates(tdfg, machine, dp);
   const std::vector<int32_t> place = place_in_switch_group(machine, ranks);
   std::string note;
@@ -219,7 +220,8 @@ RankPlans plan_data_parallel(const Tdfg& tdfg, const CostModel& cost, const Mach
       mixed.push_back(alone);
       std::vector<int32_t> mixed_index = plan_index;
       for (int32_t r = 0; r < ranks; ++r)
-        if (place[static_cast<size_t>(r)] % 2 == 0) mixed_index[static_cast<size_t>(r)] = static_cast<int32_t>(plans.size());
+        if (place[static_cast<size_t>(r)] % 2 == 0)
+          mixed_index[static_cast<size_t>(r)] = static_cast<int32_t>(plans.size());
       candidates.consider(label, std::move(plans), std::move(plan_index));
       candidates.consider("alternating alone and shared link", std::move(mixed), std::move(mixed_index));
     } else {

@@ -13,7 +13,8 @@ std::vector<GradientBucket> gradient_buckets(const Tdfg& tdfg, const Plan& plan,
   // The resident dW buffers, by buffer id.
   std::vector<BlockId> gradient_of_buffer(plan.buffers.size(), kNoBlock);
   for (const Buffer& b : plan.buffers)
-    if (b.resident && b.block != kNoBlock && tdfg.blocks.at(static_cast<size_t>(b.block)).kind == BlockKind::weight_grad)
+    if (b.resident && b.block != kNoBlock &&
+        tdfg.blocks.at(static_cast<size_t>(b.block)).kind == BlockKind::weight_grad)
       gradient_of_buffer[static_cast<size_t>(b.id)] = b.block;
   std::vector<int32_t> last_writer(tdfg.blocks.size(), -1);
   std::vector<int64_t> bytes(tdfg.blocks.size(), 0);

@@ -21,9 +21,9 @@ TEST_F(DataParallelFlags, RankPlansAreWrittenVerifiedAndInspected) {
   const std::string out = path("dp");
   // VGG-16 per GPU batch 163 on the paper's machine: vDNN must swap, and the
   // paper's staggering gives the two GPUs of a switch different layers.
-  MplanRun compiled = mplan(std::vector<std::string>{"compile", example_model("vgg16"), "--budget", "16GiB", "--batch", "652", "--gpus",
-                                 "4", "--machine", "p100x4-two-switches", "--policy", "vdnn-dyn", "--stagger", "paper",
-                                 "--plan-only", "-o", out});
+  MplanRun compiled = mplan(std::vector<std::string>{
+      "compile", example_model("vgg16"), "--budget", "16GiB", "--batch", "652", "--gpus", "4", "--machine",
+      "p100x4-two-switches", "--policy", "vdnn-dyn", "--stagger", "paper", "--plan-only", "-o", out});
   ASSERT_EQ(compiled.exit_code, 0) << compiled.describe();
   EXPECT_TRUE(contains(compiled.out, "ranks: 4 on p100x4-two-switches")) << compiled.out;
   EXPECT_TRUE(contains(compiled.out, "batch: 652 in all = 4 ranks x 163")) << compiled.out;
@@ -55,8 +55,9 @@ TEST_F(DataParallelFlags, RankPlansAreWrittenVerifiedAndInspected) {
 
 TEST_F(DataParallelFlags, WithoutAMachineEachGpuHasItsOwnLink) {
   const std::string out = path("dp");
-  MplanRun compiled = mplan(std::vector<std::string>{"compile", example_model("cifar_small"), "--budget", "64MiB", "--gpus", "2",
-                                 "--plan-only", "-o", out});
+  MplanRun compiled = mplan(std::vector<std::string>{
+      "compile", example_model("cifar_small"), "--budget", "64MiB", "--gpus", "2",
+      "--plan-only", "-o", out});
   ASSERT_EQ(compiled.exit_code, 0) << compiled.describe();
   EXPECT_TRUE(contains(compiled.out, "each with a PCIe link of its own")) << compiled.out;
   EXPECT_TRUE(contains(compiled.out, "batch: 32 in all = 2 ranks x 16")) << compiled.out;
@@ -96,8 +97,9 @@ TEST_F(DataParallelFlags, WrongCombinationsAreUsageErrorsNamingTheFlag) {
 }
 
 TEST_F(DataParallelFlags, CompareGivesEveryPolicysJointStep) {
-  MplanRun r = mplan(std::vector<std::string>{"compare", example_model("vgg16"), "--budget", "16GiB", "--batch", "326", "--gpus", "2",
-                          "--machine", "p100x4-two-switches", "--policies", "vdnn-dyn,mplan", "--json"});
+  MplanRun r = mplan(std::vector<std::string>{
+      "compare", example_model("vgg16"), "--budget", "16GiB", "--batch", "326", "--gpus", "2",
+      "--machine", "p100x4-two-switches", "--policies", "vdnn-dyn,mplan", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   const nlohmann::json j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["ranks"], 2);
