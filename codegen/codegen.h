@@ -57,9 +57,16 @@ struct EvaluationSchedule {
 // --val`, `--eval`). Errors: a plan that does not belong to the model (digest
 // or task count differ), that uses a step the program cannot express, or an
 // evaluation plan whose resident buffers are not the training plan's.
+//
+// A plan of several ranks (plan.data_parallel) whose ranks do not all run
+// it: `rank_plans` are the other ranks' plans (plan-rank-<r>.json, each with
+// its data_parallel.rank), each emitted as a schedule of its own in
+// `namespace rank_<r>`, which the program runs on the ranks plan_of_rank
+// names (docs/multi-gpu.md). They must place the resident buffers as `plan` does.
 Result<GeneratedProgram> emit_program(const Model& model, const Tdfg& tdfg, const Plan& plan,
                                       const CodegenOptions& options,
-                                      const EvaluationSchedule* evaluation = nullptr);
+                                      const EvaluationSchedule* evaluation = nullptr,
+                                      const std::vector<const Plan*>& rank_plans = {});
 
 // Writes every file under `dir` (created if missing), each atomically (a
 // temporary file renamed over the target).

@@ -31,12 +31,6 @@ uint64_t fnv1a(const std::string& text) {
 Result<std::map<int32_t, std::vector<int32_t>>> bucket_starts(const Tdfg& tdfg, const Plan& plan) {
   const DataParallel& dp = plan.data_parallel;
   std::map<int32_t, std::vector<int32_t>> starts;
-  for (size_t r = 0; r < dp.plan_of_rank.size(); ++r)
-    if (dp.plan_of_rank[r] != 0)
-      return codegen_error(fmt::format(
-          "data_parallel.plan_of_rank[{}] is {}: ranks that run plans of their own are not supported by the "
-          "program yet (every rank runs rank 0's plan); plan all ranks alike",
-          r, dp.plan_of_rank[r]));
   const int32_t last_round = static_cast<int32_t>(plan.sub_batches.size()) - 1;
   for (size_t k = 0; k < dp.buckets.size(); ++k) {
     const GradientBucket& bucket = dp.buckets[k];
@@ -59,7 +53,14 @@ Result<std::map<int32_t, std::vector<int32_t>>> bucket_starts(const Tdfg& tdfg, 
   return starts;
 }
 
-std::string emit_data_parallel_tables(const Model& model, const Tdfg& tdfg, const Plan& plan) {
+std::string plans_digest(const Plan& plan, const std::vector<const Plan*>& rank_plans) {
+  std::string text = plan_to_json(plan);
+  for (const Plan* other : rank_plans) text += plan_to_json(*other);
+  return fmt::format("{:016x}", fnv1a(text));
+}
+
+std::string emit_data_parallel_tables(const Model& model, const Tdfg& tdfg, const Plan& plan,
+                                      const std::string& digest, bool per_rank_specs) {
   const DataParallel& dp = plan.data_parallel;
   std::string regions, buckets;
   int32_t region_count = 0;
@@ -99,9 +100,10 @@ std::string emit_data_parallel_tables(const Model& model, const Tdfg& tdfg, cons
     ++statistic_count;
   }
   std::string text = "\n// ---- several ranks " + std::string(61, '-') + "\n";
-  text += fmt::format("// {} ranks of batch {} (global batch {}), every rank running this plan ({}). The gradient\n"
+  text += fmt::format("// {} ranks of batch {} (global batch {}), rank {}'s plan ({}). The gradient\n"
                       "// buckets: their dW ranges (offset, bytes), summed over the ranks together.\n",
-                      dp.ranks, plan.batch, dp.global_batch, comment_text(dp.policy.empty() ? "-" : dp.policy, 60));
+                      dp.ranks, plan.batch, dp.global_batch, dp.rank,
+                      comment_text(dp.policy.empty() ? "-" : dp.policy, 60));
   text += regions.empty() ? "constexpr const Region* kBucketRegions = nullptr;\n"
                           : "constexpr Region kBucketRegions[] = {\n" + regions + "};\n";
   text += buckets.empty() ? "constexpr const GradientBucketSpec* kBuckets = nullptr;\n"
@@ -109,7 +111,6 @@ std::string emit_data_parallel_tables(const Model& model, const Tdfg& tdfg, cons
   text += "// Batch norm's running statistics (rank 0's are broadcast before a save and an evaluation).\n";
   text += statistics.empty() ? "constexpr const Region* kRunningStatistics = nullptr;\n"
                              : "constexpr Region kRunningStatistics[] = {\n" + statistics + "};\n";
-  const std::string digest = fmt::format("{:016x}", fnv1a(plan_to_json(plan)));
   text += fmt::format(
       "constexpr DataParallelSpec kDataParallel = {{\n"
       "    .ranks = {},\n"
@@ -118,10 +119,12 @@ std::string emit_data_parallel_tables(const Model& model, const Tdfg& tdfg, cons
       "    .bucket_count = {},\n"
       "    .running_statistics = kRunningStatistics,\n"
       "    .running_statistic_count = {},\n"
-      "    .plan_digest = \"{}\",  // FNV-1a of plan.json\n"
+      "    .plan_digest = \"{}\",  // FNV-1a of every rank's plan\n"
       "    .make_collectives = make_collectives,\n"
+      "{}"
       "}};\n",
-      dp.ranks, dp.global_batch, dp.buckets.size(), statistic_count, digest);
+      dp.ranks, dp.global_batch, dp.buckets.size(), statistic_count, digest,
+      per_rank_specs ? "    .spec_of_rank = spec_of_rank,\n" : "");
   return text;
 }
 

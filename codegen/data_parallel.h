@@ -19,14 +19,18 @@ namespace mplan::codegen {
 inline bool is_data_parallel(const Plan& plan) { return plan.data_parallel.ranks > 1; }
 
 // The buckets started after each compute step (plan step index -> bucket
-// ids). Errors: ranks that run another rank's plan (one schedule per distinct
-// plan is not emitted yet), a bucket whose ready step is not a compute step
-// of the last round, or whose blocks are not resident weight gradients.
+// ids). Errors: a bucket whose ready step is not a compute step of the last
+// round, or whose blocks are not resident weight gradients.
 Result<std::map<int32_t, std::vector<int32_t>>> bucket_starts(const Tdfg& tdfg, const Plan& plan);
 
+// The digest every rank checks at start: a hash of every rank's plan's text.
+std::string plans_digest(const Plan& plan, const std::vector<const Plan*>& rank_plans);
+
 // kBucketRegions, kBuckets, kRunningStatistics and kDataParallel (the
-// program's DataParallelSpec; its plan digest: the model's digest and a hash
-// of plan.json's text).
-std::string emit_data_parallel_tables(const Model& model, const Tdfg& tdfg, const Plan& plan);
+// program's DataParallelSpec, with `digest`); with `per_rank_specs`, its
+// spec_of_rank is the program's spec_of_rank (declared before, defined after
+// every schedule).
+std::string emit_data_parallel_tables(const Model& model, const Tdfg& tdfg, const Plan& plan,
+                                      const std::string& digest, bool per_rank_specs);
 
 }  // namespace mplan::codegen

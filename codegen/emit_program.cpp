@@ -73,8 +73,8 @@ struct SegmentCode {
 class ProgramEmitter {
  public:
   ProgramEmitter(const Model& model, const Tdfg& tdfg, const Plan& plan, const CodegenOptions& options,
-                 const EvaluationSchedule* evaluation = nullptr)
-      : model_(model), tdfg_(tdfg), plan_(plan), options_(options), evaluation_(evaluation) {}
+                 const EvaluationSchedule* evaluation = nullptr, const std::vector<const Plan*>& rank_plans = {})
+      : model_(model), tdfg_(tdfg), plan_(plan), options_(options), evaluation_(evaluation), rank_plans_(rank_plans) {}
 
   Result<GeneratedProgram> emit() {
     Result<std::string> schedule = emit_steps();
@@ -85,9 +85,12 @@ class ProgramEmitter {
       Result<std::string> text = emitter.emit_evaluation(resident_offsets());
       if (!text) return text.error();
       evaluation = std::move(*text);
-      for (const std::string& warning : emitter.warnings_)
-        if (std::find(warnings_.begin(), warnings_.end(), warning) == warnings_.end()) warnings_.push_back(warning);
+      merge_warnings(emitter.warnings_);
     }
+    // Ranks that run plans of their own: one schedule each (docs/multi-gpu.md).
+    Result<std::string> ranks = emit_rank_schedules();
+    if (!ranks) return ranks.error();
+    const bool per_rank = !ranks->empty();
     GeneratedProgram program;
     program.warnings = warnings_;
     const std::string mismatch = cost_model_mismatch(plan_.device, options_.target);
@@ -102,8 +105,9 @@ class ProgramEmitter {
                        "#include \"runtime/runtime.h\"\n\nnamespace {\n\nusing namespace mplan::rt;\n" +
                        emit_model_constants(header, resident_names_) + "\n// ---- shapes of the kernel calls " +
                        std::string(48, '-') + "\n" + constants_.text() + *schedule + emit_weight_tables(header) +
-                       evaluation + (data_parallel() ? emit_data_parallel_tables(model_, tdfg_, plan_) : "") +
-                       emit_program_spec(header, poisoning_.debug_event_count, wide_scratch_bytes_, role) +
+                       evaluation + (per_rank ? "\nconst ProgramSpec* spec_of_rank(int32_t rank);\n" : "") +
+                       (data_parallel() ? emit_data_parallel_tables(model_, tdfg_, plan_, digest(), per_rank) : "") +
+                       emit_program_spec(header, poisoning_.debug_event_count, wide_scratch_bytes_, role) + *ranks +
                        "\n}  // namespace\n\n" +
                        "int main(int argc, char** argv) { return mplan::rt::run_program(argc, argv, kSpec); }\n";
     program.files.push_back({"train.cpp", std::move(text)});
@@ -118,6 +122,78 @@ class ProgramEmitter {
     std::map<std::string, int64_t> offsets;
     for (const auto& [id, name] : resident_names_) offsets[name] = plan_.buffers.at(id).offset;
     return offsets;
+  }
+
+  void merge_warnings(const std::vector<std::string>& warnings) {
+    for (const std::string& warning : warnings)
+      if (std::find(warnings_.begin(), warnings_.end(), warning) == warnings_.end()) warnings_.push_back(warning);
+  }
+
+  // The digest every rank checks at start: of every rank's plan.
+  std::string digest() const { return plans_digest(plan_, rank_plans_); }
+
+  // The schedules of the ranks whose plans differ from this one (rank 0's),
+  // each in `namespace rank_<r>`, and spec_of_rank; "" where every rank runs this plan.
+  Result<std::string> emit_rank_schedules() {
+    if (!data_parallel()) return std::string();
+    const DataParallel& dp = plan_.data_parallel;
+    std::map<int32_t, const Plan*> by_rank;
+    for (const Plan* other : rank_plans_) by_rank[other->data_parallel.rank] = other;
+    for (size_t r = 0; r < dp.plan_of_rank.size(); ++r) {
+      const int32_t runs = dp.plan_of_rank[r];
+      if (runs != 0 && by_rank.count(runs) == 0)
+        return codegen_error(fmt::format("rank {} runs rank {}'s plan (plan-rank-{}.json), which was not given", r,
+                                         runs, runs));
+    }
+    if (by_rank.empty()) return std::string();
+    std::string text;
+    for (const auto& [rank, other] : by_rank) {
+      if (other->data_parallel.plan_of_rank != dp.plan_of_rank || other->arena_bytes != plan_.arena_bytes ||
+          other->resident_region_bytes != plan_.resident_region_bytes)
+        return codegen_error(fmt::format("the plan of rank {} is not of the same ranks and memory layout as rank 0's",
+                                         rank));
+      ProgramEmitter emitter(model_, tdfg_, *other, options_, evaluation_, rank_plans_);
+      Result<std::string> schedule = emitter.emit_rank(resident_offsets(), digest());
+      if (!schedule) return schedule.error();
+      merge_warnings(emitter.warnings_);
+      text += *schedule;
+    }
+    std::string specs;
+    for (size_t r = 0; r < dp.plan_of_rank.size(); ++r) {
+      const int32_t runs = dp.plan_of_rank[r];
+      specs += fmt::format("{}{}", r ? ", " : "", runs == 0 ? "&kSpec" : fmt::format("&rank_{}::kSpec", runs));
+    }
+    return text + fmt::format("\n// The schedule each rank runs (plan_of_rank).\n"
+                              "const ProgramSpec* spec_of_rank(int32_t rank) {{\n"
+                              "  static constexpr const ProgramSpec* kSpecOfRank[] = {{{}}};\n"
+                              "  return kSpecOfRank[rank];\n"
+                              "}}\n",
+                              specs);
+  }
+
+  // Rank r's schedule, in `namespace rank_<r>`: its own rounds, shapes,
+  // round classes, run_iteration, bucket tables and kSpec; the resident
+  // buffers, tensors and weight tables are rank 0's, which must place every
+  // resident buffer where this plan does.
+  Result<std::string> emit_rank(const std::map<std::string, int64_t>& rank_0_resident, const std::string& digest) {
+    Result<std::string> schedule = emit_steps();
+    if (!schedule) return schedule.error();
+    if (resident_offsets() != rank_0_resident)
+      return codegen_error(fmt::format("the plan of rank {} places the resident buffers otherwise than rank 0's",
+                                       plan_.data_parallel.rank));
+    ProgramHeader header{model_, tdfg_, plan_, options_, warnings_};
+    const SpecRole role = evaluation_ != nullptr ? SpecRole::training_with_evaluation : SpecRole::training;
+    const int32_t rank = plan_.data_parallel.rank;
+    return fmt::format("\n// ---- the schedule of rank {} {}\n"
+                       "// plan-rank-{}.json: the ranks whose plan_of_rank is {} run it (docs/multi-gpu.md).\n"
+                       "namespace rank_{} {{\n\n",
+                       rank, std::string(56, '-'), rank, rank, rank) +
+           emit_round_constants(header) +
+           fmt::format("static_assert({} <= kArenaBytes, \"rank {}'s peak exceeds the arena\");\n",
+                       plan_.summary.peak_arena_bytes, rank) +
+           constants_.text() + *schedule + emit_data_parallel_tables(model_, tdfg_, plan_, digest, true) +
+           emit_program_spec(header, poisoning_.debug_event_count, wide_scratch_bytes_, role) +
+           fmt::format("\n}}  // namespace rank_{}\n", rank);
   }
 
   // The evaluation's schedule, in `namespace evaluation` (its own rounds,
@@ -748,6 +824,7 @@ class ProgramEmitter {
   const Plan& plan_;
   const CodegenOptions& options_;
   const EvaluationSchedule* evaluation_;
+  std::vector<const Plan*> rank_plans_;
   std::map<int32_t, StepCalls> calls_;          // step index -> its kernels
   ModelTypes types_;                            // the blocks' types (16-bit programs)
   int64_t wide_scratch_bytes_ = 0;              // the largest float scratch of a call's casts
@@ -769,8 +846,9 @@ const GeneratedFile* GeneratedProgram::find(const std::string& path) const {
 }
 
 Result<GeneratedProgram> emit_program(const Model& model, const Tdfg& tdfg, const Plan& plan,
-                                      const CodegenOptions& options, const EvaluationSchedule* evaluation) {
-  return ProgramEmitter(model, tdfg, plan, options, evaluation).emit();
+                                      const CodegenOptions& options, const EvaluationSchedule* evaluation,
+                                      const std::vector<const Plan*>& rank_plans) {
+  return ProgramEmitter(model, tdfg, plan, options, evaluation, rank_plans).emit();
 }
 
 }  // namespace mplan::codegen

@@ -340,8 +340,10 @@ Result<CompileResult> compile(const CompileSettings& s) {
   codegen_options.target = s.target;
   codegen_options.runtime_dir = install_paths().runtime_dir;
   const codegen::EvaluationSchedule schedule{&evaluation->tdfg, &evaluation->planned.plan};
+  std::vector<const Plan*> rank_plans;  // ranks whose plans differ from rank 0's: schedules of their own
+  for (const PlanResult& other : out.other_rank_plans) rank_plans.push_back(&other.plan);
   Result<codegen::GeneratedProgram> program =
-      codegen::emit_program(*chosen.model, tdfg, plan, codegen_options, &schedule);
+      codegen::emit_program(*chosen.model, tdfg, plan, codegen_options, &schedule, rank_plans);
   if (!program) return program.error();
   out.program = std::move(program).value();
   for (const codegen::GeneratedFile& file : out.program.files) out.files.push_back({file.path, file.text});

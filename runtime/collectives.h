@@ -27,6 +27,7 @@
 namespace mplan::rt {
 
 struct Region;
+struct ProgramSpec;
 
 // One gradient bucket: the resident byte ranges of its dW blocks (float32),
 // summed over the ranks together once the last round's backward pass has
@@ -54,6 +55,9 @@ struct DataParallelSpec {
   const char* plan_digest;
   // The implementation the program links (runtime/mpi or runtime/cuda's NCCL).
   std::unique_ptr<Collectives> (*make_collectives)(int* argc, char*** argv, std::string* error);
+  // Where ranks run plans of their own (plan_of_rank, docs/multi-gpu.md):
+  // the spec of each rank's schedule; null: every rank runs this spec's.
+  const ProgramSpec* (*spec_of_rank)(int32_t rank) = nullptr;
 };
 
 // The operations of one rank with the others.

@@ -1125,7 +1125,10 @@ int run_program(int argc, char** argv, const ProgramSpec& spec) {
     collectives->finalize();
     return 2;
   }
-  const int code = run_training(argc, argv, spec, collectives.get());
+  // A rank whose plan differs from rank 0's runs its own schedule (each with the same digest of the plans).
+  const ProgramSpec& mine =
+      spec.data_parallel->spec_of_rank != nullptr ? *spec.data_parallel->spec_of_rank(collectives->rank()) : spec;
+  const int code = run_training(argc, argv, mine, collectives.get());
   collectives->finalize();
   return code;
 }

@@ -220,9 +220,9 @@ TEST(DataParallelFaults, TheWrongNumberOfRanksAndAPlainLaunchAreRefused) {
       << timeout.output;
 }
 
-// Ranks that run plans of their own (plan_of_rank) are refused by codegen
-// until it emits one schedule per distinct plan.
-TEST(DataParallelCodegen, RanksOfOtherPlansAreRefused) {
+// Codegen refuses a plan whose ranks run a plan it was not given, and a
+// bucket read before the last round's backward pass has finished it.
+TEST(DataParallelCodegen, MissingRankPlansAndEarlyBucketsAreRefused) {
   Result<Model> model = load_model(source_dir() + "/" + kModel);
   ASSERT_TRUE(model.ok());
   Compiled c = compile_ranks(kModel, 2, RankScheme::rounds, "dp-codegen-plan-of-rank");
@@ -230,7 +230,16 @@ TEST(DataParallelCodegen, RanksOfOtherPlansAreRefused) {
   Plan plan = c.plan;
   plan.data_parallel.plan_of_rank = {0, 1};
   const Compiled refused = write_plan_program(*model, plan, "dp-codegen-plan-of-rank-refused");
-  EXPECT_NE(refused.error.find("plan_of_rank[1] is 1"), std::string::npos) << refused.error;
+  EXPECT_NE(refused.error.find("rank 1 runs rank 1's plan (plan-rank-1.json), which was not given"),
+            std::string::npos)
+      << refused.error;
+  // A rank's plan of another memory layout.
+  Plan other = c.plan;
+  other.data_parallel.rank = 1;
+  other.arena_bytes += 256;
+  const Compiled layout = write_plan_program(*model, plan, "dp-codegen-plan-of-rank-layout", codegen::Target::cpu,
+                                             {other});
+  EXPECT_NE(layout.error.find("not of the same ranks and memory layout"), std::string::npos) << layout.error;
   // A bucket whose ready step is not of the last round.
   plan = c.plan;
   plan.data_parallel.buckets.front().ready_after_step = 0;

@@ -21,6 +21,11 @@
 #include <ostream>
 #include <regex>
 
+#include "frontend/parse.h"
+#include "planner/planner.h"
+#include "planner/sub_batch.h"
+#include "profiler/analytic_model.h"
+#include "profiler/device.h"
 #include "runtime/npy.h"
 #include "tests/e2e/data_parallel_util.h"
 
@@ -159,6 +164,60 @@ INSTANTIATE_TEST_SUITE_P(
       return std::string(info.param.model == kNoBn ? "NoBn" : "WithBn") + std::to_string(info.param.ranks) +
              "Ranks_" + scheme_name(info.param.scheme);
     });
+
+// Ranks that run plans of their own (docs/multi-gpu.md, "Policies"): rank 0
+// one round of its 4 samples with offloads, rank 1 two rounds of 2 in the
+// same budget, each its own schedule in one program. Without batch norm the
+// rounds change only the order of the sums: the single process of rounds of
+// 4 is the reference.
+TEST(DataParallelRun, RanksRunningPlansOfTheirOwnTrainTheSingleProcessWeights) {
+  if (!have_mpirun()) GTEST_SKIP() << "no mpirun on the PATH (openmpi-bin): programs of several ranks are not run";
+  Result<Model> model = load_model(source_dir() + "/" + kNoBn);
+  ASSERT_TRUE(model.ok());
+  Result<Device> device = load_device("k40");
+  ASSERT_TRUE(device.ok());
+  const AnalyticCostModel cost(*device);
+  const Tdfg tdfg = build_tdfg(*model);
+  PlanOptions options;
+  options.batch = 4;
+  options.sub_batch = 4;
+  options.budget_bytes = resident_region_bytes(tdfg) + max_task_arena_bytes(tdfg, cost, 4, /*fastest=*/false) + 4096;
+  Result<Plan> first = plan_iteration(tdfg, cost, options).take_plan();
+  ASSERT_TRUE(first.ok()) << first.error().to_string();
+  options.sub_batch = 2;
+  Result<Plan> second = plan_iteration(tdfg, cost, options).take_plan();
+  ASSERT_TRUE(second.ok()) << second.error().to_string();
+  ASSERT_EQ(second->sub_batches.size(), 2u);
+  int offloads = 0;
+  for (const Step& s : first->steps) offloads += s.kind == StepKind::offload;
+  EXPECT_GT(offloads, 0);
+  add_data_parallel(*first, tdfg, 2, 4096);
+  add_data_parallel(*second, tdfg, 2, 4096);
+  first->data_parallel.plan_of_rank = second->data_parallel.plan_of_rank = {0, 1};
+  second->data_parallel.rank = 1;
+  const Compiled ranks = write_plan_program(*model, *first, "dp-own-plans", codegen::Target::cpu, {*second});
+  ASSERT_EQ(ranks.error, "");
+  std::ifstream source(ranks.dir + "/train.cpp");
+  const std::string program((std::istreambuf_iterator<char>(source)), std::istreambuf_iterator<char>());
+  EXPECT_NE(program.find("namespace rank_1 {"), std::string::npos);
+  EXPECT_NE(program.find("kSpecOfRank[] = {&kSpec, &rank_1::kSpec}"), std::string::npos);
+  ASSERT_EQ(build_ranks_program(ranks.dir), "");
+  const RunResult run = run_command(mpirun(2) + " " + ranks.dir + "/build/train " + kArgs + " --save " + ranks.dir +
+                                    "/weights");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  std::string single_output;
+  const auto single = reference_weights(kNoBn, 4, &single_output);
+  ASSERT_FALSE(single.empty());
+  std::string worst;
+  const double diff = max_relative_difference(read_weights(ranks.dir + "/weights"), single, &worst);
+  EXPECT_LE(diff, 1e-6) << worst;
+  expect_same_losses(losses(run.output), losses(single_output), run.output + single_output);
+  // Without the second schedule the program is not written.
+  const Compiled missing = write_plan_program(*model, *first, "dp-own-plans-missing");
+  EXPECT_NE(missing.error.find("rank 1 runs rank 1's plan (plan-rank-1.json), which was not given"),
+            std::string::npos)
+      << missing.error;
+}
 
 // A data set of n samples of every_op's input (3, 16, 16), labels in its 10 classes.
 void write_data(const std::string& dir, int64_t n, uint32_t seed) {

@@ -187,7 +187,8 @@ PlanResult drop_everything_plan(const Model& model, const CostModel& cost, int64
   return sim;
 }
 
-Compiled write_plan_program(const Model& model, Plan plan, const std::string& tag, codegen::Target target) {
+Compiled write_plan_program(const Model& model, Plan plan, const std::string& tag, codegen::Target target,
+                            std::vector<Plan> rank_plans) {
   Compiled out;
   const Tdfg tdfg = build_tdfg(model);
   out.plan = std::move(plan);
@@ -195,6 +196,12 @@ Compiled write_plan_program(const Model& model, Plan plan, const std::string& ta
   out.plan.block_names.clear();
   for (const Task& t : tdfg.tasks) out.plan.task_names.push_back(t.name);
   for (const Block& b : tdfg.blocks) out.plan.block_names.push_back(b.name);
+  std::vector<const Plan*> others;
+  for (Plan& other : rank_plans) {
+    other.task_names = out.plan.task_names;
+    other.block_names = out.plan.block_names;
+    others.push_back(&other);
+  }
   codegen::CodegenOptions cg;
   cg.model_file = model.source_file;
   cg.target = target;
@@ -205,7 +212,7 @@ Compiled write_plan_program(const Model& model, Plan plan, const std::string& ta
   Result<driver::EvaluationPlan> evaluation = driver::plan_evaluation(model, cost, out.plan);
   if (!evaluation) return Compiled{out.plan, "", "plan_evaluation: " + evaluation.error().to_string()};
   const codegen::EvaluationSchedule schedule{&evaluation->tdfg, &evaluation->planned.plan};
-  Result<codegen::GeneratedProgram> program = codegen::emit_program(model, tdfg, out.plan, cg, &schedule);
+  Result<codegen::GeneratedProgram> program = codegen::emit_program(model, tdfg, out.plan, cg, &schedule, others);
   if (!program) return Compiled{out.plan, "", "emit_program: " + program.error().to_string()};
   // The folder is kept between runs: files are rewritten only when their text
   // changed, so an unchanged program is not rebuilt (cmake --build is incremental).

@@ -41,9 +41,11 @@ Compiled compile_model(const Model& model, Budget budget, const std::string& tag
                        codegen::Target target = codegen::Target::cpu);
 
 // Writes the program of an already made `plan` of `model` (any policy's,
-// planner/policy.h) to the folder named `tag`, as compile_model does.
+// planner/policy.h) to the folder named `tag`, as compile_model does; with
+// the schedules of `rank_plans`, the plans of ranks that do not run `plan`
+// (codegen/codegen.h).
 Compiled write_plan_program(const Model& model, Plan plan, const std::string& tag,
-                            codegen::Target target = codegen::Target::cpu);
+                            codegen::Target target = codegen::Target::cpu, std::vector<Plan> rank_plans = {});
 
 // Builds a written program, trains it `steps` steps from `seed` and returns
 // the weights it saved; empty (with the test failed) where a step fails.
