@@ -79,7 +79,10 @@ int stream_tid(StreamKind stream) {
   return 5;
 }
 
-const char* stream_title(StreamKind stream) {
+
+}  // namespace
+
+const char* plan_stream_title(StreamKind stream) {
   switch (stream) {
     case StreamKind::compute: return "compute stream";
     case StreamKind::h2d: return "h2d copy stream (prefetch)";
@@ -89,8 +92,6 @@ const char* stream_title(StreamKind stream) {
   }
   return "?";
 }
-
-}  // namespace
 
 std::string plan_step_label(const Plan& plan, const Step& step) {
   switch (step.kind) {
@@ -143,7 +144,7 @@ std::string plan_to_trace_json(const Plan& plan) {
                       {"ph", "M"},
                       {"pid", kPid},
                       {"tid", stream_tid(stream)},
-                      {"args", {{"name", stream_title(stream)}}}});
+                      {"args", {{"name", plan_stream_title(stream)}}}});
     emit({{"name", "thread_sort_index"},
                       {"ph", "M"},
                       {"pid", kPid},

@@ -28,6 +28,8 @@ std::vector<ArenaSample> arena_usage(const Plan& plan);
 // present, else "task 12" / "block 7".
 std::string plan_task_name(const Plan& plan, TaskId task);
 std::string plan_block_name(const Plan& plan, BlockId block);
+// A stream's track title in a trace: "compute stream", "h2d copy stream (prefetch)", ...
+const char* plan_stream_title(StreamKind stream);
 // What a step does, e.g. "FP(conv1) r0", "offload Y[conv1] r1", "alloc workspace of BP2(conv2) r0".
 std::string plan_step_label(const Plan& plan, const Step& step);
 

@@ -13,16 +13,6 @@ namespace {
 
 int stream_track(StreamKind stream) { return static_cast<int>(stream) + 1; }
 
-const char* stream_title(StreamKind stream) {
-  switch (stream) {
-    case StreamKind::compute: return "compute stream";
-    case StreamKind::h2d: return "h2d copy stream (prefetch)";
-    case StreamKind::d2h: return "d2h copy stream (offload)";
-    case StreamKind::copy: return "copy stream (offload and prefetch)";
-    case StreamKind::host: return "host";
-  }
-  return "?";
-}
 
 constexpr int kAllReduceTrack = 9;
 
@@ -53,7 +43,7 @@ std::string ranks_to_trace_json(const std::vector<const Plan*>& plan_of_rank, co
       const int tid = stream_track(step.stream);
       if (!named[tid]) {
         emit({{"name", "thread_name"}, {"ph", "M"}, {"pid", pid}, {"tid", tid},
-              {"args", {{"name", stream_title(step.stream)}}}});
+              {"args", {{"name", plan_stream_title(step.stream)}}}});
         named[tid] = true;
       }
       const double start = t.start_ms[static_cast<size_t>(step.index)];

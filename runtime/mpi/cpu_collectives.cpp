@@ -24,9 +24,9 @@ namespace {
 constexpr int kSliceTag = 21;
 constexpr int kSumTag = 22;
 
-class CpuCollectives final : public Collectives {
+class CpuCollectives final : public MpiHostCollectives {
  public:
-  explicit CpuCollectives(std::unique_ptr<MpiWorld> world) : world_(std::move(world)) {}
+  explicit CpuCollectives(std::unique_ptr<MpiWorld> world) : MpiHostCollectives(std::move(world)) {}
   ~CpuCollectives() override {
     if (stream_ != nullptr) {
       stream_synchronize(stream_);
@@ -36,13 +36,6 @@ class CpuCollectives final : public Collectives {
     }
   }
 
-  int32_t rank() const override { return world_->rank(); }
-  int32_t ranks() const override { return world_->ranks(); }
-  void set_timeout_s(double seconds) override { world_->set_timeout_s(seconds); }
-  void exchange(const void* mine, size_t bytes, void* all, const char* what) override {
-    world_->exchange(mine, bytes, all, what);
-  }
-  void broadcast(void* data, size_t bytes, const char* what) override { world_->broadcast(data, bytes, what); }
 
   void bind(const DataParallelSpec& spec, std::byte* device_base, Stream* compute) override {
     MPLAN_RT_CHECK(stream_ == nullptr, "collectives bound twice");
@@ -69,7 +62,6 @@ class CpuCollectives final : public Collectives {
   // The gradient stream bounds its own waits (MpiWorld::wait).
   void finish_step() override { stream_synchronize(stream_); }
 
-  void abort(const std::string& message, int exit_code) override { world_->abort(message, exit_code); }
   void finalize() override {
     if (stream_ != nullptr) stream_synchronize(stream_);
     world_->finalize();
@@ -137,7 +129,6 @@ class CpuCollectives final : public Collectives {
     }
   }
 
-  std::unique_ptr<MpiWorld> world_;
   const DataParallelSpec* spec_ = nullptr;
   std::byte* base_ = nullptr;
   Stream* compute_ = nullptr;

@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "runtime/collectives.h"
+
 namespace mplan::rt {
 
 class MpiWorld {
@@ -60,6 +62,24 @@ class MpiWorld {
   MPI_Comm host_comm_ = MPI_COMM_NULL;
   MPI_Comm gradient_comm_ = MPI_COMM_NULL;
   bool finalized_ = false;
+};
+
+// The host's side of a Collectives over MPI, which the CPU backend's and the
+// NCCL collectives share: rank, exchanges and aborts through the MpiWorld.
+class MpiHostCollectives : public Collectives {
+ public:
+  explicit MpiHostCollectives(std::unique_ptr<MpiWorld> world) : world_(std::move(world)) {}
+  int32_t rank() const override { return world_->rank(); }
+  int32_t ranks() const override { return world_->ranks(); }
+  void set_timeout_s(double seconds) override { world_->set_timeout_s(seconds); }
+  void exchange(const void* mine, size_t bytes, void* all, const char* what) override {
+    world_->exchange(mine, bytes, all, what);
+  }
+  void broadcast(void* data, size_t bytes, const char* what) override { world_->broadcast(data, bytes, what); }
+  [[noreturn]] void abort(const std::string& message, int exit_code) override { world_->abort(message, exit_code); }
+
+ protected:
+  std::unique_ptr<MpiWorld> world_;
 };
 
 // "rank 1", "ranks 1, 3": the ranks of a list, for messages.

@@ -31,9 +31,9 @@
 namespace mplan::rt {
 namespace {
 
-class NcclCollectives final : public Collectives {
+class NcclCollectives final : public MpiHostCollectives {
  public:
-  explicit NcclCollectives(std::unique_ptr<MpiWorld> world) : world_(std::move(world)) {}
+  explicit NcclCollectives(std::unique_ptr<MpiWorld> world) : MpiHostCollectives(std::move(world)) {}
   ~NcclCollectives() override {
     if (stream_ != nullptr) {
       for (cudaEvent_t e : ready_) cudaEventDestroy(e);
@@ -57,13 +57,6 @@ class NcclCollectives final : public Collectives {
     return nccl_ok(ncclCommInitRank(&comm_, world_->ranks(), id, world_->rank()), "ncclCommInitRank", error);
   }
 
-  int32_t rank() const override { return world_->rank(); }
-  int32_t ranks() const override { return world_->ranks(); }
-  void set_timeout_s(double seconds) override { world_->set_timeout_s(seconds); }
-  void exchange(const void* mine, size_t bytes, void* all, const char* what) override {
-    world_->exchange(mine, bytes, all, what);
-  }
-  void broadcast(void* data, size_t bytes, const char* what) override { world_->broadcast(data, bytes, what); }
 
   void bind(const DataParallelSpec& spec, std::byte* device_base, Stream* compute) override {
     MPLAN_RT_CHECK(stream_ == nullptr, "collectives bound twice");
@@ -129,7 +122,6 @@ class NcclCollectives final : public Collectives {
     }
   }
 
-  void abort(const std::string& message, int exit_code) override { world_->abort(message, exit_code); }
   void finalize() override {
     if (stream_ != nullptr) MPLAN_CUDA_CHECK(cudaStreamSynchronize(stream_));
     world_->finalize();
@@ -142,7 +134,6 @@ class NcclCollectives final : public Collectives {
     return false;
   }
 
-  std::unique_ptr<MpiWorld> world_;
   ncclComm_t comm_ = nullptr;
   const DataParallelSpec* spec_ = nullptr;
   std::byte* base_ = nullptr;
