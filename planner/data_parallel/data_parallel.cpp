@@ -212,21 +212,8 @@ RankPlans plan_data_parallel(const Tdfg& tdfg, const CostModel& cost, const Mach
       plan_index.push_back(it->second);
     }
     if (!fits) continue;
-    const std::string label = part == 1.0 ? "shared link" : "half the shared link";
-    if (part == 1.0) {
-      // The same plans alternated with the one made alone within each
-      // switch group: neighbours' copies fall at different moments.
-      std::vector<PlanResult> mixed = plans;
-      mixed.push_back(alone);
-      std::vector<int32_t> mixed_index = plan_index;
-      for (int32_t r = 0; r < ranks; ++r)
-        if (place[static_cast<size_t>(r)] % 2 == 0)
-          mixed_index[static_cast<size_t>(r)] = static_cast<int32_t>(plans.size());
-      candidates.consider(label, std::move(plans), std::move(plan_index));
-      candidates.consider("alternating alone and shared link", std::move(mixed), std::move(mixed_index));
-    } else {
-      candidates.consider(label, std::move(plans), std::move(plan_index));
-    }
+    candidates.consider(part == 1.0 ? "shared link" : "half the shared link", std::move(plans),
+                        std::move(plan_index));
   }
   return candidates.take();
 }

@@ -26,9 +26,9 @@ namespace mplan {
 //            a PCIe switch group the i-th GPU swaps only the layers
 //            i % x + j x of those vDNN swaps, x the largest interval at which
 //            every GPU's plan fits
-//   search   mplan's: the plan made alone, plans made for the host-link
-//            share the ranks have while all of them copy, and the two
-//            alternated within each switch group; the fastest joint step wins
+//   search   mplan's: the plan made alone, and plans made for the host-link
+//            share the ranks have while all of them copy (all of it, and
+//            half); the fastest joint step wins
 enum class Stagger { none, paper, search };
 const char* stagger_name(Stagger stagger);
 bool parse_stagger(const std::string& name, Stagger* stagger);
