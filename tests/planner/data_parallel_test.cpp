@@ -399,3 +399,28 @@ TEST(MplanSearch, PlansForHalfTheSharedLinkWhereCopiesOverlapInPart) {
 
 }  // namespace
 }  // namespace mplan
+
+namespace mplan {
+namespace {
+
+// The update of every rank waits for every bucket's all-reduce: the weights
+// are updated with the sums over the ranks, never a rank's own gradients.
+TEST(RankTiming, EveryRanksUpdateWaitsForTheLastAllReduce) {
+  const Net n = net();
+  const AnalyticCostModel cost(p100());
+  const PlanResult planned = plan_at(n, cost, 1.0);
+  const std::vector<GradientBucket> buckets = gradient_buckets(n.tdfg, planned.plan, 1);
+  ASSERT_GT(buckets.size(), 1u);
+  const RankSchedule rank{&planned.plan, &buckets};
+  const RanksTiming timing = time_ranks(n.tdfg, standalone_machine(p100(), 2), {rank, rank});
+  ASSERT_EQ(timing.buckets.size(), buckets.size());
+  const double last_sum = timing.buckets.back().end_ms;
+  EXPECT_GT(last_sum, timing.buckets.back().start_ms);
+  for (const Step& s : planned.plan.steps) {
+    if (s.kind != StepKind::compute || n.tdfg.tasks[s.task].kind != TaskKind::update) continue;
+    for (int r = 0; r < 2; ++r) EXPECT_GE(timing.ranks[r].start_ms[s.index], last_sum) << r;
+  }
+}
+
+}  // namespace
+}  // namespace mplan
