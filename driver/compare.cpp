@@ -66,12 +66,6 @@ PlannedModel mplan_row(const Model& model, const CostModel& cost, const PlanOpti
   return planned;
 }
 
-bool staggers(PolicyKind kind) {
-  return kind == PolicyKind::mplan || kind == PolicyKind::vdnn_all_m || kind == PolicyKind::vdnn_all_p ||
-         kind == PolicyKind::vdnn_conv_m || kind == PolicyKind::vdnn_conv_p || kind == PolicyKind::vdnn_dyn ||
-         kind == PolicyKind::vdnn_plus;
-}
-
 // The ranks' joint step with the policy's plan on every rank, and with its staggering.
 void joint_rows(const Tdfg& tdfg, const CostModel& cost, const RankMachine& machine, const PlanOptions& options,
                 CompareRow& row) {
@@ -79,7 +73,7 @@ void joint_rows(const Tdfg& tdfg, const CostModel& cost, const RankMachine& mach
   dp.ranks = machine.ranks;
   dp.stagger = Stagger::none;
   row.joint_ms = plan_data_parallel(tdfg, cost, machine.machine, options, dp, row.planned).timing.step_ms;
-  if (!staggers(options.policy)) return;
+  if (options.policy != PolicyKind::mplan && !is_vdnn_policy(options.policy)) return;
   dp.stagger = options.policy == PolicyKind::mplan ? Stagger::search : Stagger::paper;
   const RankPlans staggered = plan_data_parallel(tdfg, cost, machine.machine, options, dp, row.planned);
   row.staggered_ms = staggered.timing.step_ms;

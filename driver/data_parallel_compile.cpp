@@ -14,11 +14,6 @@ namespace {
 
 Error usage(std::string message) { return Error{{}, std::move(message), ErrorKind::usage}; }
 
-bool is_vdnn(PolicyKind p) {
-  return p == PolicyKind::vdnn_all_m || p == PolicyKind::vdnn_all_p || p == PolicyKind::vdnn_conv_m ||
-         p == PolicyKind::vdnn_conv_p || p == PolicyKind::vdnn_dyn || p == PolicyKind::vdnn_plus;
-}
-
 // The copy link of one GPU of the cost model's device, from its copy times.
 Device copy_device(const CostModel& cost, const std::string& name) {
   constexpr int64_t kProbe = int64_t{1} << 30;
@@ -58,7 +53,7 @@ Result<DataParallelSettings> check_data_parallel_flags(const DataParallelFlags& 
     Stagger stagger = Stagger::none;
     if (!parse_stagger(f.stagger, &stagger))
       return usage(fmt::format("--stagger '{}': expected none, paper or search", f.stagger));
-    if (stagger == Stagger::paper && !is_vdnn(policy))
+    if (stagger == Stagger::paper && !is_vdnn_policy(policy))
       return usage("--stagger paper is multi-GPU vDNN's rule for which layers each GPU swaps: it needs a vDNN "
                    "policy (--policy vdnn-all-m, vdnn-all-p, vdnn-conv-m, vdnn-conv-p, vdnn-dyn or vdnn+)");
     if (stagger == Stagger::search && policy != PolicyKind::mplan)

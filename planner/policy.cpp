@@ -43,6 +43,11 @@ bool parse_policy(const std::string& name, PolicyKind* kind) {
   return false;
 }
 
+bool is_vdnn_policy(PolicyKind kind) {
+  return kind == PolicyKind::vdnn_all_m || kind == PolicyKind::vdnn_all_p || kind == PolicyKind::vdnn_conv_m ||
+         kind == PolicyKind::vdnn_conv_p || kind == PolicyKind::vdnn_dyn || kind == PolicyKind::vdnn_plus;
+}
+
 std::vector<PolicyKind> all_policies() {
   std::vector<PolicyKind> out;
   for (const NamedPolicy& p : kPolicies) out.push_back(p.kind);

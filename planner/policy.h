@@ -63,6 +63,9 @@ const char* policy_name(PolicyKind kind);  // "ideal", "vdnn-all-m", ..., "mplan
 bool parse_policy(const std::string& name, PolicyKind* kind);
 // Every policy, in the order above.
 std::vector<PolicyKind> all_policies();
+// vDNN's policies (vdnn-all-*, vdnn-conv-*, vdnn-dyn, vdnn+): those that
+// multi-GPU vDNN's staggering applies to (docs/multi-gpu.md).
+bool is_vdnn_policy(PolicyKind kind);
 // The baselines mplan is compared with (every policy but ideal and mplan).
 std::vector<PolicyKind> baseline_policies();
 

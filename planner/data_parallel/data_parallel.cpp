@@ -92,11 +92,6 @@ std::vector<int32_t> place_in_switch_group(const Machine& machine, int32_t ranks
   return place;
 }
 
-bool is_vdnn(PolicyKind policy) {
-  return policy == PolicyKind::vdnn_all_m || policy == PolicyKind::vdnn_all_p || policy == PolicyKind::vdnn_conv_m ||
-         policy == PolicyKind::vdnn_conv_p || policy == PolicyKind::vdnn_dyn || policy == PolicyKind::vdnn_plus;
-}
-
 // The layers a vDNN policy could swap: its FP tasks (conv ones for vdnn-conv).
 int32_t swappable_layers(const Tdfg& tdfg, PolicyKind policy) {
   const bool conv_only = policy == PolicyKind::vdnn_conv_m || policy == PolicyKind::vdnn_conv_p;
@@ -160,7 +155,7 @@ RankPlans plan_data_parallel(const Tdfg& tdfg, const CostModel& cost, const Mach
   std::string note;
 
   if (dp.stagger == Stagger::paper) {
-    MPLAN_CHECK(is_vdnn(options.policy), "the paper's staggering is for the vDNN policies");
+    MPLAN_CHECK(is_vdnn_policy(options.policy), "the paper's staggering is for the vDNN policies");
     // Step 2: the largest interval x at which every GPU's share fits.
     const int32_t layers = std::max(1, swappable_layers(tdfg, options.policy));
     for (int32_t x = layers; x >= 1; --x) {
