@@ -6,7 +6,11 @@
 // its overhead over the unlimited plan's simulated time. The default plan
 // (--batchnorm prefer-one, which may split the batch) is reported beside it.
 //
-//   build/bench/tight_memory_bench [--models resnet50,...] [--fractions 0.65,0.5,...] [--markdown FILE]
+//   build/bench/tight_memory_bench [--models resnet50,...] [--fractions 0.25,0.2] [--one-round-only]
+//                                  [--markdown FILE]
+//
+// --fractions keeps some of the columns; --one-round-only plans the one-round
+// table alone (the quick check of a planner change).
 //
 // The targets (worst overhead allowed, one round) are in kTargets; a row
 // says "met" or by how much it misses.
@@ -39,7 +43,9 @@ namespace {
 
 using namespace mplan;
 
-const std::vector<double> kFractions = {0.65, 0.5, 0.4, 0.33, 0.25, 0.2};
+const std::vector<double> kAllFractions = {0.65, 0.5, 0.4, 0.33, 0.25, 0.2};
+// The columns planned: indices into kAllFractions (and kTargets' rows).
+std::vector<size_t> columns;
 // Worst overhead allowed at each fraction, one round; models without a row use "other".
 const std::map<std::string, std::vector<double>> kTargets = {
     {"resnet50", {0.03, 0.05, 0.08, 0.11, 0.16, 0.22}},   {"resnet152", {0.03, 0.05, 0.08, 0.11, 0.16, 0.22}},
@@ -113,7 +119,7 @@ std::string cell_text(const Cell& c) {
 std::string target_text(const std::string& model, size_t i, const Cell& c) {
   auto it = kTargets.find(model);
   if (it == kTargets.end()) return "";
-  const double target = it->second[i];
+  const double target = it->second[columns[i]];
   if (!c.feasible) return fmt::format(" ≤ {:.0f}%: infeasible", 100 * target);
   return c.overhead <= target + 1e-9 ? fmt::format(" ≤ {:.0f}%: met", 100 * target)
                                      : fmt::format(" ≤ {:.0f}%: {:+.1f} points", 100 * target,
@@ -122,10 +128,11 @@ std::string target_text(const std::string& model, size_t i, const Cell& c) {
 
 // A section with one row per model and one column per fraction.
 std::string fraction_table(const std::vector<Row>& rows, const std::string& title, std::vector<Cell> Row::*cells) {
+  if (rows.empty() || (rows.front().*cells).empty()) return "";  // not planned (--one-round-only)
   std::string out = "\n## " + title + "\n\n| model |";
-  for (double f : kFractions) out += fmt::format(" F = {} |", f);
+  for (size_t i : columns) out += fmt::format(" F = {} |", kAllFractions[i]);
   out += "\n|---|";
-  for (size_t i = 0; i < kFractions.size(); ++i) out += "---|";
+  for (size_t i = 0; i < columns.size(); ++i) out += "---|";
   out += "\n";
   for (const Row& r : rows) {
     out += "| " + r.model + " |";
@@ -150,9 +157,9 @@ std::string markdown(const std::vector<Row>& rows, const std::string& command, d
                      "docs/planner.md, \"The planner's targets\".\n\n",
                      date, seconds);
   out += "## One round\n\n| model | batch | M | unlimited |";
-  for (double f : kFractions) out += fmt::format(" F = {} |", f);
+  for (size_t i : columns) out += fmt::format(" F = {} |", kAllFractions[i]);
   out += "\n|---|---|---|---|";
-  for (size_t i = 0; i < kFractions.size(); ++i) out += "---|";
+  for (size_t i = 0; i < columns.size(); ++i) out += "---|";
   out += "\n";
   for (const Row& r : rows) {
     out += fmt::format("| {} | {} | {} | {:.1f} ms |", r.model, r.batch, format_bytes(r.memory_bytes), r.unlimited_ms);
@@ -174,7 +181,7 @@ std::string markdown(const std::vector<Row>& rows, const std::string& command, d
     for (size_t i = 0; i < r.one_round.size(); ++i) {
       const Cell& c = r.one_round[i];
       if (!c.feasible) continue;
-      out += fmt::format("| {} | {} | {} | {} | {} | {} | {:.1f} s |\n", r.model, kFractions[i], c.compact_layers,
+      out += fmt::format("| {} | {} | {} | {} | {} | {} | {:.1f} s |\n", r.model, kAllFractions[columns[i]], c.compact_layers,
                          c.recomputed,
                          format_bytes(c.bytes_copied),
                          c.above_bound < 0 ? std::string("-") : fmt::format("{:+.1f}%", 100 * c.above_bound),
@@ -189,16 +196,35 @@ int main(int argc, char** argv) {
   std::vector<std::string> models;
   std::string markdown_path;
   std::string command = "build/bench/tight_memory_bench";
+  bool one_round_only = false;
+  for (size_t i = 0; i < kAllFractions.size(); ++i) columns.push_back(i);
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--models" && i + 1 < argc) {
       models = bench::split_list(argv[++i]);
       command += " --models " + std::string(argv[i]);
+    } else if (arg == "--fractions" && i + 1 < argc) {
+      columns.clear();
+      for (const std::string& f : bench::split_list(argv[i + 1])) {
+        const auto it = std::find_if(kAllFractions.begin(), kAllFractions.end(),
+                                     [&](double x) { return fmt::format("{}", x) == f; });
+        if (it == kAllFractions.end()) {
+          std::fprintf(stderr, "tight_memory_bench: --fractions: %s is not one of 0.65,0.5,0.4,0.33,0.25,0.2\n",
+                       f.c_str());
+          return 2;
+        }
+        columns.push_back(static_cast<size_t>(it - kAllFractions.begin()));
+      }
+      command += " --fractions " + std::string(argv[++i]);
+    } else if (arg == "--one-round-only") {
+      one_round_only = true;
+      command += " --one-round-only";
     } else if (arg == "--markdown" && i + 1 < argc) {
       markdown_path = argv[++i];
       command += " --markdown " + markdown_path;
     } else {
-      std::fprintf(stderr, "usage: tight_memory_bench [--models a,b,...] [--markdown FILE]\n");
+      std::fprintf(stderr, "usage: tight_memory_bench [--models a,b,...] [--fractions f,...] [--one-round-only] "
+                           "[--markdown FILE]\n");
       return 2;
     }
   }
@@ -245,12 +271,16 @@ int main(int argc, char** argv) {
     const driver::PlannedModel best = driver::plan_model(
         *model, true, unlimited, [&](const Tdfg& candidate) { return plan_iteration(candidate, **cost, unlimited); });
     row.unlimited_ms = std::min(u.plan.summary.simulated_ms, best.planned.plan.summary.simulated_ms);
-    std::fprintf(stderr, "%s: M = %s, unlimited %.1f ms\n", m.c_str(), format_bytes(row.memory_bytes).c_str(),
-                 row.unlimited_ms);
-    for (double f : kFractions) {
+    std::fprintf(stderr, "%s: M = %s (%lld B), unlimited %.1f ms\n", m.c_str(), format_bytes(row.memory_bytes).c_str(),
+                 static_cast<long long>(row.memory_bytes), row.unlimited_ms);
+    for (size_t column : columns) {
+      const double f = kAllFractions[column];
       const auto budget = static_cast<int64_t>(f * static_cast<double>(row.memory_bytes));
       row.one_round.push_back(
           plan_cell(*model, **cost, budget, PlanOptions::BatchnormRounds::one, row.unlimited_ms));
+      std::fprintf(stderr, "  F = %.2f: one round %s (%.1f s)\n", f, cell_text(row.one_round.back()).c_str(),
+                   row.one_round.back().planner_s);
+      if (one_round_only) continue;
       row.default_plan.push_back(
           plan_cell(*model, **cost, budget, PlanOptions::BatchnormRounds::prefer_one, row.unlimited_ms));
       row.cheap_only.push_back(plan_cell(*model, **cost, budget, PlanOptions::BatchnormRounds::one, row.unlimited_ms,
@@ -259,8 +289,7 @@ int main(int argc, char** argv) {
                                          {.variants = false}));
       row.unrefined.push_back(plan_cell(*model, **cost, budget, PlanOptions::BatchnormRounds::one, row.unlimited_ms,
                                         {.refine = false}));
-      std::fprintf(stderr, "  F = %.2f: one round %s, default %s\n", f, cell_text(row.one_round.back()).c_str(),
-                   cell_text(row.default_plan.back()).c_str());
+      std::fprintf(stderr, "  F = %.2f: default %s\n", f, cell_text(row.default_plan.back()).c_str());
     }
     rows.push_back(std::move(row));
   }
