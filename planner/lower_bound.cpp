@@ -16,12 +16,18 @@ constexpr double kInfinity = std::numeric_limits<double>::infinity();
 // none), and each task's leanest workspace.
 struct RoundTasks {
   double ms = 0;
+  std::vector<double> task_ms;  // per task (the update's 0: it is not in a round)
   std::vector<int64_t> lean_workspace;
+  // Per block, the least time to make its content again: every forward
+  // writer in turn (an in-place ReLU rewrites the convolution's output, so
+  // both run again); infinity for a block a backward task writes.
+  std::vector<double> rerun_ms;
 };
 
 RoundTasks round_tasks(const Tdfg& tdfg, const CostModel& cost, int64_t arena_bytes, int64_t samples) {
   RoundTasks out;
   out.lean_workspace.assign(tdfg.tasks.size(), 0);
+  out.task_ms.assign(tdfg.tasks.size(), 0.0);
   for (TaskId t = 0; t < static_cast<TaskId>(tdfg.tasks.size()); ++t) {
     double best = kInfinity;
     int64_t least = std::numeric_limits<int64_t>::max();
@@ -30,7 +36,18 @@ RoundTasks round_tasks(const Tdfg& tdfg, const CostModel& cost, int64_t arena_by
       if (task_arena_bytes(tdfg, t, samples, o.workspace_bytes) <= arena_bytes) best = std::min(best, o.time_ms);
     }
     out.lean_workspace[t] = least;
-    if (t != tdfg.update_task) out.ms += best;
+    if (t == tdfg.update_task) continue;
+    out.task_ms[t] = best;
+    out.ms += best;
+  }
+  out.rerun_ms.assign(tdfg.blocks.size(), kInfinity);
+  for (BlockId b = 0; b < static_cast<BlockId>(tdfg.blocks.size()); ++b) {
+    const Block& block = tdfg.blocks[b];
+    if (block.resident || block.writers.empty()) continue;
+    double ms = 0;
+    for (TaskId w : block.writers) ms += tdfg.tasks[w].kind == TaskKind::FP ? fastest_option(cost, tdfg, w, samples).time_ms
+                                                                             : kInfinity;
+    out.rerun_ms[b] = ms;
   }
   return out;
 }
@@ -54,54 +71,37 @@ struct Removable {
   int64_t bytes = 0;
 };
 
-// The bound on a round of `samples` that also counts memory: at the task
-// where the blocks that must exist (written before, used after) with the
-// leanest workspaces exceed the arena most, the excess E must be away from
-// the device. Each byte away was copied out and back, on the copy engines
-// within the round (its block is made and last used in it), or is computed
-// again on the compute stream, for at least its cheapest forward writer's
-// time (fractionally: a relaxation). So the round takes at least
-// min over E_r of max(compute + recompute(E_r), copies(E - E_r)), or cannot
-// fit at all when E exceeds what may leave. Blocks of the running task stay.
-double round_with_memory_ms(const Tdfg& tdfg, const CostModel& cost, int64_t arena_bytes, int64_t samples,
-                            const RoundTasks& round) {
+// The bound on a round of `samples` that also counts memory, at a task f:
+// where the blocks that must exist while f runs (written before, used after,
+// and f's own, with the leanest workspaces) exceed the arena by E, E must be
+// away from the device while f runs. Each byte away was copied out before f starts
+// (on the device-to-host engine, after the round began: the round's tasks
+// before f take at least their time too) and back after (within the round:
+// its block is made and last used in it), or is computed again after f
+// starts, on the compute stream, for at least its cheapest forward writer's
+// time (fractionally: a relaxation). So with E_c bytes copied and E_r
+// computed again, the round takes at least
+//   max(compute before f, E_c x out) + max(compute from f + recompute(E_r), E_c x in)
+// (the two windows do not overlap, so it holds on one copy engine too), and
+// cannot fit at all when E exceeds what may leave. Blocks of f stay.
+double round_at_task_ms(const Tdfg& tdfg, const CostModel& cost, int64_t samples, const RoundTasks& round, TaskId f,
+                        int64_t excess) {
   const double compute_ms = round.ms;
-  std::vector<int64_t> live = liveness_profile(tdfg, samples, round.lean_workspace);
-  // The resident blocks have their own region, not the arena; the input
-  // data comes from the host anyway: neither counts.
-  const int64_t resident = tdfg.resident_bytes();
-  for (int64_t& bytes : live) bytes -= resident;
-  for (BlockId b : {tdfg.input_block, tdfg.labels_block}) {
-    if (b == kNoBlock || tdfg.blocks[b].readers.empty()) continue;
-    for (TaskId t = 0; t <= tdfg.blocks[b].readers.back(); ++t) live[t] -= tdfg.blocks[b].bytes(samples);
-  }
-  const TaskId fullest = static_cast<TaskId>(std::max_element(live.begin(), live.end()) - live.begin());
-  const int64_t excess = live[fullest] - arena_bytes;
-  if (excess <= 0) return compute_ms;
-
   std::vector<Removable> removable;
   int64_t removable_bytes = 0;
-  const Task& running = tdfg.tasks[fullest];
+  const Task& running = tdfg.tasks[f];
   for (BlockId b = 0; b < static_cast<BlockId>(tdfg.blocks.size()); ++b) {
     const Block& block = tdfg.blocks[b];
     if (block.resident || block.writers.empty() || b == tdfg.input_block || b == tdfg.labels_block) continue;
     const TaskId last_use = std::max(block.writers.back(), block.readers.empty() ? 0 : block.readers.back());
-    if (block.writers.front() >= fullest || last_use <= fullest) continue;
+    if (block.writers.front() >= f || last_use <= f) continue;
     if (std::count(running.reads.begin(), running.reads.end(), b) ||
         std::count(running.writes.begin(), running.writes.end(), b))
       continue;
     Removable r;
     r.bytes = block.bytes(samples);
     if (r.bytes <= 0) continue;
-    // Its content again: every forward writer in turn (an in-place ReLU
-    // rewrites the convolution's output, so both run again).
-    double rerun_ms = 0;
-    bool forward = true;
-    for (TaskId w : block.writers) {
-      if (tdfg.tasks[w].kind != TaskKind::FP) forward = false;
-      rerun_ms += fastest_option(cost, tdfg, w, samples).time_ms;
-    }
-    if (forward) r.recompute_ms_per_byte = rerun_ms / static_cast<double>(r.bytes);
+    if (round.rerun_ms[b] < kInfinity) r.recompute_ms_per_byte = round.rerun_ms[b] / static_cast<double>(r.bytes);
     removable.push_back(r);
     removable_bytes += r.bytes;
   }
@@ -113,30 +113,74 @@ double round_with_memory_ms(const Tdfg& tdfg, const CostModel& cost, int64_t are
   double recomputable = 0;
   for (const Removable& r : removable)
     if (r.recompute_ms_per_byte < kInfinity) recomputable += static_cast<double>(r.bytes);
+  // Prefix sums over the recomputable blocks: bytes and milliseconds.
+  std::vector<double> bytes_upto{0}, ms_upto{0};
+  for (const Removable& r : removable) {
+    if (r.recompute_ms_per_byte == kInfinity) break;
+    bytes_upto.push_back(bytes_upto.back() + static_cast<double>(r.bytes));
+    ms_upto.push_back(ms_upto.back() + static_cast<double>(r.bytes) * r.recompute_ms_per_byte);
+  }
   auto recompute_ms = [&](double bytes) {
-    double ms = 0;
-    for (const Removable& r : removable) {
-      if (bytes <= 0 || r.recompute_ms_per_byte == kInfinity) break;
-      const double take = std::min(bytes, static_cast<double>(r.bytes));
-      ms += take * r.recompute_ms_per_byte;
-      bytes -= take;
-    }
-    return ms;
+    if (bytes <= 0) return 0.0;
+    const size_t i = static_cast<size_t>(std::upper_bound(bytes_upto.begin(), bytes_upto.end(), bytes) -
+                                         bytes_upto.begin());  // bytes_upto[i - 1] <= bytes
+    if (i >= bytes_upto.size()) return ms_upto.back();
+    return ms_upto[i - 1] + (bytes - bytes_upto[i - 1]) * removable[i - 1].recompute_ms_per_byte;
   };
   const double out_rate = copy_ms_per_byte(cost, true), in_rate = copy_ms_per_byte(cost, false);
-  const double copy_rate = cost.copy_engines() >= 2 ? std::max(out_rate, in_rate) : out_rate + in_rate;
+  double before_ms = 0;  // the round's tasks before f, at their fastest
+  for (TaskId t = 0; t < f; ++t) before_ms += round.task_ms[t];
+  const double from_ms = compute_ms - before_ms;
   const double need = static_cast<double>(excess);
   auto round_at = [&](double recomputed) {
-    return std::max(compute_ms + recompute_ms(recomputed), copy_rate * (need - recomputed));
+    const double copied = need - recomputed;
+    return std::max(before_ms, out_rate * copied) + std::max(from_ms + recompute_ms(recomputed), in_rate * copied);
   };
-  // The max of a rising and a falling function: least where they cross.
+  // Convex in the bytes recomputed (a sum of maxima of convex pieces), so a
+  // ternary search finds its least value.
   double low = 0, high = std::min(need, recomputable);  // any block may be copied
-  for (int i = 0; i < 100 && high - low > 1.0; ++i) {
-    const double mid = 0.5 * (low + high);
-    if (compute_ms + recompute_ms(mid) < copy_rate * (need - mid)) low = mid;
-    else high = mid;
+  for (int i = 0; i < 200 && high - low > 1.0; ++i) {
+    const double a = low + (high - low) / 3, b = high - (high - low) / 3;
+    if (round_at(a) <= round_at(b)) high = b;
+    else low = a;
   }
-  return std::min(round_at(low), round_at(high));
+  return std::min({round_at(low), round_at(high), round_at(0), round_at(std::min(need, recomputable))});
+}
+
+// Tasks at which the bound is taken besides the fullest: the ones whose
+// excess leaves least time to copy it out (the most bytes beyond what the
+// device-to-host engine moves during the tasks before them).
+constexpr size_t kBoundTasks = 8;
+
+double round_with_memory_ms(const Tdfg& tdfg, const CostModel& cost, int64_t arena_bytes, int64_t samples,
+                            const RoundTasks& round) {
+  std::vector<int64_t> live = liveness_profile(tdfg, samples, round.lean_workspace);
+  // The resident blocks have their own region, not the arena; the input
+  // data comes from the host anyway: neither counts.
+  const int64_t resident = tdfg.resident_bytes();
+  for (int64_t& bytes : live) bytes -= resident;
+  for (BlockId b : {tdfg.input_block, tdfg.labels_block}) {
+    if (b == kNoBlock || tdfg.blocks[b].readers.empty()) continue;
+    for (TaskId t = 0; t <= tdfg.blocks[b].readers.back(); ++t) live[t] -= tdfg.blocks[b].bytes(samples);
+  }
+  const TaskId fullest = static_cast<TaskId>(std::max_element(live.begin(), live.end()) - live.begin());
+  if (live[fullest] <= arena_bytes) return round.ms;
+  // Every task whose blocks exceed the arena gives a bound; the fullest and
+  // those that leave least time to copy the excess out are taken.
+  const double out_rate = copy_ms_per_byte(cost, true);
+  std::vector<std::pair<double, TaskId>> late;  // (bytes the engine cannot have moved out by then, task)
+  double before_ms = 0;
+  for (TaskId t = 0; t < static_cast<TaskId>(live.size()); ++t) {
+    if (live[t] > arena_bytes && t != fullest)
+      late.emplace_back(static_cast<double>(live[t] - arena_bytes) - (out_rate > 0 ? before_ms / out_rate : 0.0), t);
+    before_ms += round.task_ms[t];
+  }
+  const size_t keep = std::min(kBoundTasks, late.size());
+  std::partial_sort(late.begin(), late.begin() + static_cast<std::ptrdiff_t>(keep), late.end(), std::greater<>());
+  double ms = round_at_task_ms(tdfg, cost, samples, round, fullest, live[fullest] - arena_bytes);
+  for (size_t i = 0; i < keep && ms < kInfinity; ++i)
+    ms = std::max(ms, round_at_task_ms(tdfg, cost, samples, round, late[i].second, live[late[i].second] - arena_bytes));
+  return ms;
 }
 
 // best[n]: the least time of rounds of at least `least` samples summing to
