@@ -181,8 +181,8 @@ std::string markdown(const std::vector<Row>& rows, const std::string& command, d
     for (size_t i = 0; i < r.one_round.size(); ++i) {
       const Cell& c = r.one_round[i];
       if (!c.feasible) continue;
-      out += fmt::format("| {} | {} | {} | {} | {} | {} | {:.1f} s |\n", r.model, kAllFractions[columns[i]], c.compact_layers,
-                         c.recomputed,
+      out += fmt::format("| {} | {} | {} | {} | {} | {} | {:.1f} s |\n", r.model, kAllFractions[columns[i]],
+                         c.compact_layers, c.recomputed,
                          format_bytes(c.bytes_copied),
                          c.above_bound < 0 ? std::string("-") : fmt::format("{:+.1f}%", 100 * c.above_bound),
                          c.planner_s);

@@ -45,8 +45,8 @@ RoundTasks round_tasks(const Tdfg& tdfg, const CostModel& cost, int64_t arena_by
     const Block& block = tdfg.blocks[b];
     if (block.resident || block.writers.empty()) continue;
     double ms = 0;
-    for (TaskId w : block.writers) ms += tdfg.tasks[w].kind == TaskKind::FP ? fastest_option(cost, tdfg, w, samples).time_ms
-                                                                             : kInfinity;
+    for (TaskId w : block.writers)
+      ms += tdfg.tasks[w].kind == TaskKind::FP ? fastest_option(cost, tdfg, w, samples).time_ms : kInfinity;
     out.rerun_ms[b] = ms;
   }
   return out;
@@ -74,10 +74,11 @@ struct Removable {
 // The bound on a round of `samples` that also counts memory, at a task f:
 // where the blocks that must exist while f runs (written before, used after,
 // and f's own, with the leanest workspaces) exceed the arena by E, E must be
-// away from the device while f runs. Each byte away was copied out before f starts
-// (on the device-to-host engine, after the round began: the round's tasks
-// before f take at least their time too) and back after (within the round:
-// its block is made and last used in it), or is computed again after f
+// away from the device while f runs. Each byte away was copied out before f
+// starts (on the device-to-host engine, after the round began: the round's
+// tasks before f take at least their time too, `before_ms`) and back after
+// (within the round: its block is made and last used in it), or is computed
+// again after f
 // starts, on the compute stream, for at least its cheapest forward writer's
 // time (fractionally: a relaxation). So with E_c bytes copied and E_r
 // computed again, the round takes at least
@@ -85,7 +86,7 @@ struct Removable {
 // (the two windows do not overlap, so it holds on one copy engine too), and
 // cannot fit at all when E exceeds what may leave. Blocks of f stay.
 double round_at_task_ms(const Tdfg& tdfg, const CostModel& cost, int64_t samples, const RoundTasks& round, TaskId f,
-                        int64_t excess) {
+                        double before_ms, int64_t excess) {
   const double compute_ms = round.ms;
   std::vector<Removable> removable;
   int64_t removable_bytes = 0;
@@ -110,9 +111,6 @@ double round_at_task_ms(const Tdfg& tdfg, const CostModel& cost, int64_t samples
   // Recomputation, cheapest per byte first: recompute_ms(x) is convex.
   std::sort(removable.begin(), removable.end(),
             [](const Removable& a, const Removable& b) { return a.recompute_ms_per_byte < b.recompute_ms_per_byte; });
-  double recomputable = 0;
-  for (const Removable& r : removable)
-    if (r.recompute_ms_per_byte < kInfinity) recomputable += static_cast<double>(r.bytes);
   // Prefix sums over the recomputable blocks: bytes and milliseconds.
   std::vector<double> bytes_upto{0}, ms_upto{0};
   for (const Removable& r : removable) {
@@ -120,6 +118,7 @@ double round_at_task_ms(const Tdfg& tdfg, const CostModel& cost, int64_t samples
     bytes_upto.push_back(bytes_upto.back() + static_cast<double>(r.bytes));
     ms_upto.push_back(ms_upto.back() + static_cast<double>(r.bytes) * r.recompute_ms_per_byte);
   }
+  const double recomputable = bytes_upto.back();
   auto recompute_ms = [&](double bytes) {
     if (bytes <= 0) return 0.0;
     const size_t i = static_cast<size_t>(std::upper_bound(bytes_upto.begin(), bytes_upto.end(), bytes) -
@@ -128,8 +127,6 @@ double round_at_task_ms(const Tdfg& tdfg, const CostModel& cost, int64_t samples
     return ms_upto[i - 1] + (bytes - bytes_upto[i - 1]) * removable[i - 1].recompute_ms_per_byte;
   };
   const double out_rate = copy_ms_per_byte(cost, true), in_rate = copy_ms_per_byte(cost, false);
-  double before_ms = 0;  // the round's tasks before f, at their fastest
-  for (TaskId t = 0; t < f; ++t) before_ms += round.task_ms[t];
   const double from_ms = compute_ms - before_ms;
   const double need = static_cast<double>(excess);
   auto round_at = [&](double recomputed) {
@@ -168,18 +165,19 @@ double round_with_memory_ms(const Tdfg& tdfg, const CostModel& cost, int64_t are
   // Every task whose blocks exceed the arena gives a bound; the fullest and
   // those that leave least time to copy the excess out are taken.
   const double out_rate = copy_ms_per_byte(cost, true);
+  std::vector<double> before_ms(live.size() + 1, 0.0);  // before_ms[t]: the round's tasks before t, at their fastest
+  for (size_t t = 0; t < live.size(); ++t) before_ms[t + 1] = before_ms[t] + round.task_ms[t];
   std::vector<std::pair<double, TaskId>> late;  // (bytes the engine cannot have moved out by then, task)
-  double before_ms = 0;
-  for (TaskId t = 0; t < static_cast<TaskId>(live.size()); ++t) {
+  for (TaskId t = 0; t < static_cast<TaskId>(live.size()); ++t)
     if (live[t] > arena_bytes && t != fullest)
-      late.emplace_back(static_cast<double>(live[t] - arena_bytes) - (out_rate > 0 ? before_ms / out_rate : 0.0), t);
-    before_ms += round.task_ms[t];
-  }
+      late.emplace_back(static_cast<double>(live[t] - arena_bytes) - (out_rate > 0 ? before_ms[t] / out_rate : 0.0), t);
   const size_t keep = std::min(kBoundTasks, late.size());
   std::partial_sort(late.begin(), late.begin() + static_cast<std::ptrdiff_t>(keep), late.end(), std::greater<>());
-  double ms = round_at_task_ms(tdfg, cost, samples, round, fullest, live[fullest] - arena_bytes);
-  for (size_t i = 0; i < keep && ms < kInfinity; ++i)
-    ms = std::max(ms, round_at_task_ms(tdfg, cost, samples, round, late[i].second, live[late[i].second] - arena_bytes));
+  auto at = [&](TaskId f) {
+    return round_at_task_ms(tdfg, cost, samples, round, f, before_ms[f], live[f] - arena_bytes);
+  };
+  double ms = at(fullest);
+  for (size_t i = 0; i < keep && ms < kInfinity; ++i) ms = std::max(ms, at(late[i].second));
   return ms;
 }
 
