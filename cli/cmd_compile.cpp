@@ -153,7 +153,7 @@ void setup_compile(CLI::App& command) {
   auto* batch = command.add_option("--batch", o->batch, "Mini-batch size B (default: the model's batch)");
   command.add_option("--precision", o->precision,
                      "Precision of the tensors, replacing the model's precision and math: fp32, tf32, bf16 or fp16 "
-                     "(docs/model-format.md); a 16-bit model's program is the CPU backend's (--target cpu)");
+                     "(docs/model-format.md); a 16-bit CUDA program computes in float between casts (a warning says so)");
   auto* sub_batch =
       command.add_option("--sub-batch", o->sub_batch, "Fix the sub-batch size b (default: chosen by the planner)");
   auto* engines = command.add_option("--copy-engines", o->copy_engines,
@@ -210,7 +210,7 @@ void setup_compile(CLI::App& command) {
   command.add_flag("--build", o->build, "Also build the training program: cmake -S DIR -B DIR/build && cmake --build DIR/build");
   command.add_flag("--plan-only", o->plan_only,
                    "Write the plan (plan.json, trace.json, memory.svg, model.yaml) without a program: for `mplan "
-                   "verify` and `mplan inspect`, and for 16-bit models, which have no program yet");
+                   "verify` and `mplan inspect`");
   command.add_option("--gpus", o->data_parallel.gpus,
                      "Data-parallel training on N GPUs (ranks, one process each under mpirun): the budget is per "
                      "GPU, the batch is split over them (docs/multi-gpu.md)");

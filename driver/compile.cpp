@@ -237,14 +237,6 @@ Result<CompileResult> compile(const CompileSettings& s) {
     if (!input) return input.error();
   }
   const Model& model = input->model;
-  // A 16-bit program runs on the CPU backend, the reference; the CUDA
-  // backend has no 16-bit kernels yet (nothing is written).
-  if (is_16_bit(model.precision) && !s.plan_only && s.target != codegen::Target::cpu)
-    return Error{{}, fmt::format("{}: precision {}: the CUDA backend has no 16-bit kernels yet, so compile writes "
-                                 "nothing; --target cpu writes the CPU program (the reference, which computes in "
-                                 "float and stores 16 bits), --plan-only the plan without a program "
-                                 "(docs/generated-program.md, \"16-bit programs\")",
-                                 s.model_path, precision_name(model.precision))};
   out.model_notes = input->notes;
   const int64_t batch = options.batch > 0 ? options.batch : model.batch;
   if (options.batch > 0)

@@ -1,7 +1,8 @@
 // --precision on the commands that read a model (docs/model-format.md,
-// `precision`): bounds and compare plan 16-bit models; compile refuses them
-// before writing anything (the programs have no 16-bit kernels), and
-// replaces the model's precision, in its copy too, for fp32 and tf32.
+// `precision`): bounds and compare plan 16-bit models; compile writes their
+// programs for both targets (CUDA's with a warning: float kernels between
+// casts, their scratch beyond the budget), and replaces the model's
+// precision, in its copy too, for fp32 and tf32.
 #include <gtest/gtest.h>
 
 #include <regex>
@@ -45,25 +46,29 @@ TEST_F(PrecisionFlag, AnUnknownValueIsAUsageError) {
   EXPECT_FALSE(fs::exists(path("out")));
 }
 
-// A 16-bit program is the CPU backend's: --target cuda is refused before
-// anything is written; --target cpu writes the program.
-TEST_F(PrecisionFlag, CompileWritesSixteenBitProgramsForTheCpuOnly) {
+// A 16-bit program is written for either target; CUDA's says that it
+// computes in float between casts and what that costs.
+TEST_F(PrecisionFlag, CompileWritesSixteenBitProgramsForBothTargets) {
   write_file(path("m.yaml"), read_file(example_model("cifar_small")) + "precision: bf16\n");
   for (const std::vector<std::string>& extra :
        {std::vector<std::string>{path("m.yaml")}, {example_model("cifar_small"), "--precision", "fp16"}}) {
     std::vector<std::string> args = {"compile"};
     args.insert(args.end(), extra.begin(), extra.end());
     args.insert(args.end(), {"--device", "h100", "--budget", "64MiB", "-o", path("out"), "--target", "cuda"});
-    const MplanRun run = mplan(args);
-    EXPECT_EQ(run.exit_code, 1) << run.describe();
-    EXPECT_TRUE(contains(run.err, "the CUDA backend has no 16-bit kernels yet, so compile writes nothing"))
-        << run.describe();
-    EXPECT_FALSE(fs::exists(path("out")));
+    const MplanRun cuda = mplan(args);
+    EXPECT_EQ(cuda.exit_code, 0) << cuda.describe();
+    const std::string program = read_file(path("out/train.cpp"));
+    EXPECT_TRUE(contains(program, ".target = \"cuda\"")) << "not the CUDA program";
+    EXPECT_TRUE(contains(program, "cast_to_float(")) << "a 16-bit program casts";
+    EXPECT_TRUE(contains(cuda.out + cuda.err, "the CUDA backend computes in float between casts")) << cuda.describe();
+    EXPECT_TRUE(std::regex_search(cuda.out + cuda.err, std::regex(R"(float scratch \([0-9.]+ [KM]iB\) is device )")))
+        << cuda.describe();
+    fs::remove_all(path("out"));
     args.back() = "cpu";
     const MplanRun cpu = mplan(args);
     EXPECT_EQ(cpu.exit_code, 0) << cpu.describe();
-    EXPECT_TRUE(fs::exists(path("out/train.cpp")));
     EXPECT_TRUE(contains(read_file(path("out/train.cpp")), "cast_to_float(")) << "a 16-bit program casts";
+    EXPECT_FALSE(contains(cpu.out + cpu.err, "between casts")) << "the CPU backend is the reference";
     fs::remove_all(path("out"));
   }
 }

@@ -15,12 +15,6 @@
 namespace mplan::e2e {
 namespace {
 
-bool gpu_present() {
-  std::error_code ec;
-  const std::filesystem::path gpus = "/proc/driver/nvidia/gpus";
-  return std::filesystem::is_directory(gpus, ec) && !std::filesystem::is_empty(gpus, ec);
-}
-
 class CudaProgram : public ::testing::TestWithParam<const char*> {
  protected:
   std::string model() const { return std::string("examples/models/") + GetParam() + ".yaml"; }

@@ -248,6 +248,12 @@ static std::string quoted(const std::string& s) {
   return out + "'";
 }
 
+bool gpu_present() {
+  std::error_code ec;
+  const std::filesystem::path gpus = "/proc/driver/nvidia/gpus";
+  return std::filesystem::is_directory(gpus, ec) && !std::filesystem::is_empty(gpus, ec);
+}
+
 std::string build_program(const std::string& dir, const std::string& runtime_library) {
   const FolderLock lock(dir);
   RunResult configure = run_command("cmake -S " + quoted(dir) + " -B " + quoted(dir + "/build") +

@@ -63,6 +63,9 @@ PlanResult drop_everything_plan(const Model& model, const CostModel& cost, int64
 // the tail of the log.
 std::string build_program(const std::string& dir, const std::string& runtime_library = "");
 
+// Whether this machine has an NVIDIA GPU (a CUDA program can run).
+bool gpu_present();
+
 struct RunResult {
   int exit_code = -1;
   std::string output;  // stdout and stderr together

@@ -1,5 +1,6 @@
 // 16-bit programs (docs/generated-program.md, "16-bit programs") on the CPU
-// backend, the reference:
+// backend, the reference, and on CUDA (built and linked everywhere; run and
+// held to the same envelope where a GPU is):
 //   - against PyTorch (torch 1.13 under /usr/bin/python3): trained a few
 //     steps, a bf16 program stays as close to float64 training as PyTorch's
 //     own bf16 autocast does, and an fp16 program as close as float64
@@ -20,6 +21,7 @@
 
 #include <fmt/format.h>
 
+#include "codegen/target.h"
 #include "frontend/parse.h"
 #include "runtime/npy.h"
 #include "tests/e2e/e2e_util.h"
@@ -27,11 +29,12 @@
 namespace mplan::e2e {
 namespace {
 
-Compiled compile_at(const std::string& model_file, Precision precision, Budget budget, const std::string& tag) {
+Compiled compile_at(const std::string& model_file, Precision precision, Budget budget, const std::string& tag,
+                    codegen::Target target = codegen::Target::cpu) {
   Result<Model> model = load_model(source_dir() + "/" + model_file);
   if (!model) return Compiled{{}, "", model.error().to_string()};
   if (Status s = apply_precision(*model, precision, /*replace=*/true); !s) return Compiled{{}, "", s.error().message};
-  return compile_model(*model, budget, tag);
+  return compile_model(*model, budget, tag, target);
 }
 
 using Weights = std::map<std::string, std::vector<float>>;
@@ -58,15 +61,26 @@ double update_distance(const Weights& a, const Weights& b, const Weights& init) 
 // float64 training against PyTorch's 16-bit run's.
 // fp16 runs both start at `loss_scale` (GradScaler's 65536 overflows every_op's
 // float16 weight gradients step after step: nothing would be compared).
+// On CUDA the program is built against the CUDA runtime, and run only where
+// a GPU is.
 void expect_within_torch_envelope(const std::string& model_file, Precision precision, Budget budget, int steps,
-                                  double loss_scale = 65536) {
-  if (!have_torch()) GTEST_SKIP() << "/usr/bin/python3 cannot import torch, numpy and yaml";
+                                  double loss_scale = 65536, codegen::Target target = codegen::Target::cpu) {
+  const bool cuda = target == codegen::Target::cuda;
+#ifndef MPLAN_RUNTIME_CUDA_LIBRARY_PATH
+  if (cuda) GTEST_SKIP() << "no CUDA toolkit with cuDNN in this build: the CUDA program is not built";
+  const std::string runtime_library;
+#else
+  const std::string runtime_library = cuda ? MPLAN_RUNTIME_CUDA_LIBRARY_PATH : "";
+#endif
   const std::string name = model_file.substr(model_file.rfind('/') + 1, model_file.rfind('.') - model_file.rfind('/') - 1);
-  const std::string tag = "sixteen-" + name + "-" + precision_name(precision) + "-" + budget_name(budget);
-  Compiled compiled = compile_at(model_file, precision, budget, tag + "-build");
+  const std::string tag = std::string("sixteen-") + (cuda ? "cuda-" : "") + name + "-" + precision_name(precision) +
+                          "-" + budget_name(budget);
+  Compiled compiled = compile_at(model_file, precision, budget, tag + "-build", target);
   ASSERT_EQ(compiled.error, "");
   if (budget == Budget::sub_batch) ASSERT_GT(compiled.plan.sub_batches.size(), 1u) << "the budget must split the batch";
-  ASSERT_EQ(build_program(compiled.dir), "");
+  ASSERT_EQ(build_program(compiled.dir, runtime_library), "");
+  if (cuda && !gpu_present()) GTEST_SKIP() << "no GPU on this machine: the CUDA program is built, not run";
+  if (!have_torch()) GTEST_SKIP() << "/usr/bin/python3 cannot import torch, numpy and yaml";
   const std::string dir = work_dir(tag);
   const std::string script = source_dir() + "/tests/e2e/torch_train.py";
   const std::string model_path = source_dir() + "/" + model_file;
@@ -97,8 +111,9 @@ void expect_within_torch_envelope(const std::string& model_file, Precision preci
   const double ours = update_distance(program, reference, initial);
   const double theirs = update_distance(torch_16, reference, initial);
   std::printf("%s %s at %s budget (sub-batches %s), %d steps: the update's distance from float64 training: "
-              "program %.3g, PyTorch %s %.3g (ratio %.2f)\n",
-              name.c_str(), precision_name(precision), budget_name(budget), subs.c_str(), steps, ours,
+              "%s program %.3g, PyTorch %s %.3g (ratio %.2f)\n",
+              name.c_str(), precision_name(precision), budget_name(budget), subs.c_str(), steps,
+              codegen::target_name(target), ours,
               precision == Precision::bf16 ? "autocast" : "emulated", theirs, ours / theirs);
   ASSERT_GT(update_distance(reference, initial, initial), 0) << "float64 training made no update";
   ASSERT_LT(theirs, 0.9) << "PyTorch's 16-bit run made (almost) no update: nothing is compared";
@@ -122,6 +137,16 @@ TEST(SixteenBitNumerics, CifarSmallBf16SubBatchesAgreeWithAutocast) {
 }
 TEST(SixteenBitNumerics, CifarSmallFp16SubBatchesAgreeWithEmulatedAutocast) {
   expect_within_torch_envelope("examples/models/cifar_small.yaml", Precision::fp16, Budget::sub_batch, 3);
+}
+// The CUDA programs of the same plans: the same casts around CUDA's float
+// kernels (cast_kernels.h rounds as runtime/sixteen_bit.h does).
+TEST(SixteenBitNumerics, CifarSmallBf16OnCudaAgreesWithAutocast) {
+  expect_within_torch_envelope("examples/models/cifar_small.yaml", Precision::bf16, Budget::sub_batch, 3, 65536,
+                               codegen::Target::cuda);
+}
+TEST(SixteenBitNumerics, EveryOpFp16OnCudaAgreesWithEmulatedAutocast) {
+  expect_within_torch_envelope("examples/models/every_op.yaml", Precision::fp16, Budget::unlimited, 3, 256,
+                               codegen::Target::cuda);
 }
 
 // The losses a run printed, in order.
