@@ -28,6 +28,11 @@ struct CodegenOptions {
   // The backend the program is built for: the CPU runtime (runtime/cpu) or
   // CUDA (runtime/cuda, cuDNN and cuBLAS).
   Target target = Target::cpu;
+  // A 16-bit program's convolutions and linear layers call their 16-bit
+  // kernels (codegen/sixteen_bit_kernels.h): always on CUDA; on the CPU,
+  // whose program otherwise brackets the float kernels with casts, where
+  // asked (the same values, bit for bit: the tests compare the two).
+  bool sixteen_bit_kernels_on_cpu = false;
 };
 
 struct GeneratedFile {

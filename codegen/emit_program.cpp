@@ -24,6 +24,7 @@
 #include "codegen/round_classes.h"
 #include "codegen/segments.h"
 #include "codegen/sixteen_bit_calls.h"
+#include "codegen/sixteen_bit_kernels.h"
 #include "codegen/step_calls.h"
 #include "core/bytes.h"
 
@@ -101,9 +102,10 @@ class ProgramEmitter {
                                              plan_.math_mode));
     if (options_.target == Target::cuda && types_.sixteen_bit)
       program.warnings.push_back(fmt::format(
-          "precision {}: the CUDA backend computes in float between casts, as the CPU reference does "
-          "(docs/generated-program.md, \"16-bit programs\"), not on 16-bit tensor cores: the step will be slower "
-          "than the plan's {:.4g} ms, and the casts' float scratch ({}) is device memory beyond the budget",
+          "precision {}: on CUDA the convolutions and linear layers run 16-bit kernels, but the other ops compute "
+          "in float between casts, as the CPU reference does (docs/generated-program.md, \"16-bit programs\"): "
+          "the step will be slower than the plan's {:.4g} ms, and the casts' float scratch ({}) is device memory "
+          "beyond the budget",
           precision_name(model_.precision), plan_.summary.simulated_ms, format_bytes(wide_scratch_bytes_)));
     ProgramHeader header{model_, tdfg_, plan_, options_, program.warnings};
     const SpecRole role = evaluation_ != nullptr ? SpecRole::training_with_evaluation : SpecRole::training;
@@ -447,6 +449,60 @@ class ProgramEmitter {
                        data_type_name(operand.stored));
   }
 
+  // A call as its 16-bit kernel (sixteen_bit_kernels.h): float32 inputs
+  // rounded into 16-bit scratch, the kernel on the 16-bit operands, and each
+  // result that does not go straight into its block widened and stored.
+  void sixteen_bit_call_lines(Fields& fields, const StepCalls& calls, const rt::KernelCall& call,
+                              const CallCasts& cast, const SixteenBitForm& form, int32_t base,
+                              const std::vector<std::string>& names, std::vector<std::string>& lines) {
+    const DataType low = low_precision_type(model_.precision);
+    const auto code = [](DataType t) { return static_cast<int64_t>(storage_type(t)); };
+    const auto block = [&](const CastOperand& o, int64_t extra_bytes) {
+      const int64_t bytes = o.byte_offset + extra_bytes;
+      return fmt::format("p.u8({}){}", buffer_expr(fields, o.buffer, base),
+                         bytes != 0 ? " + " + std::to_string(bytes) : "");
+    };
+    for (size_t k = 0; k < cast.operands.size(); ++k) {
+      const CastOperand& o = cast.operands[k];
+      if (o.written || form.operands[k].direct) continue;
+      lines.push_back(fmt::format("cast_from_float(p.compute(), p.f32({}){}, p.wide_u8({}), {}, {}, {}, false);  "
+                                  "// float32 -> {} (autocast's cast)",
+                                  buffer_expr(fields, o.buffer, base),
+                                  o.byte_offset != 0 ? " + " + std::to_string(o.byte_offset / 4) : "",
+                                  form.operands[k].half_offset, o.count, code(low), code(low), data_type_name(low)));
+    }
+    const std::vector<rt::ParamType>& params = rt::kernel_params(call.kernel);
+    std::string args;
+    for (size_t i : form.args) {
+      const rt::Arg& arg = call.args[i];
+      std::string text;
+      if (arg.kind == rt::ArgKind::tensor && cast.operand_of[i] >= 0) {
+        const CastOperand& o = cast.operands[cast.operand_of[i]];
+        const SixteenBitOperand& f = form.operands[cast.operand_of[i]];
+        const int64_t element = cast.scratch_element[i] - o.scratch_offset / 4;  // into the operand's region
+        text = f.direct ? block(o, element * 2) : fmt::format("p.wide_u8({})", f.half_offset + element * 2);
+      } else if (arg.kind == rt::ArgKind::tensor) {
+        text = pointer(fields, arg, params[i], calls, base);
+      } else {
+        text = scalar_argument(arg, params[i], constants_, names, "t.first_sample");
+      }
+      args += ", " + text;
+    }
+    lines.push_back(fmt::format("{}(p.compute(){}, {});  // {}", rt::kernel_name(form.kernel), args, code(low),
+                                data_type_name(low)));
+    for (size_t k = 0; k < cast.operands.size(); ++k) {
+      const CastOperand& o = cast.operands[k];
+      const SixteenBitOperand& f = form.operands[k];
+      if (!o.written || f.direct) continue;
+      lines.push_back(fmt::format("cast_to_float(p.compute(), p.wide_u8({}), p.wide({}), {}, {}, 0);  // {} -> float",
+                                  f.half_offset, f.float_offset, o.count, code(low), data_type_name(low)));
+      lines.push_back(fmt::format("cast_from_float(p.compute(), p.wide({}), {}, {}, {}, {}, {});  // {} {}",
+                                  f.float_offset, block(o, 0), o.count, code(o.stored), code(o.result_type),
+                                  o.adds ? "true" : "false", o.adds ? "added to" : "->", data_type_name(o.stored)));
+    }
+    wide_scratch_bytes_ = std::max(wide_scratch_bytes_, form.scratch_bytes);
+  }
+
   void compute_lines(Fields& fields, const Step& step, int32_t base, int32_t relative_index,
                      std::vector<std::string>& lines) {
     const StepCalls& calls = calls_.at(step.index);
@@ -466,10 +522,21 @@ class ProgramEmitter {
       outputs.emplace_back(buffer, type);
     };
     std::vector<std::string> call_lines;
+    // The 16-bit kernels (sixteen_bit_kernels.h): on CUDA, and on the CPU where asked.
+    const bool sixteen_bit_kernels = types_.sixteen_bit && is_16_bit_task(model_, types_, task) &&
+                                     (options_.target == Target::cuda || options_.sixteen_bit_kernels_on_cpu);
     for (size_t c = 0; c < calls.invocation.calls.size(); ++c) {
       const rt::KernelCall& call = calls.invocation.calls[c];
       const CallCasts& cast = casts[c];
       const std::vector<rt::ParamType>& params = rt::kernel_params(call.kernel);
+      if (sixteen_bit_kernels) {
+        if (std::optional<SixteenBitForm> form = sixteen_bit_form(call, cast, low_precision_type(model_.precision))) {
+          sixteen_bit_call_lines(fields, calls, call, cast, *form, base, names, call_lines);
+          for (const CastOperand& operand : cast.operands)
+            if (operand.written) add_output(operand.buffer, operand.stored);
+          continue;
+        }
+      }
       for (const CastOperand& operand : cast.operands) call_lines.push_back(cast_line(fields, operand, true, base));
       std::string args;
       int reals = 0;

@@ -94,11 +94,14 @@ bool kernel_from_name(const std::string& name, Kernel* kernel) {
 bool kernel_conv_direction(Kernel kernel, ConvDirection* direction) {
   switch (kernel) {
     case Kernel::conv_forward:
-    case Kernel::conv_forward_micro: *direction = ConvDirection::forward; return true;
+    case Kernel::conv_forward_micro:
+    case Kernel::conv_forward_16: *direction = ConvDirection::forward; return true;
     case Kernel::conv_backward_data:
-    case Kernel::conv_backward_data_micro: *direction = ConvDirection::backward_data; return true;
+    case Kernel::conv_backward_data_micro:
+    case Kernel::conv_backward_data_16: *direction = ConvDirection::backward_data; return true;
     case Kernel::conv_backward_filter:
-    case Kernel::conv_backward_filter_micro: *direction = ConvDirection::backward_filter; return true;
+    case Kernel::conv_backward_filter_micro:
+    case Kernel::conv_backward_filter_16: *direction = ConvDirection::backward_filter; return true;
     default: return false;
   }
 }

@@ -252,6 +252,14 @@ ClassTokenExtents class_token(Operands& e, const Values& v, size_t at) {
 bool storage_type(int64_t type) { return type >= 0 && type < kStorageTypeCount; }
 int64_t storage_type_bytes(int64_t type) { return storage_type(type) ? storage_bytes(type) : kTooMany; }
 
+// The 16-bit kernels (runtime/ops_sixteen_bit.h): their type argument is
+// bfloat16 or float16, and their extents are bytes, two per element.
+void sixteen_bit_type(Operands& e, int64_t type) {
+  if (type != static_cast<int64_t>(StorageType::bfloat16) && type != static_cast<int64_t>(StorageType::float16))
+    e.fail("a 16-bit kernel's type that is neither bfloat16 (1) nor float16 (2)");
+}
+int64_t halves(int64_t elements) { return product({elements, 2}); }
+
 // ---- the table --------------------------------------------------------------------------------
 
 using Describe = void (*)(Operands& e, const Values& v);

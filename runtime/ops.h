@@ -252,3 +252,4 @@ void adamw_step(const Context& ctx, float* w, float* g, float* exp_avg, float* e
 #include "runtime/ops_channel.h"
 #include "runtime/ops_embeddings.h"
 #include "runtime/ops_normalization.h"
+#include "runtime/ops_sixteen_bit.h"

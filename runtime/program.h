@@ -140,6 +140,8 @@ class Program {
   void* bytes(int64_t offset) const { return device_.base + offset; }
   // The float scratch of a 16-bit program's casts (ProgramSpec::wide_scratch_bytes).
   float* wide(int64_t offset) const { return reinterpret_cast<float*>(wide_.base + offset); }
+  // The same scratch as bytes: the 16-bit operands of a 16-bit kernel (runtime/ops_sixteen_bit.h).
+  uint8_t* wide_u8(int64_t offset) const { return reinterpret_cast<uint8_t*>(wide_.base + offset); }
   // Host memory for the range [offset, offset + bytes) of the plan's host
   // area: inside one input or label slot, the running step's input set
   // (input_sets_); any other range (an offloaded block's slot, even one that

@@ -908,6 +908,16 @@ PRECISION = [
      "  if (is_16_bit(model.precision) && model.math != profile.math_mode)",
      "  if (false)",
      ["cli:PrecisionFlag.*"]),
+    ("precision: a 16-bit kernel writes a gradient it should add to",
+     "codegen/sixteen_bit_kernels.cpp",
+     "      form_operand.direct = o.stored == low && !o.adds;",
+     "      form_operand.direct = o.stored == low;",
+     ["e2e:Models/SixteenBitKernels.*"]),
+    ("precision: a 16-bit kernel reads a float32 input as 16 bits",
+     "codegen/sixteen_bit_kernels.cpp",
+     "      form_operand.direct = o.stored == low;\n",
+     "      form_operand.direct = true;\n",
+     ["e2e:Models/SixteenBitKernels.*"]),
 ]
 
 SETS = {

@@ -49,6 +49,14 @@ __global__ void zero_floats_kernel(float* dst, int64_t count) {
   MPLAN_FOR_EACH(i, count) dst[i] = 0.0f;
 }
 
+__global__ void broadcast_rows_16_kernel(const uint16_t* bias, uint16_t* y, int64_t n, int64_t out) {
+  MPLAN_FOR_EACH(i, n * out) y[i] = bias[i % out];
+}
+
+__global__ void broadcast_channels_16_kernel(const uint16_t* bias, uint16_t* y, int64_t n, int64_t k, int64_t hw) {
+  MPLAN_FOR_EACH(i, n * k * hw) y[i] = bias[(i / hw) % k];
+}
+
 }  // namespace
 
 void cast_to_float(const uint8_t* src, float* dst, int64_t count, int64_t stored, int64_t rounded,
@@ -62,5 +70,15 @@ void cast_from_float(const float* src, uint8_t* dst, int64_t count, int64_t stor
 }
 
 void zero_floats(float* dst, int64_t count, cudaStream_t stream) { MPLAN_LAUNCH(zero_floats_kernel, count, dst, count); }
+
+void broadcast_channels_16(const uint8_t* bias, uint8_t* y, int64_t n, int64_t k, int64_t hw, cudaStream_t stream) {
+  MPLAN_LAUNCH(broadcast_channels_16_kernel, n * k * hw, reinterpret_cast<const uint16_t*>(bias),
+               reinterpret_cast<uint16_t*>(y), n, k, hw);
+}
+
+void broadcast_rows_16(const uint8_t* bias, uint8_t* y, int64_t n, int64_t out, cudaStream_t stream) {
+  MPLAN_LAUNCH(broadcast_rows_16_kernel, n * out, reinterpret_cast<const uint16_t*>(bias),
+               reinterpret_cast<uint16_t*>(y), n, out);
+}
 
 }  // namespace mplan::rt::cuda

@@ -5,7 +5,9 @@
 // and filter gradients accumulate (output scale beta = 1; mu-cuDNN §II:
 // "BackwardFilter is split by accumulating").
 //
-// Numerics: FP32 data; in fp32 math CUDNN_FMA_MATH on every convolution
+// Numerics: FP32 data (the 16-bit kernels of runtime/ops_sixteen_bit.h:
+// bfloat16 or float16 data, a float convolution type, tensor-core math, the
+// bias broadcast into the output first); in fp32 math CUDNN_FMA_MATH on every convolution
 // descriptor, which rules out TF32 tensor cores (cuDNN's default math allows
 // them for FP32 on Ampere and later; PyTorch and Paddle set CUDNN_FMA_MATH when
 // TF32 is disallowed, e.g. Paddle's phi/kernels/gpudnn/conv_cudnn_v7.h); in
@@ -32,6 +34,7 @@
 #include <vector>
 
 #include "runtime/check.h"
+#include "runtime/cuda/cast_kernels.h"
 #include "runtime/cuda/check.h"
 #include "runtime/cuda/conv_graph.h"
 #include "runtime/cuda/stream.h"
@@ -80,10 +83,24 @@ int algorithm_count(ConvDirection d) {
 
 bool known_algorithm(ConvDirection d, ConvAlgoId algo) { return algo >= 0 && algo < algorithm_count(d); }
 
-using ShapeKey = std::array<int64_t, 14>;
-ShapeKey key_of(const ConvShape& s) {
-  return {s.n,        s.c,        s.h,     s.w,          s.k,         s.r,          s.s,
-          s.stride_h, s.stride_w, s.pad_h, s.pad_w, s.groups, s.dilation_h, s.dilation_w};
+// The storage type of the tensors (runtime/ops_casts.h) is part of every key:
+// float32 for the float kernels, bfloat16 or float16 for the 16-bit ones
+// (runtime/ops_sixteen_bit.h).
+constexpr int64_t kFloat32 = static_cast<int64_t>(StorageType::float32);
+
+using ShapeKey = std::array<int64_t, 15>;
+ShapeKey key_of(const ConvShape& s, int64_t type = kFloat32) {
+  return {s.n,        s.c,        s.h,     s.w,          s.k,         s.r,          s.s,   s.stride_h,
+          s.stride_w, s.pad_h,    s.pad_w, s.groups, s.dilation_h, s.dilation_w, type};
+}
+
+cudnnDataType_t cudnn_type(int64_t type) {
+  switch (static_cast<StorageType>(type)) {
+    case StorageType::bfloat16: return CUDNN_DATA_BFLOAT16;
+    case StorageType::float16: return CUDNN_DATA_HALF;
+    case StorageType::float32: break;
+  }
+  return CUDNN_DATA_FLOAT;
 }
 
 // cuDNN's legacy descriptors take int sizes, and its kernels index 4-d tensors
@@ -91,7 +108,7 @@ ShapeKey key_of(const ConvShape& s) {
 bool fits_cudnn(const ConvShape& s) {
   if (!s.valid()) return false;
   for (int64_t v : key_of(s))
-    if (v > INT_MAX) return false;
+    if (v > INT_MAX) return false;  // the type, last, is small
   return s.x_elements() <= INT_MAX && s.y_elements() <= INT_MAX && s.w_elements() <= INT_MAX;
 }
 
@@ -101,8 +118,13 @@ struct ConvDescriptors {
   cudnnConvolutionDescriptor_t conv = nullptr;
 };
 
-ConvDescriptors create_descriptors(const ConvShape& s) {
+// Float32 tensors compute in the program's math (FMA, or TF32 where enabled);
+// 16-bit ones in float on tensor cores (cuDNN's PSEUDO_HALF and
+// PSEUDO_BFLOAT16 configurations: 16-bit tensors, a float convolution type),
+// as PyTorch's autocast convolutions do.
+ConvDescriptors create_descriptors(const ConvShape& s, int64_t type) {
   ConvDescriptors d;
+  const cudnnDataType_t data = cudnn_type(type);
   auto i = [](int64_t v) { return static_cast<int>(v); };
   MPLAN_CUDNN_CHECK(cudnnCreateTensorDescriptor(&d.x));
   MPLAN_CUDNN_CHECK(cudnnCreateTensorDescriptor(&d.y));
@@ -110,18 +132,19 @@ ConvDescriptors create_descriptors(const ConvShape& s) {
   MPLAN_CUDNN_CHECK(cudnnCreateFilterDescriptor(&d.w));
   MPLAN_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&d.conv));
   MPLAN_CUDNN_CHECK(
-      cudnnSetTensor4dDescriptor(d.x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, i(s.n), i(s.c), i(s.h), i(s.w)));
+      cudnnSetTensor4dDescriptor(d.x, CUDNN_TENSOR_NCHW, data, i(s.n), i(s.c), i(s.h), i(s.w)));
   MPLAN_CUDNN_CHECK(
-      cudnnSetTensor4dDescriptor(d.y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, i(s.n), i(s.k), i(s.p()), i(s.q())));
-  MPLAN_CUDNN_CHECK(cudnnSetTensor4dDescriptor(d.bias, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, i(s.k), 1, 1));
+      cudnnSetTensor4dDescriptor(d.y, CUDNN_TENSOR_NCHW, data, i(s.n), i(s.k), i(s.p()), i(s.q())));
+  MPLAN_CUDNN_CHECK(cudnnSetTensor4dDescriptor(d.bias, CUDNN_TENSOR_NCHW, data, 1, i(s.k), 1, 1));
   // The filter in PyTorch's layout (k, c/groups, r, s).
   MPLAN_CUDNN_CHECK(
-      cudnnSetFilter4dDescriptor(d.w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, i(s.k), i(s.c / s.groups), i(s.r), i(s.s)));
+      cudnnSetFilter4dDescriptor(d.w, data, CUDNN_TENSOR_NCHW, i(s.k), i(s.c / s.groups), i(s.r), i(s.s)));
   MPLAN_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(d.conv, i(s.pad_h), i(s.pad_w), i(s.stride_h), i(s.stride_w),
                                                     i(s.dilation_h), i(s.dilation_w), CUDNN_CROSS_CORRELATION,
                                                     CUDNN_DATA_FLOAT));
   MPLAN_CUDNN_CHECK(cudnnSetConvolutionGroupCount(d.conv, i(s.groups)));
-  MPLAN_CUDNN_CHECK(cudnnSetConvolutionMathType(d.conv, cuda::tf32_enabled() ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
+  MPLAN_CUDNN_CHECK(cudnnSetConvolutionMathType(
+      d.conv, type != kFloat32 ? CUDNN_TENSOR_OP_MATH : cuda::tf32_enabled() ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
   int n = 0, k = 0, p = 0, q = 0;
   MPLAN_CUDNN_CHECK(cudnnGetConvolution2dForwardOutputDim(d.conv, d.x, d.w, &n, &k, &p, &q));
   MPLAN_RT_CHECK(n == s.n && k == s.k && p == s.p() && q == s.q(),
@@ -145,10 +168,10 @@ ConvCache& cache() {
 }
 
 // Callers hold the cache's mutex.
-const ConvDescriptors& descriptors_locked(const ConvShape& s) {
+const ConvDescriptors& descriptors_locked(const ConvShape& s, int64_t type) {
   ConvCache& c = cache();
-  auto it = c.descriptors.find(key_of(s));
-  if (it == c.descriptors.end()) it = c.descriptors.emplace(key_of(s), create_descriptors(s)).first;
+  auto it = c.descriptors.find(key_of(s, type));
+  if (it == c.descriptors.end()) it = c.descriptors.emplace(key_of(s, type), create_descriptors(s, type)).first;
   return it->second;
 }
 
@@ -173,13 +196,13 @@ int64_t query_workspace(cudnnHandle_t handle, ConvDirection d, const ConvDescrip
   return status == CUDNN_STATUS_SUCCESS ? static_cast<int64_t>(bytes) : -1;
 }
 
-int64_t workspace_locked(cudnnHandle_t handle, ConvDirection d, const ConvShape& s, ConvAlgoId algo) {
+int64_t workspace_locked(cudnnHandle_t handle, ConvDirection d, const ConvShape& s, ConvAlgoId algo, int64_t type) {
   if (!known_algorithm(d, algo)) return -1;
   ConvCache& c = cache();
-  const auto key = std::make_tuple(static_cast<int>(d), key_of(s), algo);
+  const auto key = std::make_tuple(static_cast<int>(d), key_of(s, type), algo);
   auto it = c.workspace_bytes.find(key);
   if (it == c.workspace_bytes.end())
-    it = c.workspace_bytes.emplace(key, query_workspace(handle, d, descriptors_locked(s), algo)).first;
+    it = c.workspace_bytes.emplace(key, query_workspace(handle, d, descriptors_locked(s, type), algo)).first;
   return it->second;
 }
 
@@ -235,23 +258,23 @@ void say_fallback(ConvDirection d, const ConvShape& s, ConvAlgoId planned, ConvA
 // workspace fits, else implicit_gemm / algo_0 (no workspace). Said once per
 // shape, algorithm and workspace.
 ConvAlgoId runnable(cudnnHandle_t handle, ConvDirection d, const ConvShape& s, ConvAlgoId planned,
-                    int64_t workspace_bytes) {
+                    int64_t workspace_bytes, int64_t type) {
   ConvCache& c = cache();
   std::lock_guard<std::mutex> lock(c.mutex);
-  const auto key = std::make_tuple(static_cast<int>(d), key_of(s), planned, workspace_bytes);
+  const auto key = std::make_tuple(static_cast<int>(d), key_of(s, type), planned, workspace_bytes);
   if (auto it = c.runs.find(key); it != c.runs.end()) return it->second;
-  const int64_t need = workspace_locked(handle, d, s, planned);
+  const int64_t need = workspace_locked(handle, d, s, planned, type);
   ConvAlgoId run = planned;
   if (need < 0 || need > workspace_bytes) {
     run = kNoWorkspaceAlgo;
-    for (ConvAlgoId algo : heuristic_order(handle, d, descriptors_locked(s))) {
-      const int64_t bytes = workspace_locked(handle, d, s, algo);
+    for (ConvAlgoId algo : heuristic_order(handle, d, descriptors_locked(s, type))) {
+      const int64_t bytes = workspace_locked(handle, d, s, algo, type);
       if (bytes >= 0 && bytes <= workspace_bytes) {
         run = algo;
         break;
       }
     }
-    const int64_t fallback_need = workspace_locked(handle, d, s, run);
+    const int64_t fallback_need = workspace_locked(handle, d, s, run, type);
     MPLAN_RT_CHECK(fallback_need >= 0 && fallback_need <= workspace_bytes,
                    "no cuDNN convolution algorithm runs this shape within the planned workspace");
     say_fallback(d, s, planned, run, workspace_bytes,
@@ -267,16 +290,17 @@ ConvAlgoId runnable(cudnnHandle_t handle, ConvDirection d, const ConvShape& s, C
 
 // cuDNN refused `algo` at run time although it gave a workspace size: from
 // now on this shape runs `kNoWorkspaceAlgo` for that plan.
-void refused_at_run_time(ConvDirection d, const ConvShape& s, ConvAlgoId algo, int64_t workspace_bytes) {
+void refused_at_run_time(ConvDirection d, const ConvShape& s, ConvAlgoId algo, int64_t workspace_bytes,
+                         int64_t type) {
   ConvCache& c = cache();
   std::lock_guard<std::mutex> lock(c.mutex);
-  c.runs[std::make_tuple(static_cast<int>(d), key_of(s), algo, workspace_bytes)] = kNoWorkspaceAlgo;
+  c.runs[std::make_tuple(static_cast<int>(d), key_of(s, type), algo, workspace_bytes)] = kNoWorkspaceAlgo;
   say_fallback(d, s, algo, kNoWorkspaceAlgo, workspace_bytes, "was refused by cuDNN at run time");
 }
 
-const ConvDescriptors& descriptors(const ConvShape& s) {
+const ConvDescriptors& descriptors(const ConvShape& s, int64_t type) {
   std::lock_guard<std::mutex> lock(cache().mutex);
-  return descriptors_locked(s);
+  return descriptors_locked(s, type);
 }
 
 // CUDNN_STATUS_NOT_SUPPORTED and its kinds (3000-3999 in cuDNN 9).
@@ -318,9 +342,11 @@ bool graph_enabled() {
   return enabled;
 }
 
+// The graph configurations are float32 (conv_graph.h): a 16-bit call of one
+// runs the legacy path's fallback.
 bool ran_graph(Launch& L, ConvDirection d, const ConvShape& s, ConvAlgoId planned, bool accumulate, const void* a,
-               const void* b, void* out, void* workspace, int64_t workspace_bytes) {
-  if (graph_algorithm_rank(planned) < 0 || !graph_enabled()) return false;
+               const void* b, void* out, void* workspace, int64_t workspace_bytes, int64_t type) {
+  if (graph_algorithm_rank(planned) < 0 || !graph_enabled() || type != kFloat32) return false;
   const cudnnStatus_t status =
       cuda::graph_run(L.cudnn(), d, s, planned, accumulate, a, b, out, workspace, workspace_bytes);
   if (status == CUDNN_STATUS_SUCCESS) return true;
@@ -332,35 +358,44 @@ bool ran_graph(Launch& L, ConvDirection d, const ConvShape& s, ConvAlgoId planne
   return false;
 }
 
-void forward_one(Launch& L, const ConvShape& s, ConvAlgoId planned, const float* x, const float* w, const float* bias,
-                 float* y, void* workspace, int64_t workspace_bytes) {
+// The pointers hold `type` (float32, or 16-bit for runtime/ops_sixteen_bit.h).
+void forward_one(Launch& L, const ConvShape& s, ConvAlgoId planned, const void* x, const void* w, const void* bias,
+                 void* y, void* workspace, int64_t workspace_bytes, int64_t type = kFloat32) {
   const cudnnHandle_t h = L.cudnn();
-  const ConvDescriptors& D = descriptors(checked(s, "invalid forward convolution shape"));
-  if (ran_graph(L, ConvDirection::forward, s, planned, false, x, w, y, workspace, workspace_bytes)) {
+  const ConvDescriptors& D = descriptors(checked(s, "invalid forward convolution shape"), type);
+  if (ran_graph(L, ConvDirection::forward, s, planned, false, x, w, y, workspace, workspace_bytes, type)) {
     if (bias != nullptr) MPLAN_CUDNN_CHECK(cudnnAddTensor(h, &kOne, D.bias, bias, &kOne, D.y, y));
     return;
   }
-  ConvAlgoId algo = runnable(h, ConvDirection::forward, s, planned, workspace_bytes);
+  ConvAlgoId algo = runnable(h, ConvDirection::forward, s, planned, workspace_bytes, type);
+  // A 16-bit bias goes into y first and the convolution adds to it in float:
+  // one rounding, as the CPU reference and the 16-bit linear layer have it.
+  const bool bias_first = bias != nullptr && type != kFloat32;
+  if (bias_first)
+    cuda::broadcast_channels_16(static_cast<const uint8_t*>(bias), static_cast<uint8_t*>(y), s.n, s.k,
+                                s.p() * s.q(), L.stream());
   auto run = [&](ConvAlgoId a) {
     return cudnnConvolutionForward(h, &kOne, D.x, x, D.w, w, D.conv, static_cast<cudnnConvolutionFwdAlgo_t>(a),
-                                   workspace, static_cast<size_t>(workspace_bytes), &kZero, D.y, y);
+                                   workspace, static_cast<size_t>(workspace_bytes), bias_first ? &kOne : &kZero,
+                                   D.y, y);
   };
   cudnnStatus_t status = run(algo);
   if (not_supported(status) && algo != kNoWorkspaceAlgo) {
-    refused_at_run_time(ConvDirection::forward, s, algo, workspace_bytes);
+    refused_at_run_time(ConvDirection::forward, s, algo, workspace_bytes, type);
     status = run(algo = kNoWorkspaceAlgo);
   }
   MPLAN_CUDNN_CHECK_STATUS(status, "cudnnConvolutionForward");
   if (algo != planned) ++cache().fallbacks;
-  if (bias != nullptr) MPLAN_CUDNN_CHECK(cudnnAddTensor(h, &kOne, D.bias, bias, &kOne, D.y, y));
+  if (bias != nullptr && !bias_first) MPLAN_CUDNN_CHECK(cudnnAddTensor(h, &kOne, D.bias, bias, &kOne, D.y, y));
 }
 
-void backward_data_one(Launch& L, const ConvShape& s, ConvAlgoId planned, const float* w, const float* dy, float* dx,
-                       void* workspace, int64_t workspace_bytes, bool accumulate) {
+void backward_data_one(Launch& L, const ConvShape& s, ConvAlgoId planned, const void* w, const void* dy, void* dx,
+                       void* workspace, int64_t workspace_bytes, bool accumulate, int64_t type = kFloat32) {
   const cudnnHandle_t h = L.cudnn();
-  const ConvDescriptors& D = descriptors(checked(s, "invalid backward-data convolution shape"));
-  if (ran_graph(L, ConvDirection::backward_data, s, planned, accumulate, dy, w, dx, workspace, workspace_bytes)) return;
-  ConvAlgoId algo = runnable(h, ConvDirection::backward_data, s, planned, workspace_bytes);
+  const ConvDescriptors& D = descriptors(checked(s, "invalid backward-data convolution shape"), type);
+  if (ran_graph(L, ConvDirection::backward_data, s, planned, accumulate, dy, w, dx, workspace, workspace_bytes, type))
+    return;
+  ConvAlgoId algo = runnable(h, ConvDirection::backward_data, s, planned, workspace_bytes, type);
   const float* beta = accumulate ? &kOne : &kZero;
   auto run = [&](ConvAlgoId a) {
     return cudnnConvolutionBackwardData(h, &kOne, D.w, w, D.y, dy, D.conv,
@@ -369,28 +404,31 @@ void backward_data_one(Launch& L, const ConvShape& s, ConvAlgoId planned, const 
   };
   cudnnStatus_t status = run(algo);
   if (not_supported(status) && algo != kNoWorkspaceAlgo) {
-    refused_at_run_time(ConvDirection::backward_data, s, algo, workspace_bytes);
+    refused_at_run_time(ConvDirection::backward_data, s, algo, workspace_bytes, type);
     status = run(algo = kNoWorkspaceAlgo);
   }
   MPLAN_CUDNN_CHECK_STATUS(status, "cudnnConvolutionBackwardData");
   if (algo != planned) ++cache().fallbacks;
 }
 
-// dw += the filter gradient of this batch: beta = 1 always (ops.h).
-void backward_filter_one(Launch& L, const ConvShape& s, ConvAlgoId planned, const float* x, const float* dy, float* dw,
-                         void* workspace, int64_t workspace_bytes) {
+// dw += the filter gradient of this batch: beta = 1 always (ops.h); a 16-bit
+// dw is written (beta = 0, runtime/ops_sixteen_bit.h).
+void backward_filter_one(Launch& L, const ConvShape& s, ConvAlgoId planned, const void* x, const void* dy, void* dw,
+                         void* workspace, int64_t workspace_bytes, int64_t type = kFloat32) {
   const cudnnHandle_t h = L.cudnn();
-  const ConvDescriptors& D = descriptors(checked(s, "invalid backward-filter convolution shape"));
-  if (ran_graph(L, ConvDirection::backward_filter, s, planned, true, x, dy, dw, workspace, workspace_bytes)) return;
-  ConvAlgoId algo = runnable(h, ConvDirection::backward_filter, s, planned, workspace_bytes);
+  const ConvDescriptors& D = descriptors(checked(s, "invalid backward-filter convolution shape"), type);
+  if (ran_graph(L, ConvDirection::backward_filter, s, planned, true, x, dy, dw, workspace, workspace_bytes, type))
+    return;
+  ConvAlgoId algo = runnable(h, ConvDirection::backward_filter, s, planned, workspace_bytes, type);
+  const float* beta = type == kFloat32 ? &kOne : &kZero;
   auto run = [&](ConvAlgoId a) {
     return cudnnConvolutionBackwardFilter(h, &kOne, D.x, x, D.y, dy, D.conv,
                                           static_cast<cudnnConvolutionBwdFilterAlgo_t>(a), workspace,
-                                          static_cast<size_t>(workspace_bytes), &kOne, D.w, dw);
+                                          static_cast<size_t>(workspace_bytes), beta, D.w, dw);
   };
   cudnnStatus_t status = run(algo);
   if (not_supported(status) && algo != kNoWorkspaceAlgo) {
-    refused_at_run_time(ConvDirection::backward_filter, s, algo, workspace_bytes);
+    refused_at_run_time(ConvDirection::backward_filter, s, algo, workspace_bytes, type);
     status = run(algo = kNoWorkspaceAlgo);
   }
   MPLAN_CUDNN_CHECK_STATUS(status, "cudnnConvolutionBackwardFilter");
@@ -454,7 +492,7 @@ int64_t conv_workspace_bytes(const Context& ctx, ConvDirection direction, const 
   Launch L(ctx);
   const cudnnHandle_t h = L.cudnn();
   std::lock_guard<std::mutex> lock(cache().mutex);
-  return workspace_locked(h, direction, shape, algo);
+  return workspace_locked(h, direction, shape, algo, kFloat32);
 }
 
 void conv_forward(const Context& ctx, const ConvShape& shape, ConvAlgoId algo, const float* x, const float* w,
@@ -478,8 +516,38 @@ void conv_backward_filter(const Context& ctx, const ConvShape& shape, ConvAlgoId
 void conv_backward_bias(const Context& ctx, const ConvShape& shape, const float* dy, float* dbias) {
   Launch L(ctx);
   const cudnnHandle_t h = L.cudnn();
-  const ConvDescriptors& D = descriptors(checked(shape, "invalid convolution shape"));
+  const ConvDescriptors& D = descriptors(checked(shape, "invalid convolution shape"), kFloat32);
   MPLAN_CUDNN_CHECK(cudnnConvolutionBackwardBias(h, &kOne, D.y, dy, &kOne, D.bias, dbias));
+}
+
+// ---- runtime/ops_sixteen_bit.h ----------------------------------------------------------------
+
+namespace {
+int64_t checked_16(int64_t type) {
+  MPLAN_RT_CHECK(type == static_cast<int64_t>(StorageType::bfloat16) ||
+                     type == static_cast<int64_t>(StorageType::float16),
+                 "a 16-bit convolution's type that is neither bfloat16 nor float16");
+  return type;
+}
+}  // namespace
+
+void conv_forward_16(const Context& ctx, const ConvShape& shape, ConvAlgoId algo, const uint8_t* x,
+                     const uint8_t* w, const uint8_t* bias, uint8_t* y, void* workspace, int64_t workspace_bytes,
+                     int64_t type) {
+  Launch L(ctx);
+  forward_one(L, shape, algo, x, w, bias, y, workspace, workspace_bytes, checked_16(type));
+}
+
+void conv_backward_data_16(const Context& ctx, const ConvShape& shape, ConvAlgoId algo, const uint8_t* w,
+                           const uint8_t* dy, uint8_t* dx, void* workspace, int64_t workspace_bytes, int64_t type) {
+  Launch L(ctx);
+  backward_data_one(L, shape, algo, w, dy, dx, workspace, workspace_bytes, false, checked_16(type));
+}
+
+void conv_backward_filter_16(const Context& ctx, const ConvShape& shape, ConvAlgoId algo, const uint8_t* x,
+                             const uint8_t* dy, uint8_t* dw, void* workspace, int64_t workspace_bytes, int64_t type) {
+  Launch L(ctx);
+  backward_filter_one(L, shape, algo, x, dy, dw, workspace, workspace_bytes, checked_16(type));
 }
 
 void conv_forward_micro(const Context& ctx, const ConvShape& shape, MicroBatches micro, const float* x,

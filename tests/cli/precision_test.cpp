@@ -1,7 +1,8 @@
 // --precision on the commands that read a model (docs/model-format.md,
 // `precision`): bounds and compare plan 16-bit models; compile writes their
-// programs for both targets (CUDA's with a warning: float kernels between
-// casts, their scratch beyond the budget), and replaces the model's
+// programs for both targets (CUDA's with a warning: ops other than
+// convolutions and linear layers compute between casts, whose scratch lies
+// beyond the budget), and replaces the model's
 // precision, in its copy too, for fp32 and tf32.
 #include <gtest/gtest.h>
 
@@ -46,8 +47,9 @@ TEST_F(PrecisionFlag, AnUnknownValueIsAUsageError) {
   EXPECT_FALSE(fs::exists(path("out")));
 }
 
-// A 16-bit program is written for either target; CUDA's says that it
-// computes in float between casts and what that costs.
+// A 16-bit program is written for either target; CUDA's calls the 16-bit
+// convolution and says that the other ops compute in float between casts,
+// and what that costs.
 TEST_F(PrecisionFlag, CompileWritesSixteenBitProgramsForBothTargets) {
   write_file(path("m.yaml"), read_file(example_model("cifar_small")) + "precision: bf16\n");
   for (const std::vector<std::string>& extra :
@@ -60,7 +62,8 @@ TEST_F(PrecisionFlag, CompileWritesSixteenBitProgramsForBothTargets) {
     const std::string program = read_file(path("out/train.cpp"));
     EXPECT_TRUE(contains(program, ".target = \"cuda\"")) << "not the CUDA program";
     EXPECT_TRUE(contains(program, "cast_to_float(")) << "a 16-bit program casts";
-    EXPECT_TRUE(contains(cuda.out + cuda.err, "the CUDA backend computes in float between casts")) << cuda.describe();
+    EXPECT_TRUE(contains(cuda.out + cuda.err, "convolutions and linear layers run 16-bit kernels")) << cuda.describe();
+    EXPECT_TRUE(contains(program, "conv_forward_16(")) << "CUDA calls the 16-bit convolution";
     EXPECT_TRUE(std::regex_search(cuda.out + cuda.err, std::regex(R"(float scratch \([0-9.]+ [KM]iB\) is device )")))
         << cuda.describe();
     fs::remove_all(path("out"));

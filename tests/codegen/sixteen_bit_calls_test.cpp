@@ -210,9 +210,10 @@ TEST(SixteenBitCalls, Fp16ScalesTheLossAndChecksTheGradients) {
   EXPECT_EQ(text.find("sgd_step("), text.find("sgd_step(", guard)) << "an SGD step outside the guard";
 }
 
-// CUDA's program is the reference's: the same casts around each call, and a
-// warning of what it costs there.
-TEST(SixteenBitCalls, TheCudaTargetCastsAsTheCpuDoes) {
+// CUDA's program calls the 16-bit kernels of its convolutions and linear
+// layers (sixteen_bit_kernels.h) where the CPU's brackets the float kernels,
+// casts around the other ops on both, and a warning says what that costs.
+TEST(SixteenBitCalls, TheCudaTargetCallsSixteenBitKernels) {
   const Planned p = plan_at("bf16", 0);
   CodegenOptions options;
   options.target = Target::cuda;
@@ -220,16 +221,23 @@ TEST(SixteenBitCalls, TheCudaTargetCastsAsTheCpuDoes) {
   ASSERT_TRUE(program.ok()) << program.error().message;
   const std::string cuda = program->find("train.cpp")->text;
   const std::string cpu = program_text(p);
-  auto count = [](const std::string& text, const std::string& what) {
-    size_t n = 0;
-    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-    return n;
-  };
-  EXPECT_GT(count(cuda, "cast_to_float("), 0u);
-  EXPECT_EQ(count(cuda, "cast_to_float("), count(cpu, "cast_to_float("));
-  EXPECT_EQ(count(cuda, "cast_from_float("), count(cpu, "cast_from_float("));
+  for (const char* kernel : {"conv_forward_16(", "conv_backward_data_16(", "conv_backward_filter_16(",
+                             "linear_forward_16(", "linear_backward_data_16(", "linear_backward_weights_16("}) {
+    EXPECT_NE(cuda.find(kernel), std::string::npos) << kernel;
+    EXPECT_EQ(cpu.find(kernel), std::string::npos) << kernel;
+  }
+  EXPECT_EQ(cuda.find("conv_forward(p.compute()"), std::string::npos) << "a float convolution on CUDA";
+  EXPECT_NE(cpu.find("conv_forward(p.compute()"), std::string::npos);
+  EXPECT_NE(cuda.find("batchnorm_forward"), std::string::npos);
+  EXPECT_NE(cuda.find("cast_to_float("), std::string::npos) << "batch norm and the rest between casts";
   ASSERT_FALSE(program->warnings.empty());
   EXPECT_NE(program->warnings.back().find("float scratch"), std::string::npos) << program->warnings.back();
+  // Asked, the CPU program calls them too.
+  options.target = Target::cpu;
+  options.sixteen_bit_kernels_on_cpu = true;
+  Result<GeneratedProgram> on_cpu = emit_program(p.model, p.tdfg, p.plan, options);
+  ASSERT_TRUE(on_cpu.ok()) << on_cpu.error().message;
+  EXPECT_NE(on_cpu->find("train.cpp")->text.find("conv_forward_16("), std::string::npos);
 }
 
 }  // namespace

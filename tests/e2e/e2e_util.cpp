@@ -79,7 +79,8 @@ Compiled compile_model(const std::string& model_path, Budget budget, const std::
   return compile_model(*model, budget, tag, target);
 }
 
-Compiled compile_model(const Model& model, Budget budget, const std::string& tag, codegen::Target target) {
+Compiled compile_model(const Model& model, Budget budget, const std::string& tag, codegen::Target target,
+                       bool sixteen_bit_kernels_on_cpu) {
   Result<Device> device = load_device("k40");
   if (!device) return Compiled{{}, "", device.error().to_string()};
   const AnalyticCostModel cost(*device);
@@ -110,7 +111,7 @@ Compiled compile_model(const Model& model, Budget budget, const std::string& tag
     Result<Plan> plan = plan_iteration(tdfg, cost, options).take_plan();
     if (!plan) return Compiled{{}, "", "make_plan: " + plan.error().to_string()};
     plan->compact_backward_layers = compact_backward_names(budgeted);
-    return write_plan_program(budgeted, std::move(*plan), tag, target);
+    return write_plan_program(budgeted, std::move(*plan), tag, target, {}, sixteen_bit_kernels_on_cpu);
   }
   driver::PlannedModel planned = driver::plan_model(
       model, true, options, [&](const Tdfg& candidate) { return plan_iteration(candidate, cost, options); });
@@ -118,7 +119,7 @@ Compiled compile_model(const Model& model, Budget budget, const std::string& tag
   if (!plan) return Compiled{{}, "", "make_plan: " + plan.error().to_string()};
   plan->compact_backward_layers = planned.compact_layers;
   plan->weight_copies_where_used = planned.copies_where_used;
-  return write_plan_program(*planned.model, std::move(*plan), tag, target);
+  return write_plan_program(*planned.model, std::move(*plan), tag, target, {}, sixteen_bit_kernels_on_cpu);
 }
 
 std::map<std::string, std::vector<float>> build_and_train(const Compiled& compiled, int steps, int seed) {
@@ -188,7 +189,7 @@ PlanResult drop_everything_plan(const Model& model, const CostModel& cost, int64
 }
 
 Compiled write_plan_program(const Model& model, Plan plan, const std::string& tag, codegen::Target target,
-                            std::vector<Plan> rank_plans) {
+                            std::vector<Plan> rank_plans, bool sixteen_bit_kernels_on_cpu) {
   Compiled out;
   const Tdfg tdfg = build_tdfg(model);
   out.plan = std::move(plan);
@@ -205,6 +206,7 @@ Compiled write_plan_program(const Model& model, Plan plan, const std::string& ta
   codegen::CodegenOptions cg;
   cg.model_file = model.source_file;
   cg.target = target;
+  cg.sixteen_bit_kernels_on_cpu = sixteen_bit_kernels_on_cpu;
   // The evaluation pass beside it, as `mplan compile` plans it (driver/evaluation_plan.h).
   Result<Device> device = load_device("k40");
   if (!device) return Compiled{out.plan, "", device.error().to_string()};

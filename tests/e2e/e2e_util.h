@@ -37,15 +37,17 @@ const char* budget_name(Budget budget);
 Compiled compile_model(const std::string& model_path, Budget budget, const std::string& tag,
                        codegen::Target target = codegen::Target::cpu);
 // The same with a Model built in code (for hostile layer names).
+// `sixteen_bit_kernels_on_cpu`: codegen::CodegenOptions's.
 Compiled compile_model(const Model& model, Budget budget, const std::string& tag,
-                       codegen::Target target = codegen::Target::cpu);
+                       codegen::Target target = codegen::Target::cpu, bool sixteen_bit_kernels_on_cpu = false);
 
 // Writes the program of an already made `plan` of `model` (any policy's,
 // planner/policy.h) to the folder named `tag`, as compile_model does; with
 // the schedules of `rank_plans`, the plans of ranks that do not run `plan`
 // (codegen/codegen.h).
 Compiled write_plan_program(const Model& model, Plan plan, const std::string& tag,
-                            codegen::Target target = codegen::Target::cpu, std::vector<Plan> rank_plans = {});
+                            codegen::Target target = codegen::Target::cpu, std::vector<Plan> rank_plans = {},
+                            bool sixteen_bit_kernels_on_cpu = false);
 
 // Builds a written program, trains it `steps` steps from `seed` and returns
 // the weights it saved; empty (with the test failed) where a step fails.

@@ -411,6 +411,64 @@ TEST(SixteenBitPrograms, CopiesMadeWhereUsedTrainAsResidentOnes) {
   EXPECT_EQ(trained["where-used"], trained["resident"]);
 }
 
+// The 16-bit kernels (codegen/sixteen_bit_kernels.h; on the CPU, the casts
+// around the float kernels, runtime/cpu/ops_sixteen_bit.cpp) train the
+// bracketed program's weights bit for bit: over rounds that add weight
+// gradients (sub-batches), with 16-bit input gradients added up after the
+// kernel (sixteen_branches), with fp16's loss scale (every_op: convolutions
+// and linear layers with and without bias), and with weights rounded into
+// scratch where their copies are made where used.
+struct KernelsCase {
+  const char* model;
+  Precision precision;
+  Budget budget;
+  bool copies_where_used;
+};
+
+class SixteenBitKernels : public ::testing::TestWithParam<KernelsCase> {};
+
+TEST_P(SixteenBitKernels, TrainTheBracketedProgramsWeightsBitForBit) {
+  const KernelsCase& c = GetParam();
+  Result<Model> model = load_model(source_dir() + "/" + c.model);
+  ASSERT_TRUE(model.ok());
+  ASSERT_TRUE(apply_precision(*model, c.precision, true).ok());
+  model->weight_copies_where_used = c.copies_where_used;
+  const std::string name = std::string(c.model).substr(std::string(c.model).rfind('/') + 1);
+  const std::string tag = fmt::format("sixteen-kernels-{}-{}-{}{}", name.substr(0, name.rfind('.')),
+                                      precision_name(c.precision), budget_name(c.budget),
+                                      c.copies_where_used ? "-where-used" : "");
+  std::map<bool, Weights> trained;
+  for (bool kernels : {false, true}) {
+    Compiled compiled =
+        compile_model(*model, c.budget, tag + (kernels ? "-kernels" : "-casts"), codegen::Target::cpu, kernels);
+    ASSERT_EQ(compiled.error, "");
+    const std::string text = read_file(compiled.dir + "/train.cpp");
+    const bool calls_kernels =
+        text.find("conv_forward_16(") != std::string::npos || text.find("linear_forward_16(") != std::string::npos;
+    EXPECT_EQ(calls_kernels, kernels);
+    if (kernels && c.budget == Budget::sub_batch) {
+      EXPECT_NE(text.find("_16("), std::string::npos);
+      EXPECT_NE(text.find("added to float32"), std::string::npos) << "no weight gradient added after its kernel";
+    }
+    if (kernels && c.copies_where_used) EXPECT_NE(text.find("(autocast's cast)"), std::string::npos);
+    if (kernels && std::string(c.model).find("branches") != std::string::npos)
+      EXPECT_NE(text.find("added to bfloat16"), std::string::npos) << "no input gradient added after its kernel";
+    trained[kernels] = build_and_train(compiled, 2, 5);
+    ASSERT_FALSE(trained[kernels].empty());
+  }
+  EXPECT_EQ(trained[true], trained[false]);
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, SixteenBitKernels,
+                         ::testing::Values(KernelsCase{"examples/models/cifar_small.yaml", Precision::bf16,
+                                                       Budget::sub_batch, false},
+                                           KernelsCase{"tests/e2e/sixteen_branches.yaml", Precision::bf16,
+                                                       Budget::sub_batch, false},
+                                           KernelsCase{"examples/models/every_op.yaml", Precision::fp16,
+                                                       Budget::unlimited, false},
+                                           KernelsCase{"tests/e2e/cifar_tiny.yaml", Precision::bf16,
+                                                       Budget::unlimited, true}));
+
 // The loss-scale flags belong to fp16 programs.
 TEST(SixteenBitPrograms, LossScaleFlagsAreRefusedWithoutFp16) {
   Compiled compiled = compile_at("tests/e2e/cifar_tiny.yaml", Precision::bf16, Budget::unlimited,
