@@ -104,8 +104,8 @@ class ProgramEmitter {
       program.warnings.push_back(fmt::format(
           "precision {}: on CUDA the convolutions and linear layers run 16-bit kernels, but the other ops compute "
           "in float between casts, as the CPU reference does (docs/generated-program.md, \"16-bit programs\"): "
-          "the step will be slower than the plan's {:.4g} ms, and the casts' float scratch ({}) is device memory "
-          "beyond the budget",
+          "the casts are not in the plan's {:.4g} ms, and their float scratch ({}) is device memory beyond the "
+          "budget",
           precision_name(model_.precision), plan_.summary.simulated_ms, format_bytes(wide_scratch_bytes_)));
     ProgramHeader header{model_, tdfg_, plan_, options_, program.warnings};
     const SpecRole role = evaluation_ != nullptr ? SpecRole::training_with_evaluation : SpecRole::training;
