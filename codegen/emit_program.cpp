@@ -484,7 +484,8 @@ class ProgramEmitter {
       } else if (arg.kind == rt::ArgKind::tensor) {
         text = pointer(fields, arg, params[i], calls, base);
       } else {
-        text = scalar_argument(arg, params[i], constants_, names, "t.first_sample");
+        text = scalar_argument(arg, params[i], constants_, names,
+                               data_parallel() ? "p.sample_offset() + t.first_sample" : "t.first_sample");
       }
       args += ", " + text;
     }
