@@ -424,10 +424,22 @@ class ProgramEmitter {
     return text;
   }
 
+  // The global index of the round's first sample: several ranks' dropout
+  // masks hash the sample's index in the global batch.
+  std::string first_sample_expr() const {
+    return data_parallel() ? "p.sample_offset() + t.first_sample" : "t.first_sample";
+  }
+
+  // A byte pointer `extra_bytes` into a cast operand's region of its block.
+  std::string operand_bytes(Fields& fields, const CastOperand& operand, int64_t extra_bytes, int32_t base) {
+    const int64_t bytes = operand.byte_offset + extra_bytes;
+    return fmt::format("p.u8({}){}", buffer_expr(fields, operand.buffer, base),
+                       bytes != 0 ? " + " + std::to_string(bytes) : "");
+  }
+
   // A 16-bit program's cast of one operand region into or out of the float scratch.
   std::string cast_line(Fields& fields, const CastOperand& operand, bool into_scratch, int32_t base) {
-    const std::string block = fmt::format("p.u8({}){}", buffer_expr(fields, operand.buffer, base),
-                                          operand.byte_offset != 0 ? " + " + std::to_string(operand.byte_offset) : "");
+    const std::string block = operand_bytes(fields, operand, 0, base);
     const std::string scratch = fmt::format("p.wide({})", operand.scratch_offset);
     const auto code = [](DataType t) { return static_cast<int64_t>(storage_type(t)); };
     if (into_scratch && operand.zeroed)
@@ -457,11 +469,7 @@ class ProgramEmitter {
                               const std::vector<std::string>& names, std::vector<std::string>& lines) {
     const DataType low = low_precision_type(model_.precision);
     const auto code = [](DataType t) { return static_cast<int64_t>(storage_type(t)); };
-    const auto block = [&](const CastOperand& o, int64_t extra_bytes) {
-      const int64_t bytes = o.byte_offset + extra_bytes;
-      return fmt::format("p.u8({}){}", buffer_expr(fields, o.buffer, base),
-                         bytes != 0 ? " + " + std::to_string(bytes) : "");
-    };
+    const auto block = [&](const CastOperand& o, int64_t extra) { return operand_bytes(fields, o, extra, base); };
     for (size_t k = 0; k < cast.operands.size(); ++k) {
       const CastOperand& o = cast.operands[k];
       if (o.written || form.operands[k].direct) continue;
@@ -484,8 +492,7 @@ class ProgramEmitter {
       } else if (arg.kind == rt::ArgKind::tensor) {
         text = pointer(fields, arg, params[i], calls, base);
       } else {
-        text = scalar_argument(arg, params[i], constants_, names,
-                               data_parallel() ? "p.sample_offset() + t.first_sample" : "t.first_sample");
+        text = scalar_argument(arg, params[i], constants_, names, first_sample_expr());
       }
       args += ", " + text;
     }
@@ -555,9 +562,7 @@ class ProgramEmitter {
               add_output(buffer, DataType::float32);
           }
         } else {
-          // Several ranks: the dropout masks hash the sample's index in the global batch.
-          text = scalar_argument(arg, params[i], constants_, names,
-                                 data_parallel() ? "p.sample_offset() + t.first_sample" : "t.first_sample");
+          text = scalar_argument(arg, params[i], constants_, names, first_sample_expr());
           // The loss's backward takes its scale first, then the label smoothing.
           if (scaled_loss && params[i] == rt::ParamType::real && reals++ == 0) text += " * p.loss_scale()";
         }
