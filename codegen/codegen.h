@@ -29,7 +29,7 @@ struct CodegenOptions {
   // CUDA (runtime/cuda, cuDNN and cuBLAS).
   Target target = Target::cpu;
   // A 16-bit program's convolutions and linear layers call their 16-bit
-  // kernels (codegen/sixteen_bit_kernels.h): always on CUDA; on the CPU,
+  // kernels (ops/sixteen_bit_kernels.h): always on CUDA; on the CPU,
   // whose program otherwise brackets the float kernels with casts, where
   // asked (the same values, bit for bit: the tests compare the two).
   bool sixteen_bit_kernels_on_cpu = false;

@@ -24,7 +24,7 @@
 #include "codegen/round_classes.h"
 #include "codegen/segments.h"
 #include "codegen/sixteen_bit_calls.h"
-#include "codegen/sixteen_bit_kernels.h"
+#include "ops/sixteen_bit_kernels.h"
 #include "codegen/step_calls.h"
 #include "core/bytes.h"
 
@@ -431,15 +431,17 @@ class ProgramEmitter {
   }
 
   // A byte pointer `extra_bytes` into a cast operand's region of its block.
-  std::string operand_bytes(Fields& fields, const CastOperand& operand, int64_t extra_bytes, int32_t base) {
+  std::string operand_bytes(Fields& fields, const StepCalls& calls, const CastOperand& operand, int64_t extra_bytes,
+                            int32_t base) {
     const int64_t bytes = operand.byte_offset + extra_bytes;
-    return fmt::format("p.u8({}){}", buffer_expr(fields, operand.buffer, base),
+    return fmt::format("p.u8({}){}", buffer_expr(fields, calls.slot_buffers.at(operand.slot), base),
                        bytes != 0 ? " + " + std::to_string(bytes) : "");
   }
 
   // A 16-bit program's cast of one operand region into or out of the float scratch.
-  std::string cast_line(Fields& fields, const CastOperand& operand, bool into_scratch, int32_t base) {
-    const std::string block = operand_bytes(fields, operand, 0, base);
+  std::string cast_line(Fields& fields, const StepCalls& calls, const CastOperand& operand, bool into_scratch,
+                        int32_t base) {
+    const std::string block = operand_bytes(fields, calls, operand, 0, base);
     const std::string scratch = fmt::format("p.wide({})", operand.scratch_offset);
     const auto code = [](DataType t) { return static_cast<int64_t>(storage_type(t)); };
     if (into_scratch && operand.zeroed)
@@ -461,7 +463,7 @@ class ProgramEmitter {
                        data_type_name(operand.stored));
   }
 
-  // A call as its 16-bit kernel (sixteen_bit_kernels.h): float32 inputs
+  // A call as its 16-bit kernel (ops/sixteen_bit_kernels.h): float32 inputs
   // rounded into 16-bit scratch, the kernel on the 16-bit operands, and each
   // result that does not go straight into its block widened and stored.
   void sixteen_bit_call_lines(Fields& fields, const StepCalls& calls, const rt::KernelCall& call,
@@ -469,13 +471,15 @@ class ProgramEmitter {
                               const std::vector<std::string>& names, std::vector<std::string>& lines) {
     const DataType low = low_precision_type(model_.precision);
     const auto code = [](DataType t) { return static_cast<int64_t>(storage_type(t)); };
-    const auto block = [&](const CastOperand& o, int64_t extra) { return operand_bytes(fields, o, extra, base); };
+    const auto block = [&](const CastOperand& o, int64_t extra) {
+      return operand_bytes(fields, calls, o, extra, base);
+    };
     for (size_t k = 0; k < cast.operands.size(); ++k) {
       const CastOperand& o = cast.operands[k];
       if (o.written || form.operands[k].direct) continue;
       lines.push_back(fmt::format("cast_from_float(p.compute(), p.f32({}){}, p.wide_u8({}), {}, {}, {}, false);  "
                                   "// float32 -> {} (autocast's cast)",
-                                  buffer_expr(fields, o.buffer, base),
+                                  buffer_expr(fields, calls.slot_buffers.at(o.slot), base),
                                   o.byte_offset != 0 ? " + " + std::to_string(o.byte_offset / 4) : "",
                                   form.operands[k].half_offset, o.count, code(low), code(low), data_type_name(low)));
     }
@@ -530,7 +534,7 @@ class ProgramEmitter {
       outputs.emplace_back(buffer, type);
     };
     std::vector<std::string> call_lines;
-    // The 16-bit kernels (sixteen_bit_kernels.h): on CUDA, and on the CPU where asked.
+    // The 16-bit kernels (ops/sixteen_bit_kernels.h): on CUDA, and on the CPU where asked.
     const bool sixteen_bit_kernels = types_.sixteen_bit && is_16_bit_task(model_, types_, task) &&
                                      (options_.target == Target::cuda || options_.sixteen_bit_kernels_on_cpu);
     for (size_t c = 0; c < calls.invocation.calls.size(); ++c) {
@@ -541,11 +545,11 @@ class ProgramEmitter {
         if (std::optional<SixteenBitForm> form = sixteen_bit_form(call, cast, low_precision_type(model_.precision))) {
           sixteen_bit_call_lines(fields, calls, call, cast, *form, base, names, call_lines);
           for (const CastOperand& operand : cast.operands)
-            if (operand.written) add_output(operand.buffer, operand.stored);
+            if (operand.written) add_output(calls.slot_buffers.at(operand.slot), operand.stored);
           continue;
         }
       }
-      for (const CastOperand& operand : cast.operands) call_lines.push_back(cast_line(fields, operand, true, base));
+      for (const CastOperand& operand : cast.operands) call_lines.push_back(cast_line(fields, calls, operand, true, base));
       std::string args;
       int reals = 0;
       for (size_t i = 0; i < call.args.size(); ++i) {
@@ -574,7 +578,7 @@ class ProgramEmitter {
                               rt::kernel_name(call.kernel), reals));
       call_lines.push_back(fmt::format("{}(p.compute(){});", rt::kernel_name(call.kernel), args));
       for (const CastOperand& operand : cast.operands)
-        if (operand.written) call_lines.push_back(cast_line(fields, operand, false, base));
+        if (operand.written) call_lines.push_back(cast_line(fields, calls, operand, false, base));
       wide_scratch_bytes_ = std::max(wide_scratch_bytes_, cast.scratch_bytes);
     }
     if (task.kind == TaskKind::update) {

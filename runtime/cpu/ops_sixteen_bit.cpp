@@ -1,6 +1,6 @@
 // The CPU backend of runtime/ops_sixteen_bit.h, the reference: each 16-bit
 // kernel is the casts around the float kernel that a 16-bit program's
-// bracketed call makes (runtime/ops_casts.h, codegen/sixteen_bit_calls.h),
+// bracketed call makes (runtime/ops_casts.h, ops/sixteen_bit_casts.h),
 // enqueued on the same stream: the operands widened exactly into float
 // scratch, the float kernel, each result rounded to the type. So a program
 // that calls these computes bit for bit what the bracketed one does.

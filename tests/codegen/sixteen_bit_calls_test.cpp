@@ -59,8 +59,25 @@ Planned plan_at(const std::string& precision, int64_t sub_batch) {
   return p;
 }
 
+// One call's casts with the step's buffers (a CastOperand names a slot).
+struct CallView {
+  const StepCalls* calls;
+  const CallCasts* casts;
+};
+
+// The casts of a step's calls, with the step's buffers.
+struct StepCasts {
+  StepCalls calls;
+  std::vector<CallCasts> casts;
+  size_t size() const { return casts.size(); }
+  bool empty() const { return casts.empty(); }
+  CallView operator[](size_t c) const { return CallView{&calls, &casts.at(c)}; }
+  auto begin() const { return casts.begin(); }
+  auto end() const { return casts.end(); }
+};
+
 // The casts of the first step of `task` (round 0, not a recomputation).
-std::vector<CallCasts> casts_of(const Planned& p, const std::string& task, StepCalls* calls_out = nullptr) {
+StepCasts casts_of(const Planned& p, const std::string& task) {
   const ChoiceIndex choices(p.plan);
   for (const Step& step : p.plan.steps) {
     if (step.kind != StepKind::compute || step.recompute || step.round > 0 || p.tdfg.tasks[step.task].name != task)
@@ -68,18 +85,23 @@ std::vector<CallCasts> casts_of(const Planned& p, const std::string& task, StepC
     Result<StepCalls> calls = step_calls(p.model, p.tdfg, p.plan, choices, step, Target::cpu);
     EXPECT_TRUE(calls.ok());
     if (!calls.ok()) return {};
-    if (calls_out != nullptr) *calls_out = *calls;
-    return call_casts(p.model, p.tdfg, p.plan, model_types(p.model), step, *calls);
+    return StepCasts{*calls, call_casts(p.model, p.tdfg, p.plan, model_types(p.model), step, *calls)};
   }
   ADD_FAILURE() << "no step of " << task;
   return {};
 }
 
+// The block an operand of a step's call is in.
+const Block* block_of(const Planned& p, const StepCalls& calls, const CastOperand& o) {
+  const Buffer& b = p.plan.buffers[calls.slot_buffers.at(o.slot)];
+  return b.block == kNoBlock ? nullptr : &p.tdfg.blocks[b.block];
+}
+
 // The operand a named block's buffer has in a call's casts, or null.
-const CastOperand* operand_of(const Planned& p, const CallCasts& casts, const std::string& block, bool copy = false) {
-  for (const CastOperand& o : casts.operands) {
-    const Buffer& b = p.plan.buffers[o.buffer];
-    if (b.block != kNoBlock && p.tdfg.blocks[b.block].name == block && (o.byte_offset >= 4 * 112) == copy) return &o;
+const CastOperand* operand_of(const Planned& p, CallView call, const std::string& block, bool copy = false) {
+  for (const CastOperand& o : call.casts->operands) {
+    const Block* b = block_of(p, *call.calls, o);
+    if (b != nullptr && b->name == block && (o.byte_offset >= 4 * 112) == copy) return &o;
   }
   return nullptr;
 }
@@ -87,7 +109,7 @@ const CastOperand* operand_of(const Planned& p, const CallCasts& casts, const st
 TEST(SixteenBitCalls, AConvolutionRoundsItsInputsAndReadsTheWeightCopy) {
   const Planned p = plan_at("bf16", 2);
   ASSERT_EQ(p.plan.sub_batches.size(), 2u);
-  const std::vector<CallCasts> fp = casts_of(p, "FP(conv)");
+  const StepCasts fp = casts_of(p, "FP(conv)");
   ASSERT_EQ(fp.size(), 1u);
   // The float32 image, rounded to bfloat16 on the way in.
   const CastOperand* x = operand_of(p, fp[0], "X");
@@ -113,7 +135,7 @@ TEST(SixteenBitCalls, AConvolutionRoundsItsInputsAndReadsTheWeightCopy) {
 
 TEST(SixteenBitCalls, WeightGradientsAreRoundedThenAddedInFloat32) {
   const Planned p = plan_at("bf16", 2);
-  const std::vector<CallCasts> bp2 = casts_of(p, "BP2(conv)");
+  const StepCasts bp2 = casts_of(p, "BP2(conv)");
   ASSERT_FALSE(bp2.empty());
   const CastOperand* dw = operand_of(p, bp2[0], "dW[conv]");
   ASSERT_NE(dw, nullptr);
@@ -127,7 +149,7 @@ TEST(SixteenBitCalls, WeightGradientsAreRoundedThenAddedInFloat32) {
 
 TEST(SixteenBitCalls, OtherOpsComputeInTheirBlocksType) {
   const Planned p = plan_at("bf16", 2);
-  const std::vector<CallCasts> bn = casts_of(p, "FP(bn)");
+  const StepCasts bn = casts_of(p, "FP(bn)");
   ASSERT_FALSE(bn.empty());
   // Batch norm reads its 16-bit input exactly, its float32 parameters and
   // statistics directly, and rounds its output once.
@@ -148,11 +170,10 @@ TEST(SixteenBitCalls, AGradientOfTwoConsumersIsRoundedBeforeItIsAdded) {
   // dY[bn+act] what it computes, rounded first, and rounds the sum.
   int adding = 0, writing = 0;
   for (const char* task : {"BP1(conv2)", "BP1(sum)"}) {
-    StepCalls calls;
-    for (const CallCasts& c : casts_of(p, task, &calls))
+    const StepCasts step = casts_of(p, task);
+    for (const CallCasts& c : step)
       for (const CastOperand& o : c.operands) {
-        const Buffer& b = p.plan.buffers[o.buffer];
-        if (!o.written || p.tdfg.blocks[b.block].name != "dY[bn+act]") continue;
+        if (!o.written || block_of(p, step.calls, o)->name != "dY[bn+act]") continue;
         EXPECT_EQ(o.stored, DataType::bfloat16) << task;
         EXPECT_EQ(o.result_type, DataType::bfloat16) << task;
         EXPECT_EQ(o.zeroed, o.adds) << task;

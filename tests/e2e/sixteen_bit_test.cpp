@@ -411,7 +411,7 @@ TEST(SixteenBitPrograms, CopiesMadeWhereUsedTrainAsResidentOnes) {
   EXPECT_EQ(trained["where-used"], trained["resident"]);
 }
 
-// The 16-bit kernels (codegen/sixteen_bit_kernels.h; on the CPU, the casts
+// The 16-bit kernels (ops/sixteen_bit_kernels.h; on the CPU, the casts
 // around the float kernels, runtime/cpu/ops_sixteen_bit.cpp) train the
 // bracketed program's weights bit for bit: over rounds that add weight
 // gradients (sub-batches), with 16-bit input gradients added up after the

@@ -1,6 +1,6 @@
-#include "codegen/sixteen_bit_kernels.h"
+#include "ops/sixteen_bit_kernels.h"
 
-namespace mplan::codegen {
+namespace mplan {
 namespace {
 
 int64_t align_line(int64_t bytes) { return (bytes + 63) / 64 * 64; }
@@ -73,4 +73,4 @@ std::optional<SixteenBitForm> sixteen_bit_form(const rt::KernelCall& call, const
   return form;
 }
 
-}  // namespace mplan::codegen
+}  // namespace mplan

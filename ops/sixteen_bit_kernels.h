@@ -1,7 +1,7 @@
 #pragma once
 // The 16-bit kernels of a 16-bit program (runtime/ops_sixteen_bit.h;
 // docs/generated-program.md, "16-bit kernels"): a call of a 16-bit op's
-// convolution or linear kernel, which the casts of sixteen_bit_calls.h
+// convolution or linear kernel, which the casts of ops/sixteen_bit_casts.h
 // bracket with float scratch, runs instead as the kernel's 16-bit form on
 // the blocks themselves, as autocast's cuDNN and cuBLAS calls do:
 //
@@ -23,10 +23,10 @@
 #include <optional>
 #include <vector>
 
-#include "codegen/sixteen_bit_calls.h"
+#include "ops/sixteen_bit_casts.h"
 #include "runtime/kernel_call.h"
 
-namespace mplan::codegen {
+namespace mplan {
 
 // How the 16-bit kernel gets one operand of the bracketed call.
 struct SixteenBitOperand {
@@ -46,4 +46,4 @@ struct SixteenBitForm {
 // 16-bit type is `low`; none where the call has none.
 std::optional<SixteenBitForm> sixteen_bit_form(const rt::KernelCall& call, const CallCasts& casts, DataType low);
 
-}  // namespace mplan::codegen
+}  // namespace mplan
