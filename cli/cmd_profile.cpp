@@ -15,6 +15,7 @@
 
 #include "cli/command.h"
 #include "driver/cost_source.h"
+#include "driver/model_input.h"
 #include "driver/paths.h"
 #include "core/input_file.h"
 #include "frontend/parse.h"
@@ -40,6 +41,7 @@ struct ProfileOptions {
   std::string jobs;                  // --jobs: write the kernel profiler's job file
   std::string merge;                 // --merge: the kernel profiler's results -> profile.json
   int repeats = 10;                  // --repeats: timed runs per kernel in the job file
+  std::string precision;             // --precision: replaces the model's ("": the model's)
 };
 
 // Flag checks shared by both backends: the output is not an input, and the
@@ -67,15 +69,14 @@ struct ProfiledGraphs {
   const Tdfg plain, variants;  // of model and of compact
 };
 
-// The model to profile: the kernels that profiling times store float32
-// tensors, so a 16-bit model is refused (a float32 profile prices it).
-Model profiled_model(const std::string& path) {
-  Model model = unwrap(load_model(path));
-  if (is_16_bit(model.precision))
-    fail(fmt::format("{}: precision {}: the kernels mplan profile times store float32 tensors; profile the model "
-                     "at fp32 or tf32 (such a profile prices it at {}, with a warning), or plan it with --device",
-                     path, precision_name(model.precision), precision_name(model.precision)));
-  return model;
+// The model to profile, at --precision where given. A 16-bit model's tasks
+// are timed as its program runs them (profiler/task_invocation.h): its
+// blocks in their types, its kernels between casts, and on CUDA the 16-bit
+// kernels of its convolutions and linear layers; the profile says so in its
+// math (docs/profile-format.md).
+Model profiled_model(const ProfileOptions& options) {
+  const std::optional<Precision> precision = unwrap(driver::precision_flag(options.precision));
+  return unwrap(driver::load_model_input(options.model_path, 0, precision)).model;
 }
 
 void check_output(const ProfileOptions& options) {
@@ -99,15 +100,18 @@ std::string read_text(const std::string& path, const char* flag) {
 void run_write_jobs(const ProfileOptions& options) {
   if (options.repeats < 1 || options.repeats > 10000) fail_usage("--repeats: expected 1 to 10000");
   refuse_overwriting_inputs("--jobs", options.jobs, {options.model_path});
-  const ProfiledGraphs graphs(profiled_model(options.model_path));
+  const ProfiledGraphs graphs(profiled_model(options));
   const Model& model = graphs.model;
   const std::vector<int64_t> sub_batches = checked_sub_batches(options, model);
   const Tdfg& tdfg = graphs.plain;
-  rt::JobFile jobs = make_jobs(tdfg, sub_batches, options.repeats, /*warmup=*/2);
+  // A 16-bit CUDA program calls the 16-bit kernels of its convolutions and
+  // linear layers; the CPU program brackets the float ones with casts.
+  const bool sixteen_bit_kernels = options.backend == "cuda";
+  rt::JobFile jobs = make_jobs(tdfg, sub_batches, options.repeats, /*warmup=*/2, sixteen_bit_kernels);
   if (graphs.has_variants()) {
     std::set<std::string> keys;
     for (const rt::Job& job : jobs.jobs) keys.insert(job.key);
-    for (rt::Job& job : make_jobs(graphs.variants, sub_batches, options.repeats, 2).jobs)
+    for (rt::Job& job : make_jobs(graphs.variants, sub_batches, options.repeats, 2, sixteen_bit_kernels).jobs)
       if (keys.insert(job.key).second) jobs.jobs.push_back(std::move(job));
   }
   write_file_atomically(options.jobs, rt::jobs_to_json(jobs));
@@ -122,7 +126,7 @@ void run_write_jobs(const ProfileOptions& options) {
 void run_merge(const ProfileOptions& options) {
   check_output(options);
   refuse_overwriting_inputs("-o", options.output, {options.merge});
-  const ProfiledGraphs graphs(profiled_model(options.model_path));
+  const ProfiledGraphs graphs(profiled_model(options));
   const Model& model = graphs.model;
   const std::vector<int64_t> sub_batches = checked_sub_batches(options, model);
   const Tdfg& tdfg = graphs.plain;
@@ -152,7 +156,7 @@ void run_cpu_profile(const ProfileOptions& options) {
   if (!options.device.empty())
     fail_usage("--device is for --backend analytic; --backend cpu measures this machine");
   check_output(options);
-  const ProfiledGraphs graphs(profiled_model(options.model_path));
+  const ProfiledGraphs graphs(profiled_model(options));
   const Model& model = graphs.model;
   const std::vector<int64_t> sub_batches = checked_sub_batches(options, model);
   const CpuMeasuredCostModel cost_model;
@@ -164,6 +168,8 @@ void run_cpu_profile(const ProfileOptions& options) {
   } catch (const MeasurementTooLarge& e) {
     fail(fmt::format("--backend cpu: {}", e.what()));
   }
+  // The CPU backend computes a 16-bit model's precision exactly, through its casts.
+  if (is_16_bit(model.precision)) profile.math_mode = precision_name(model.precision);
   write_file_atomically(options.output, profile_to_json(profile));
   fmt::print("wrote {}: {} measured on the CPU, {} distinct layers, {} measurements, sub-batches {}\n",
              options.output, model.name, profile.entries.size(), cost_model.measurements(), options.sub_batches);
@@ -189,7 +195,7 @@ void run_profile(const ProfileOptions& options) {
     fail_usage("--backend: expected analytic, cpu or cuda, not '" + options.backend + "'");
   if (options.device.empty()) fail_usage("--device: required with --backend analytic");
   check_output(options);
-  const ProfiledGraphs graphs(profiled_model(options.model_path));
+  const ProfiledGraphs graphs(profiled_model(options));
   const Model& model = graphs.model;
   const std::vector<int64_t> sub_batches = checked_sub_batches(options, model);
   const Tdfg& tdfg = graphs.plain;
@@ -227,6 +233,9 @@ void setup_profile(CLI::App& command) {
                      "Sub-batches to profile: pow2 (1, 2, 4, ... and the batch), all (1..batch), or a list "
                      "such as 1,8,32")
       ->capture_default_str();
+  command.add_option("--precision", options->precision,
+                     "Precision of the tensors, replacing the model's precision and math: fp32, tf32, bf16 or fp16 "
+                     "(docs/model-format.md); a 16-bit model is timed as its program runs it");
   command.add_option("-o,--output", options->output, "Where to write profile.json (not with --jobs)");
   command.callback([options] { run_profile(*options); });
 }

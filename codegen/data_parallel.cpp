@@ -53,9 +53,16 @@ Result<std::map<int32_t, std::vector<int32_t>>> bucket_starts(const Tdfg& tdfg, 
   return starts;
 }
 
+// A plan as every rank must run it: without the planner's wall time, which
+// differs from one compile of the same model to the next.
+std::string schedule_text(Plan plan) {
+  plan.summary.planner_ms = 0;
+  return plan_to_json(plan);
+}
+
 std::string plans_digest(const Plan& plan, const std::vector<const Plan*>& rank_plans) {
-  std::string text = plan_to_json(plan);
-  for (const Plan* other : rank_plans) text += plan_to_json(*other);
+  std::string text = schedule_text(plan);
+  for (const Plan* other : rank_plans) text += schedule_text(*other);
   return fmt::format("{:016x}", fnv1a(text));
 }
 

@@ -96,8 +96,9 @@ class ProgramEmitter {
     program.warnings = warnings_;
     const std::string mismatch = cost_model_mismatch(plan_.device, options_.target);
     if (!mismatch.empty()) program.warnings.insert(program.warnings.begin(), mismatch);
+    // A 16-bit plan's math is its precision, which the CPU computes exactly (its casts).
     if (options_.target == Target::cpu && !plan_.math_mode.empty() && plan_.math_mode != "fp32" &&
-        plan_.math_mode != "as recorded")
+        plan_.math_mode != "as recorded" && plan_.math_mode != precision_name(model_.precision))
       program.warnings.push_back(fmt::format("the plan was priced in {} math; the CPU backend computes in fp32",
                                              plan_.math_mode));
     if (options_.target == Target::cuda && types_.sixteen_bit)

@@ -28,7 +28,8 @@ BlockId block_of(const Tdfg& tdfg, const Task& task, const TensorRef& ref) {
     case TensorRole::saved: return tdfg.saved_of[l];
     case TensorRole::labels: return tdfg.labels_block;
     case TensorRole::loss: return tdfg.loss_block;
-    case TensorRole::workspace: break;
+    case TensorRole::workspace:
+    case TensorRole::cast_scratch: break;
   }
   return kNoBlock;
 }

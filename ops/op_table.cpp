@@ -138,6 +138,7 @@ const char* tensor_role_name(TensorRole role) {
     case TensorRole::labels: return "labels";
     case TensorRole::loss: return "loss";
     case TensorRole::workspace: return "workspace";
+    case TensorRole::cast_scratch: return "cast_scratch";
   }
   return "?";
 }

@@ -143,6 +143,7 @@ enum class TensorRole {
   labels,          // the round's labels
   loss,            // the round's summed loss
   workspace,       // the task's planned workspace
+  cast_scratch,    // a 16-bit task's float scratch around its kernels (ops/sixteen_bit_invocation.h), outside the plan
 };
 const char* tensor_role_name(TensorRole role);
 

@@ -67,15 +67,29 @@ struct Slots {
     }
     std::mt19937 random(12345);
     std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+    // A 16-bit task's slots hold 16-bit values: floats cut to bfloat16 are
+    // also two finite, normal 16-bit patterns of either type (0 and one of
+    // magnitude below 2), never a NaN or a subnormal that would time a slow path.
+    bool sixteen_bit = false;
+    for (const TensorRef& ref : task.invocation.tensors) sixteen_bit |= ref.role == TensorRole::cast_scratch;
+    const auto value = [&] {
+      float v = uniform(random);
+      if (!sixteen_bit) return v;
+      uint32_t bits;
+      std::memcpy(&bits, &v, sizeof bits);
+      bits &= 0xffff0000u;
+      std::memcpy(&v, &bits, sizeof v);
+      return v;
+    };
     for (size_t i = 0; i < task.slot_bytes.size(); ++i) {
       storage.emplace_back(static_cast<size_t>(std::max<int64_t>(task.slot_bytes[i], 4) + 3) / 4);
       const TensorRole role = task.invocation.tensors[i].role;
       if (role == TensorRole::labels) continue;  // zeros: class 0
       if (role == TensorRole::saved) {
-        for (float& v : storage.back()) v = 0.5f + 0.5f * std::abs(uniform(random));  // a positive invstd
+        for (float& v : storage.back()) v = 0.5f + 0.5f * std::abs(value());  // a positive invstd
         continue;
       }
-      for (float& v : storage.back()) v = uniform(random);
+      for (float& v : storage.back()) v = value();
     }
     for (auto& buffer : storage) pointers.push_back(buffer.data());
   }

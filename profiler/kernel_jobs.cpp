@@ -77,12 +77,15 @@ std::string job_key(const TaskShape& shape, int64_t sub_batch) {
   return task_signature(shape) + "@" + std::to_string(shape.kind == TaskKind::update ? 0 : sub_batch);
 }
 
-rt::JobFile make_jobs(const Tdfg& tdfg, const std::vector<int64_t>& sub_batches, int32_t repeats, int32_t warmup) {
+rt::JobFile make_jobs(const Tdfg& tdfg, const std::vector<int64_t>& sub_batches, int32_t repeats, int32_t warmup,
+                      bool sixteen_bit_kernels) {
   rt::JobFile jobs;
   jobs.model = tdfg.model->name;
-  // The kernels run in the model's math: tf32 where it asks for it, else fp32
-  // (a model's "default" is measured in fp32, the kernel profiler's own).
-  jobs.math = tdfg.model->math == "tf32" ? "tf32" : "fp32";
+  // The kernels run in the model's math: tf32 where it asks for it, a 16-bit
+  // model's bf16 or fp16, else fp32 (a model's "default" is measured in fp32,
+  // the kernel profiler's own).
+  const std::string& math = tdfg.model->math;
+  jobs.math = math == "tf32" || math == "bf16" || math == "fp16" ? math : "fp32";
   jobs.repeats = repeats;
   jobs.warmup = warmup;
   for (int64_t bytes = int64_t{64} << 10; bytes <= int64_t{256} << 20; bytes *= 4) jobs.copy_sizes.push_back(bytes);
@@ -92,7 +95,8 @@ rt::JobFile make_jobs(const Tdfg& tdfg, const std::vector<int64_t>& sub_batches,
     for (int64_t b : sub_batches) {
       const std::string key = job_key(shape, b);
       if (!seen.insert(key).second) continue;
-      const TaskInvocation task = invoke_task_shape(shape, shape.kind == TaskKind::update ? 1 : b, 0, 0);
+      const TaskInvocation task =
+          invoke_task_shape(shape, shape.kind == TaskKind::update ? 1 : b, 0, 0, sixteen_bit_kernels);
       rt::Job job;
       job.key = key;
       job.slot_bytes = task.slot_bytes;

@@ -23,8 +23,12 @@ namespace mplan {
 std::string job_key(const TaskShape& shape, int64_t sub_batch);
 
 // One job per distinct task signature and sub-batch of the TDFG, plus copy
-// sizes from 64 KiB to 256 MiB.
-rt::JobFile make_jobs(const Tdfg& tdfg, const std::vector<int64_t>& sub_batches, int32_t repeats, int32_t warmup);
+// sizes from 64 KiB to 256 MiB. A 16-bit model's jobs are its program's
+// calls (profiler/task_invocation.h): the casts, and the 16-bit kernels of
+// its convolutions and linear layers where `sixteen_bit_kernels` (the CUDA
+// program's; the CPU program brackets the float kernels).
+rt::JobFile make_jobs(const Tdfg& tdfg, const std::vector<int64_t>& sub_batches, int32_t repeats, int32_t warmup,
+                      bool sixteen_bit_kernels = false);
 
 // The profile of a kernel profiler's results: every task of the TDFG at every
 // sub-batch must have a result without an error (else the error names the

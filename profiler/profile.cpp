@@ -358,14 +358,49 @@ TaskShape float32_form(TaskShape shape) {
   shape.layer.compact_backward = false;
   shape.dtype = DataType::float32;
   shape.copied_parameters = 0;
+  shape.input_dtypes.clear();
+  shape.input_gradient_dtypes.clear();
+  shape.gradient_dtype = DataType::float32;
   return shape;
 }
 
-// The form of a task whose entry the profile has: itself, its plain form, its float32 form.
+// A 16-bit task that casts its weights where it uses them (a plan that makes
+// its copies where used, docs/planner.md) is served from the task that reads
+// a resident copy: a profile times the model's own graph, and
+// RecordedCostModel::options prices the cast.
+TaskShape resident_copy_form(TaskShape shape) {
+  shape.copied_parameters = 0;
+  return shape;
+}
+
+// A 16-bit task that a profile measured in the other 16-bit type lists is
+// served from that entry (two bytes an element either way), as the cost
+// source warns.
+TaskShape other_16_bit_form(TaskShape shape) {
+  const auto swap = [](DataType& t) {
+    if (t == DataType::bfloat16) t = DataType::float16;
+    else if (t == DataType::float16) t = DataType::bfloat16;
+  };
+  swap(shape.dtype);
+  for (DataType& t : shape.input_dtypes) swap(t);
+  for (DataType& t : shape.input_gradient_dtypes) swap(t);
+  swap(shape.gradient_dtype);
+  return shape;
+}
+
+// The form of a task whose entry the profile has: itself, its plain form,
+// either with a resident weight copy, each in the other 16-bit type, then
+// its float32 form.
 template <typename Has>
 TaskShape listed_form(const TaskShape& shape, Has has) {
-  if (has(shape)) return shape;
-  if (TaskShape plain = plain_form(shape); has(plain)) return plain;
+  for (const TaskShape& form : {shape, other_16_bit_form(shape)}) {
+    if (has(form)) return form;
+    if (TaskShape plain = plain_form(form); has(plain)) return plain;
+    if (form.copied_parameters > 0) {
+      if (TaskShape resident = resident_copy_form(form); has(resident)) return resident;
+      if (TaskShape resident = plain_form(resident_copy_form(form)); has(resident)) return resident;
+    }
+  }
   return float32_form(shape);
 }
 
@@ -481,8 +516,17 @@ Result<std::unique_ptr<RecordedCostModel>> RecordedCostModel::create(Profile pro
 const RecordedCostModel::Series& RecordedCostModel::series(const Tdfg& tdfg, TaskId t, const TaskShape& shape) const {
   auto listed = [&](const TaskShape& s) { return by_task_signature_.count(task_signature(s)) > 0; };
   auto it = by_task_signature_.find(task_signature(listed_form(shape, listed)));
+  // A 16-bit model's update where the plan makes its weight copies where
+  // they are used remakes none: served from the model's update, which
+  // remakes them (the profile has one update; a little over the time).
+  if (it == by_task_signature_.end() && shape.kind == TaskKind::update && shape.copied_parameters == 0) {
+    const std::string prefix = task_signature(shape) + " copies=";
+    for (auto u = by_task_signature_.begin(); u != by_task_signature_.end(); ++u)
+      if (u->first.rfind(prefix, 0) == 0) it = u;
+  }
   MPLAN_CHECK(it != by_task_signature_.end(),
-              "recorded cost model asked about a task its profile does not cover: " + tdfg.tasks.at(t).name);
+              "recorded cost model asked about a task its profile does not cover: " + tdfg.tasks.at(t).name + " ('" +
+                  task_signature(shape) + "')");
   return *it->second;
 }
 

@@ -20,6 +20,28 @@ int64_t copied_parameters(const Tdfg& tdfg) {
   }
   return copied;
 }
+
+// The storage types of a task's input blocks, their gradients' and its
+// output's gradient's, as f(kind, type): kind 0 input, 1 input gradient, 2
+// the gradient at the output. The gradients' are the layers' (an evaluation
+// graph has no gradient blocks, and its signatures are the training graph's);
+// the model input's gradient, which no task writes, is float32.
+template <typename F>
+void for_each_block_type(const Tdfg& tdfg, const Layer& layer, LayerId l, F f) {
+  for (LayerId in : layer.inputs) {
+    f(0, tdfg.blocks.at(in == kModelInput ? tdfg.input_block : tdfg.output_of.at(in)).dtype);
+    f(1, in == kModelInput ? DataType::float32 : tdfg.gradient_dtype.at(in));
+  }
+  f(2, tdfg.gradient_dtype.at(l));
+}
+
+// " name=a+b" where a type of `types` is not `dtype`; "" otherwise.
+std::string types_field(const char* name, const std::vector<DataType>& types, DataType dtype) {
+  if (std::all_of(types.begin(), types.end(), [&](DataType t) { return t == dtype; })) return "";
+  std::string text = std::string(" ") + name + "=";
+  for (size_t i = 0; i < types.size(); ++i) text += (i ? "+" : "") + std::string(data_type_name(types[i]));
+  return text;
+}
 }  // namespace
 
 TaskShape describe_task(const Tdfg& tdfg, TaskId t) {
@@ -44,6 +66,12 @@ TaskShape describe_task(const Tdfg& tdfg, TaskId t) {
   const Layer& layer = model.layers.at(task.layer);
   shape.dtype = tdfg.blocks.at(tdfg.output_of.at(task.layer)).dtype;
   shape.copied_parameters = weights_cast_by_task(model, task.layer, task.kind, shape.dtype);
+  if (is_16_bit(model.precision))
+    for_each_block_type(tdfg, layer, task.layer, [&](int kind, DataType t) {
+      if (kind == 0) shape.input_dtypes.push_back(t);
+      else if (kind == 1) shape.input_gradient_dtypes.push_back(t);
+      else shape.gradient_dtype = t;
+    });
   shape.layer = layer;
   shape.layer.name.clear();
   // Positions, not ids (TaskShape::layer): clearing them left every job of a
@@ -96,6 +124,10 @@ std::string layer_signature(const TaskShape& s) {
   // The fields that change the work: the op table's.
   if (const OpSpec& spec = op_spec(s.op); spec.signature != nullptr) text += spec.signature(task_layer(s));
   if (s.dtype != DataType::float32) text += std::string(" dtype=") + data_type_name(s.dtype);
+  text += types_field("in_types", s.input_dtypes, s.dtype);
+  text += types_field("in_grad_types", s.input_gradient_dtypes, s.dtype);
+  if (!s.input_dtypes.empty() && s.gradient_dtype != s.dtype)
+    text += std::string(" grad_type=") + data_type_name(s.gradient_dtype);
   // A 16-bit op that casts its weights where it uses them (FP, BP1).
   if (s.copied_parameters > 0) text += fmt::format(" copies={}", s.copied_parameters);
   return text;
@@ -180,6 +212,9 @@ uint64_t task_fingerprint(const Tdfg& tdfg, TaskId t) {
   const DataType output = tdfg.blocks.at(tdfg.output_of.at(task.layer)).dtype;
   h = mix(h, static_cast<uint64_t>(output));
   h = mix(h, static_cast<uint64_t>(weights_cast_by_task(model, task.layer, task.kind, output)));
+  if (is_16_bit(model.precision))
+    for_each_block_type(tdfg, layer, task.layer,
+                        [&](int kind, DataType t) { h = mix(h, static_cast<uint64_t>(kind * 8 + static_cast<int>(t))); });
   for (int k = 0; k < static_cast<int>(layer.inputs.size()); ++k) {
     h = mix_shape(h, model.input_shape(task.layer, k));
     // The input's first position, as describe_task keeps it: add(x, x) is

@@ -47,6 +47,13 @@ struct TaskShape {
   // The storage type of the layer's output (tdfg/tdfg.h Block::dtype): what
   // its element-wise traffic moves. In the signature only when not float32.
   DataType dtype = DataType::float32;
+  // The storage types of the other blocks the task's kernels touch, in a
+  // 16-bit model (empty at fp32 and tf32: all float32): each input's, each
+  // input's gradient's (float32 where it has none), and the gradient's
+  // arriving at the output. The casts around the kernels follow them
+  // (ops/sixteen_bit_casts.h). In the signature only where one is not `dtype`.
+  std::vector<DataType> input_dtypes, input_gradient_dtypes;
+  DataType gradient_dtype = DataType::float32;
 };
 
 // The task's layer as the op table reads it: TaskShape::layer with the

@@ -22,8 +22,14 @@ struct TaskInvocation {
 // The kernels of `shape` at sub-batch n: convolutions by `algorithm` (an id of
 // the backend that runs them) with `workspace_bytes` of workspace; other tasks
 // with their scratch. BP1 writes (never adds to) every input gradient.
+// A 16-bit model's task runs as its program runs it (ops/sixteen_bit_invocation.h):
+// slots in their blocks' types, the kernels between casts through one more
+// slot of float scratch (TensorRole::cast_scratch), a 16-bit op's
+// convolutions and linear layers as their 16-bit kernels where
+// `sixteen_bit_kernels` (the CUDA program's). Its update remakes the 16-bit
+// weight copies.
 TaskInvocation invoke_task_shape(const TaskShape& shape, int64_t n, rt::ConvAlgoId algorithm,
-                                 int64_t workspace_bytes);
+                                 int64_t workspace_bytes, bool sixteen_bit_kernels = false);
 
 // The scratch a task of an op without algorithms needs at sub-batch b (the op
 // table's scratch_bytes: batch norm's BP1 sums, attention's BP1 row sums);

@@ -105,7 +105,10 @@ void copy_to_host(void* host_dst, const void* device_src, size_t bytes);
 // set once before the first op: "fp32" (every backend; on CUDA
 // CUDNN_FMA_MATH and CUBLAS_DEFAULT_MATH, no tensor cores) or "tf32" (CUDA on
 // Ampere and later: CUDNN_DEFAULT_MATH and CUBLAS_TF32_TENSOR_OP_MATH, as
-// PyTorch's allow_tf32). false with *error for a mode the backend does not have.
+// PyTorch's allow_tf32), or a 16-bit program's "bf16" or "fp16" (every
+// backend: its casts and 16-bit kernels give the precision,
+// runtime/ops_casts.h; the float kernels between casts compute as at
+// "fp32"). false with *error for a mode the backend does not have.
 bool set_math_mode(const std::string& mode, std::string* error);
 const std::string& math_mode();
 

@@ -7,6 +7,12 @@
 namespace mplan::rt {
 namespace {
 
+// The math of a job or result file (runtime/device.h set_math_mode): fp32,
+// tf32, or a 16-bit model's bf16 or fp16.
+bool known_math(const std::string& math) {
+  return math == "fp32" || math == "tf32" || math == "bf16" || math == "fp16";
+}
+
 // No slot above 64 GiB: a job file asking for more is not one mplan wrote.
 constexpr int64_t kMaxSlotBytes = int64_t{64} << 30;
 
@@ -188,8 +194,8 @@ bool parse_jobs(const std::string& text, JobFile* jobs, std::string* error) {
   if (const json::Value* model = root.find("model"); model != nullptr && model->type == json::Value::Type::string)
     jobs->model = model->text;
   if (const json::Value* math = root.find("math")) {  // optional: files from before the field are fp32
-    if (math->type != json::Value::Type::string || (math->text != "fp32" && math->text != "tf32"))
-      return fail(error, "\"math\" must be \"fp32\" or \"tf32\"");
+    if (math->type != json::Value::Type::string || !known_math(math->text))
+      return fail(error, "\"math\" must be \"fp32\", \"tf32\", \"bf16\" or \"fp16\"");
     jobs->math = math->text;
   }
   if (const json::Value* sizes = root.find("copy_sizes")) {
@@ -294,8 +300,8 @@ bool parse_results(const std::string& text, ResultFile* results, std::string* er
   if (results->backend.backend != "cpu" && results->backend.backend != "cuda")
     return fail(error, "backend.name must be \"cpu\" or \"cuda\"");
   if (const json::Value* math = root.find("math")) {  // optional: files from before the field are fp32
-    if (math->type != json::Value::Type::string || (math->text != "fp32" && math->text != "tf32"))
-      return fail(error, "\"math\" must be \"fp32\" or \"tf32\"");
+    if (math->type != json::Value::Type::string || !known_math(math->text))
+      return fail(error, "\"math\" must be \"fp32\", \"tf32\", \"bf16\" or \"fp16\"");
     results->math = math->text;
   }
   int64_t repeats = 0;

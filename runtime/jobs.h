@@ -28,7 +28,8 @@ struct Job {
 struct JobFile {
   std::string model;                // for people
   // The math the kernels run in: "fp32" or "tf32" (rt::set_math_mode), the
-  // model's own; the profiler refuses one its backend does not have.
+  // model's own, or a 16-bit model's "bf16" or "fp16" (its kernels between
+  // casts); the profiler refuses one its backend does not have.
   std::string math = "fp32";
   int32_t warmup = 2;               // untimed runs of each measurement
   int32_t repeats = 10;             // timed runs (the median is kept)

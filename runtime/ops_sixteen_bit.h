@@ -26,6 +26,11 @@
 
 namespace mplan::rt {
 
+// The workspace the algorithm needs for the shape in `type`, in bytes; -1
+// where the backend does not run it so (conv_workspace_bytes's 16-bit form;
+// on CUDA the graph API's configurations are float32 only).
+int64_t conv_workspace_bytes_16(const Context& ctx, ConvDirection direction, const ConvShape& shape, ConvAlgoId algo,
+                                int64_t type);
 // y = conv(x, w) + bias (bias may be null), one rounding.
 void conv_forward_16(const Context& ctx, const ConvShape& shape, ConvAlgoId algo, const uint8_t* x,
                      const uint8_t* w, const uint8_t* bias, uint8_t* y, void* workspace, int64_t workspace_bytes,

@@ -223,6 +223,7 @@ class Builder {
   void make_blocks() {
     const int64_t dtype = model_.dtype_bytes();
     const LayerTypes types = layer_types(model_);
+    tdfg_.gradient_dtype = types.gradient;
     tdfg_.input_block = add_block("X", BlockKind::input, kModelInput,
                                   model_.input.elements() * dtype, 0, false);
     tdfg_.labels_block = add_block("labels", BlockKind::labels, kModelInput, 4, 0, false);

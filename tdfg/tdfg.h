@@ -121,6 +121,10 @@ struct Tdfg {
   std::vector<BlockId> output_of, gradient_of, weight_of, weight_grad_of, state_of, saved_of;
   // Per layer: its tasks, kNoTask where it has none.
   std::vector<TaskId> fp_of, bp1_of, bp2_of;
+  // Per layer: the storage type of its gradient (ops/op_table.h
+  // LayerTypes::gradient), in an evaluation graph too, which has no gradient
+  // blocks: a task's signature names it (profiler/signature.h).
+  std::vector<DataType> gradient_dtype;
   // An evaluation graph (TdfgOptions::evaluation): the forward pass alone.
   bool evaluation = false;
 

@@ -143,18 +143,25 @@ struct ConvCall {
   int algorithm, workspace, workspace_bytes;  // argument positions (rt::conv_call_arguments)
   rt::ConvDirection direction;
   rt::ConvShape shape;
+  int64_t type;  // the storage type of a 16-bit convolution (runtime/ops_sixteen_bit.h); float32 else
 };
+
+bool is_16_bit_conv(rt::Kernel kernel) {
+  return kernel == rt::Kernel::conv_forward_16 || kernel == rt::Kernel::conv_backward_data_16 ||
+         kernel == rt::Kernel::conv_backward_filter_16;
+}
 
 // The job's convolutions whose algorithm the profiler varies; false with an
 // error when they are of several directions (one algorithm id cannot name one
 // algorithm of each).
 bool conv_calls(const rt::Job& job, std::vector<ConvCall>* out, std::string* error) {
   for (size_t i = 0; i < job.calls.size(); ++i) {
-    ConvCall c{i, -1, -1, -1, rt::ConvDirection::forward, {}};
+    ConvCall c{i, -1, -1, -1, rt::ConvDirection::forward, {}, static_cast<int64_t>(rt::StorageType::float32)};
     if (!rt::conv_call_arguments(job.calls[i], &c.algorithm, &c.workspace, &c.workspace_bytes)) continue;
     rt::kernel_conv_direction(job.calls[i].kernel, &c.direction);
     for (const rt::Arg& a : job.calls[i].args)
       if (a.kind == rt::ArgKind::conv_shape) c.shape = a.conv;
+    if (is_16_bit_conv(job.calls[i].kernel)) c.type = job.calls[i].args.back().integer;  // the type is last
     if (!out->empty() && out->front().direction != c.direction) {
       *error = "its convolutions go in several directions: one algorithm id cannot be varied over them";
       return false;
@@ -206,7 +213,10 @@ rt::JobResult profile_job(const rt::Job& job, const rt::JobFile& file, rt::Strea
   for (rt::ConvAlgoId algo : rt::conv_algorithm_ids(direction)) {
     const char* name = rt::conv_algorithm_name(direction, algo);
     std::vector<int64_t> need;
-    for (const ConvCall& c : convs) need.push_back(rt::conv_workspace_bytes(ctx, direction, c.shape, algo));
+    for (const ConvCall& c : convs)
+      need.push_back(c.type == static_cast<int64_t>(rt::StorageType::float32)
+                         ? rt::conv_workspace_bytes(ctx, direction, c.shape, algo)
+                         : rt::conv_workspace_bytes_16(ctx, direction, c.shape, algo, c.type));
     if (*std::min_element(need.begin(), need.end()) < 0) continue;  // the backend does not run it here
     const int64_t workspace_bytes = *std::max_element(need.begin(), need.end());
     std::string error;

@@ -194,16 +194,24 @@ void stream_sleep_async(Stream* stream, int ms) {
 void copy_to_device(void* device_dst, const void* host_src, size_t bytes) { std::memcpy(device_dst, host_src, bytes); }
 void copy_to_host(void* host_dst, const void* device_src, size_t bytes) { std::memcpy(host_dst, device_src, bytes); }
 
+namespace {
+std::string& current_math_mode() {
+  static std::string mode = "fp32";
+  return mode;
+}
+}  // namespace
+
 bool set_math_mode(const std::string& mode, std::string* error) {
-  if (mode == "fp32") return true;
-  if (error) *error = "the CPU backend computes in fp32 only, not " + mode;
-  return false;
+  // A 16-bit program's float kernels compute in fp32 between its casts.
+  if (mode != "fp32" && mode != "bf16" && mode != "fp16") {
+    if (error) *error = "the CPU backend computes in fp32 (and bf16 or fp16 through casts) only, not " + mode;
+    return false;
+  }
+  current_math_mode() = mode;
+  return true;
 }
 
-const std::string& math_mode() {
-  static const std::string fp32 = "fp32";
-  return fp32;
-}
+const std::string& math_mode() { return current_math_mode(); }
 
 BackendInfo backend_info() {
   BackendInfo info;

@@ -60,6 +60,15 @@ class Widened {
 
 }  // namespace
 
+// The float convolution's workspace: the 16-bit kernel runs it between casts.
+int64_t conv_workspace_bytes_16(const Context& ctx, ConvDirection direction, const ConvShape& shape, ConvAlgoId algo,
+                                int64_t type) {
+  MPLAN_RT_CHECK(type == static_cast<int64_t>(StorageType::bfloat16) ||
+                     type == static_cast<int64_t>(StorageType::float16),
+                 "a 16-bit convolution's type that is neither bfloat16 nor float16");
+  return conv_workspace_bytes(ctx, direction, shape, algo);
+}
+
 void conv_forward_16(const Context& ctx, const ConvShape& shape, ConvAlgoId algo, const uint8_t* x,
                      const uint8_t* w, const uint8_t* bias, uint8_t* y, void* workspace, int64_t workspace_bytes,
                      int64_t type) {

@@ -227,9 +227,13 @@ void max_pool_backward_indices(const PoolShape& sh, const uint8_t* index, const 
     for (int64_t p = 0; p < P; ++p)
       for (int64_t q = 0; q < Q; ++q) {
         const int64_t at = (plane * P + p) * Q + q;
-        if (index[at] == kNoPoolIndex) continue;
+        // A place outside the window or the image (kNoPoolIndex, or indices
+        // that no forward pass wrote: the profiler's) sends nothing, as in
+        // the CUDA kernel, which gathers from the places inside.
+        if (index[at] >= sh.kernel_h * sh.kernel_w) continue;
         const int64_t i = p * sh.stride_h - sh.pad_h + index[at] / sh.kernel_w;
         const int64_t j = q * sh.stride_w - sh.pad_w + index[at] % sh.kernel_w;
+        if (i < 0 || i >= sh.h || j < 0 || j >= sh.w) continue;
         dxp[i * sh.w + j] += dy[at];
       }
   }

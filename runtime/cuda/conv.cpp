@@ -531,6 +531,15 @@ int64_t checked_16(int64_t type) {
 }
 }  // namespace
 
+int64_t conv_workspace_bytes_16(const Context& ctx, ConvDirection direction, const ConvShape& shape, ConvAlgoId algo,
+                                int64_t type) {
+  if (!fits_cudnn(shape) || !known_algorithm(direction, algo)) return -1;  // graph ids too: float32 only
+  Launch L(ctx);
+  const cudnnHandle_t h = L.cudnn();
+  std::lock_guard<std::mutex> lock(cache().mutex);
+  return workspace_locked(h, direction, shape, algo, checked_16(type));
+}
+
 void conv_forward_16(const Context& ctx, const ConvShape& shape, ConvAlgoId algo, const uint8_t* x,
                      const uint8_t* w, const uint8_t* bias, uint8_t* y, void* workspace, int64_t workspace_bytes,
                      int64_t type) {

@@ -256,8 +256,10 @@ std::string& current_math_mode() {
 bool cuda::tf32_enabled() { return current_math_mode() == "tf32"; }
 
 bool set_math_mode(const std::string& mode, std::string* error) {
-  if (mode != "fp32" && mode != "tf32") {
-    if (error) *error = "the CUDA backend computes in fp32 or tf32, not " + mode;
+  // bf16 and fp16: a 16-bit program, whose float kernels compute as at fp32
+  // between its casts (its 16-bit kernels run on tensor cores at any mode).
+  if (mode != "fp32" && mode != "tf32" && mode != "bf16" && mode != "fp16") {
+    if (error) *error = "the CUDA backend computes in fp32, tf32, bf16 or fp16, not " + mode;
     return false;
   }
   if (mode == "tf32") {

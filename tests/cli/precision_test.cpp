@@ -229,13 +229,42 @@ TEST_F(PrecisionFlag, CompileReplacesThePrecisionInTheModelCopy) {
   EXPECT_EQ(verified.exit_code, 0) << verified.describe();
 }
 
-TEST_F(PrecisionFlag, ProfileRefusesSixteenBitModels) {
-  write_file(path("m.yaml"), read_file(example_model("cifar_small")) + "precision: bf16\n");
-  const MplanRun run = mplan({"profile", path("m.yaml"), "--backend", "cuda", "--jobs", path("jobs.json")});
-  EXPECT_NE(run.exit_code, 0) << run.describe();
-  EXPECT_TRUE(contains(run.err, "precision bf16: the kernels mplan profile times store float32 tensors"))
-      << run.describe();
-  EXPECT_FALSE(fs::exists(path("jobs.json")));
+// A 16-bit model is profiled as its program runs it: the CUDA job file
+// calls the 16-bit convolutions and linear layers between casts, the CPU's
+// the float kernels; a CPU-measured profile is in the model's precision, and
+// compile takes it without a precision warning.
+TEST_F(PrecisionFlag, ProfileTimesSixteenBitModelsAsTheirProgramsRunThem) {
+  const MplanRun cuda = mplan({"profile", example_model("cifar_small"), "--precision", "bf16", "--backend", "cuda",
+                               "--jobs", path("cuda-jobs.json")});
+  ASSERT_EQ(cuda.exit_code, 0) << cuda.describe();
+  const std::string cuda_jobs = read_file(path("cuda-jobs.json"));
+  EXPECT_TRUE(contains(cuda_jobs, "\"math\": \"bf16\"")) << cuda_jobs.substr(0, 200);
+  EXPECT_TRUE(contains(cuda_jobs, "\"conv_forward_16\""));
+  EXPECT_TRUE(contains(cuda_jobs, "\"cast_to_float\""));
+  EXPECT_FALSE(contains(cuda_jobs, "\"conv_forward\""));
+  const MplanRun cpu = mplan({"profile", example_model("cifar_small"), "--precision", "bf16", "--backend", "cpu",
+                              "--jobs", path("cpu-jobs.json")});
+  ASSERT_EQ(cpu.exit_code, 0) << cpu.describe();
+  const std::string cpu_jobs = read_file(path("cpu-jobs.json"));
+  EXPECT_TRUE(contains(cpu_jobs, "\"conv_forward\""));
+  EXPECT_FALSE(contains(cpu_jobs, "\"conv_forward_16\""));
+
+  const MplanRun measured = mplan({"profile", example_model("cifar_small"), "--precision", "bf16", "--backend",
+                                   "cpu", "--sub-batches", "8,32", "-o", path("profile.json")});
+  ASSERT_EQ(measured.exit_code, 0) << measured.describe();
+  const nlohmann::json profile = nlohmann::json::parse(read_file(path("profile.json")));
+  EXPECT_EQ(profile["math"], "bf16");
+  const MplanRun compiled = mplan({"compile", example_model("cifar_small"), "--precision", "bf16", "--profile",
+                                   path("profile.json"), "--budget", "64MiB", "-o", path("out")});
+  ASSERT_EQ(compiled.exit_code, 0) << compiled.describe();
+  EXPECT_FALSE(contains(compiled.err, "the profile was measured in")) << compiled.describe();
+  EXPECT_FALSE(contains(compiled.err, "the CPU backend computes in fp32")) << compiled.describe();
+  EXPECT_TRUE(contains(compiled.out, "math bf16")) << compiled.describe();
+  // Another precision than the profile's is planned with a warning.
+  const MplanRun other = mplan({"compile", example_model("cifar_small"), "--precision", "fp16", "--profile",
+                                path("profile.json"), "--budget", "64MiB", "-o", path("out16")});
+  ASSERT_EQ(other.exit_code, 0) << other.describe();
+  EXPECT_TRUE(contains(other.err, "is precision fp16, but the profile was measured in bf16")) << other.describe();
 }
 
 // The model is read as written: an error names its line in the user's file.

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <set>
 #include <fstream>
 #include <sstream>
 
@@ -18,11 +19,19 @@ namespace mplan::e2e {
 namespace {
 
 #ifdef MPLAN_KERNEL_PROFILER_PATH
+std::string file_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
 // Writes the job file of `model` at `sub_batches`, times it with the kernel
 // profiler and reads its result file.
 void profile_jobs(const Tdfg& tdfg, const std::vector<int64_t>& sub_batches, const std::string& dir,
-                  rt::JobFile* jobs, rt::ResultFile* results, const std::string& flags = "") {
-  *jobs = make_jobs(tdfg, sub_batches, /*repeats=*/1, /*warmup=*/0);
+                  rt::JobFile* jobs, rt::ResultFile* results, const std::string& flags = "",
+                  bool sixteen_bit_kernels = false) {
+  *jobs = make_jobs(tdfg, sub_batches, /*repeats=*/1, /*warmup=*/0, sixteen_bit_kernels);
   jobs->copy_sizes = {int64_t{64} << 10, int64_t{1} << 20, int64_t{4} << 20};
   { std::ofstream(dir + "/jobs.json") << rt::jobs_to_json(*jobs); }
   RunResult run = run_command(std::string(MPLAN_KERNEL_PROFILER_PATH) + " " + dir + "/jobs.json -o " + dir +
@@ -190,6 +199,57 @@ TEST(KernelProfilerPipeline, EveryOpsJobsRunAndMerge) {
   }
   Result<Profile> profile = merge_results(tdfg, results, sub_batches, "times.json");
   ASSERT_TRUE(profile.ok()) << profile.error().to_string();
+#endif
+}
+
+// A 16-bit model's jobs are its program's calls: each kernel between the
+// casts of its operands, in slots of its blocks' types, and with the CUDA
+// program's 16-bit kernels where asked (the CPU build runs those too). They
+// run without an error, merge into a profile in the model's precision, and
+// plan a verified iteration.
+TEST(KernelProfilerPipeline, SixteenBitJobsRunAsTheirProgramsCallThem) {
+#ifndef MPLAN_KERNEL_PROFILER_PATH
+  GTEST_SKIP() << "the kernel profiler is not part of this build";
+#else
+  for (const char* precision : {"bf16", "fp16"})
+    for (bool sixteen_bit_kernels : {false, true}) {
+      SCOPED_TRACE(std::string(precision) + (sixteen_bit_kernels ? ", 16-bit kernels" : ", casts"));
+      Result<Model> model =
+          parse_model(file_text(source_dir() + "/examples/models/every_op.yaml") + "\nprecision: " + precision + "\n",
+                      "every_op.yaml");
+      ASSERT_TRUE(model.ok()) << model.error().to_string();
+      const Tdfg tdfg = build_tdfg(*model);
+      const std::vector<int64_t> sub_batches = {2, 8};
+      rt::JobFile jobs;
+      rt::ResultFile results;
+      profile_jobs(tdfg, sub_batches, work_dir(std::string("kernel-profiler-") + precision), &jobs, &results, "",
+                   sixteen_bit_kernels);
+      if (HasFatalFailure()) return;
+      EXPECT_EQ(jobs.math, precision);
+      EXPECT_EQ(results.math, precision);
+      std::set<std::string> kernels;
+      for (const rt::Job& job : jobs.jobs)
+        for (const rt::KernelCall& call : job.calls) kernels.insert(rt::kernel_name(call.kernel));
+      EXPECT_EQ(kernels.count("cast_to_float"), 1u);
+      EXPECT_EQ(kernels.count("cast_from_float"), 1u);
+      EXPECT_EQ(kernels.count("conv_forward_16"), sixteen_bit_kernels ? 1u : 0u);
+      EXPECT_EQ(kernels.count("linear_backward_weights_16"), sixteen_bit_kernels ? 1u : 0u);
+      EXPECT_EQ(kernels.count("conv_forward"), sixteen_bit_kernels ? 0u : 1u);
+      for (const rt::JobResult& r : results.results) {
+        EXPECT_EQ(r.error, "") << r.key;
+        if (r.key.rfind("conv ", 0) == 0) EXPECT_GE(r.options.size(), 2u) << r.key << ": its algorithms";
+      }
+      Result<Profile> profile = merge_results(tdfg, results, sub_batches, "times.json");
+      ASSERT_TRUE(profile.ok()) << profile.error().to_string();
+      EXPECT_EQ(profile->math_mode, precision);
+      auto cost = RecordedCostModel::create(*profile, tdfg, {}, "profile.json");
+      ASSERT_TRUE(cost.ok()) << cost.error().to_string();
+      PlanOptions options;
+      options.budget_bytes = int64_t{64} << 20;
+      Result<Plan> plan = plan_iteration(tdfg, **cost, options).take_plan();
+      ASSERT_TRUE(plan.ok()) << plan.error().to_string();
+      EXPECT_TRUE(verify_plan(*plan, tdfg).empty());
+    }
 #endif
 }
 

@@ -5,10 +5,14 @@
 // 16-bit weight copies.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "frontend/parse.h"
 #include "profiler/analytic_model.h"
 #include "profiler/device.h"
 #include "profiler/signature.h"
+#include "profiler/task_invocation.h"
+#include "runtime/kernel_extents.h"
 #include "tdfg/tdfg.h"
 
 namespace mplan {
@@ -52,6 +56,82 @@ TEST(PrecisionCost, SignaturesNameSixteenBitTypesOnly) {
   // Equal shapes of different types are different keys.
   TaskKeyCache keys;
   EXPECT_NE(keys.key(a, task_named(a, "FP(act)")), keys.key(b, task_named(b, "FP(act)")));
+}
+
+// The float32 image a 16-bit convolution reads is named; the 16-bit input of
+// a ReLU is the task's own type and is not. An evaluation graph, which has no
+// gradient blocks, gives its tasks the training graph's signatures.
+TEST(PrecisionCost, SignaturesNameTheBlockTypesThatAreNotTheTasks) {
+  const Model bf16 = model_at("bf16");
+  const Tdfg training = build_tdfg(bf16);
+  TdfgOptions options;
+  options.evaluation = true;
+  const Tdfg evaluation = build_tdfg(bf16, options);
+  const std::string conv = layer_signature(describe_task(training, task_named(training, "FP(conv)")));
+  EXPECT_NE(conv.find(" in_types=float32 in_grad_types=float32"), std::string::npos) << conv;
+  const std::string act = layer_signature(describe_task(training, task_named(training, "FP(act)")));
+  EXPECT_EQ(act.find("types="), std::string::npos) << act;
+  for (const char* name : {"FP(conv)", "FP(act)", "FP(fc)", "FP(loss)"})
+    EXPECT_EQ(task_signature(describe_task(evaluation, task_named(evaluation, name))),
+              task_signature(describe_task(training, task_named(training, name))))
+        << name;
+}
+
+// Every tensor argument of every call lies within its slot.
+void expect_calls_fit(const TaskInvocation& task) {
+  for (const rt::KernelCall& call : task.invocation.calls) {
+    const rt::OperandExtents e = rt::kernel_extents(call, rt::Bindings{});
+    ASSERT_TRUE(e.error.empty()) << rt::kernel_name(call.kernel) << ": " << e.error;
+    const std::vector<rt::ParamType>& params = rt::kernel_params(call.kernel);
+    for (size_t i = 0; i < call.args.size(); ++i) {
+      if (call.args[i].kind != rt::ArgKind::tensor || e.elements[i] < 0) continue;
+      EXPECT_LE((call.args[i].offset_elements + e.elements[i]) * rt::element_bytes(params[i]),
+                task.slot_bytes.at(call.args[i].slot))
+          << rt::kernel_name(call.kernel) << " argument " << i;
+    }
+  }
+}
+
+std::vector<std::string> kernel_names(const TaskInvocation& task) {
+  std::vector<std::string> names;
+  for (const rt::KernelCall& call : task.invocation.calls) names.push_back(rt::kernel_name(call.kernel));
+  return names;
+}
+
+// A 16-bit task is timed as its program runs it: its blocks in their types,
+// its kernels between casts through a scratch slot of its own role, or, as
+// on CUDA, the convolution's 16-bit kernel on the 16-bit operands with the
+// float32 image rounded first.
+TEST(PrecisionCost, ASixteenBitTaskIsInvokedAsItsProgramCallsIt) {
+  const Model bf16 = model_at("bf16");
+  const Tdfg tdfg = build_tdfg(bf16);
+  const TaskShape conv = describe_task(tdfg, task_named(tdfg, "FP(conv)"));
+  const TaskInvocation casts = invoke_task_shape(conv, 4, 0, 0, /*sixteen_bit_kernels=*/false);
+  expect_calls_fit(casts);
+  EXPECT_EQ(kernel_names(casts), (std::vector<std::string>{"cast_to_float", "cast_to_float", "cast_to_float",
+                                                           "conv_forward", "cast_from_float"}));
+  ASSERT_EQ(casts.invocation.tensors.back().role, TensorRole::cast_scratch);
+  for (size_t i = 0; i < casts.invocation.tensors.size(); ++i) {
+    const TensorRef& ref = casts.invocation.tensors[i];
+    if (ref.role == TensorRole::input) EXPECT_EQ(casts.slot_bytes[i], 4 * 3 * 16 * 16 * 4) << "the float32 image";
+    if (ref.role == TensorRole::output) EXPECT_EQ(casts.slot_bytes[i], 4 * 8 * 16 * 16 * 2) << "bfloat16";
+    if (ref.role == TensorRole::weight) EXPECT_EQ(casts.slot_bytes[i], (8 * 27 + 8) * (4 + 2)) << "and its copy";
+  }
+  const TaskInvocation kernels = invoke_task_shape(conv, 4, 0, 0, /*sixteen_bit_kernels=*/true);
+  expect_calls_fit(kernels);
+  EXPECT_EQ(kernel_names(kernels), (std::vector<std::string>{"cast_from_float", "conv_forward_16"}));
+  // A float32 task of a 16-bit model (the loss) widens its 16-bit input (the
+  // logits) and writes its float32 results as they are.
+  const TaskShape loss = describe_task(tdfg, task_named(tdfg, "FP(loss)"));
+  const std::vector<std::string> loss_kernels = kernel_names(invoke_task_shape(loss, 4, 0, 0));
+  EXPECT_EQ(std::count(loss_kernels.begin(), loss_kernels.end(), "cast_to_float"), 1);
+  EXPECT_EQ(std::count(loss_kernels.begin(), loss_kernels.end(), "cast_from_float"), 0);
+  // The update remakes the weights' 16-bit copies after their SGD steps.
+  const TaskInvocation update = invoke_task_shape(describe_task(tdfg, tdfg.update_task), 1, 0, 0);
+  expect_calls_fit(update);
+  const std::vector<std::string> update_kernels = kernel_names(update);
+  EXPECT_GT(std::count(update_kernels.begin(), update_kernels.end(), "cast_from_float"), 0);
+  EXPECT_EQ(update_kernels.front(), "sgd_step");
 }
 
 TEST(PrecisionCost, TheAnalyticModelMovesHalfTheBytesOfASixteenBitTask) {

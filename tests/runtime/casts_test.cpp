@@ -112,5 +112,18 @@ TEST(Casts, ZeroFloatsClearsExactlyItsRange) {
   EXPECT_EQ(x, (std::vector<float>{7, 7, 0, 0, 0, 0, 0, 7, 7, 7}));
 }
 
+// A 16-bit program sets its precision as its math (runtime/device.h): the
+// CPU backend computes it exactly through the casts, and has no TF32.
+TEST(Casts, TheCpuBackendTakesSixteenBitMath) {
+  std::string error;
+  for (const char* math : {"bf16", "fp16", "fp32"}) {
+    EXPECT_TRUE(set_math_mode(math, &error)) << math << ": " << error;
+    EXPECT_EQ(math_mode(), math);
+  }
+  EXPECT_FALSE(set_math_mode("tf32", &error));
+  EXPECT_NE(error.find("tf32"), std::string::npos) << error;
+  EXPECT_EQ(math_mode(), "fp32");
+}
+
 }  // namespace
 }  // namespace mplan::rt

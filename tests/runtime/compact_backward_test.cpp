@@ -140,5 +140,24 @@ TEST(CompactMaxPool, AWindowWithNoElementEqualToItsMaximumRoutesNothing) {
   EXPECT_EQ(dx, (std::vector<float>{0, 0, 0, 0, 0, 0, 7, 0}));
 }
 
+// Places no forward pass wrote (the profiler's filled slots): one beyond the
+// window, or in its padding outside the image, routes nothing, as the CUDA
+// kernel (which gathers from the places inside) does, and dx is written
+// within its bounds only.
+TEST(CompactMaxPool, PlacesOutsideTheWindowOrTheImageRouteNothing) {
+  PoolShape sh;
+  sh.n = 1, sh.c = 1, sh.h = 2, sh.w = 2, sh.kernel_h = 2, sh.kernel_w = 2, sh.stride_h = 2, sh.stride_w = 2;
+  sh.pad_h = 1, sh.pad_w = 1;  // a 2x2 output; each window holds one pixel of the image
+  ASSERT_EQ(sh.p(), 2);
+  ASSERT_EQ(sh.q(), 2);
+  // Window (0, 0) covers padding at places 0, 1 and 2 and the pixel (0, 0) at place 3.
+  const std::vector<uint8_t> places = {3, 0, 200, 4};
+  const std::vector<float> dy = {5.0f, 7.0f, 11.0f, 13.0f};
+  std::vector<float> dx(4 + 64, -1.0f);  // a guard band after dx's 4 elements
+  max_pool_backward_indices(sh, places.data(), dy.data(), dx.data(), false);
+  EXPECT_EQ(std::vector<float>(dx.begin(), dx.begin() + 4), (std::vector<float>{5, 0, 0, 0}));
+  for (size_t i = 4; i < dx.size(); ++i) ASSERT_EQ(dx[i], -1.0f) << "written beyond dx at " << i;
+}
+
 }  // namespace
 }  // namespace mplan::rt::cpu
