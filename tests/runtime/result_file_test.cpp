@@ -76,8 +76,13 @@ TEST(ResultFile, MathRoundTripsDefaultsToFp32AndIsChecked) {
   JobFile jobs_read;
   ASSERT_TRUE(parse_jobs(jobs_to_json(jobs), &jobs_read, &error)) << error;
   EXPECT_EQ(jobs_read.math, "tf32");
+  // A 16-bit model's job file runs in its precision.
+  std::string bf16_jobs = jobs_to_json(jobs);
+  bf16_jobs.replace(bf16_jobs.find("\"tf32\""), 6, "\"bf16\"");
+  ASSERT_TRUE(parse_jobs(bf16_jobs, &jobs_read, &error)) << error;
+  EXPECT_EQ(jobs_read.math, "bf16");
   std::string bad_jobs = jobs_to_json(jobs);
-  bad_jobs.replace(bad_jobs.find("\"tf32\""), 6, "\"bf16\"");
+  bad_jobs.replace(bad_jobs.find("\"tf32\""), 6, "\"fp64\"");
   EXPECT_FALSE(parse_jobs(bad_jobs, &jobs_read, &error));
   EXPECT_NE(error.find("\"math\""), std::string::npos) << error;
 }
