@@ -25,6 +25,10 @@
 #            PyTorch's step with TF32 on beside it
 #   vit      ViT-B/16 (examples/models/vit_b_16.yaml): profiled, planned at
 #            70 GiB and 4 GiB, run; PyTorch's step beside it
+#   bf16     ResNet-50 at batch 256 and ViT-B/16 at 64 with `precision: bf16`:
+#            profiled in bf16 (the 16-bit kernels' jobs, docs/profile-format.md,
+#            "16-bit models"), planned unlimited and at about half of the
+#            unlimited peak, run; PyTorch autocast bf16's step beside them
 #   probe    bench/gpu/copy_probe.cu: copy bandwidth as the profiler and as a
 #            program see it, and whether the compute stream's small copies
 #            queue behind the d2h stream's
@@ -228,6 +232,8 @@ for stage in "${stages[@]}"; do
     tf32) (unset NVIDIA_TF32_OVERRIDE; profile_and_plan resnet50_tf32 128 3 70GiB 6GiB;
            TORCH="resnet50 128" TORCH_MATH=tf32 stage_torch) ;;
     vit) profile_and_plan vit_b_16 16,32,64 2 70GiB 4GiB; TORCH="vit_b_16 64" stage_torch ;;
+    bf16) profile_and_plan resnet50_bf16 64,128,256 2 70GiB 6GiB; profile_and_plan vit_b_16_bf16 16,32,64 2 70GiB 3GiB
+          TORCH="resnet50 256 vit_b_16 64" TORCH_MATH=bf16 stage_torch ;;
     # Budgets: unlimited, one that needs offloading at the full batch, two that need sub-batches.
     resnet50) profile_and_plan resnet50 32,64,128 3 70GiB 7GiB:128 6GiB 2GiB ;;
     vgg16) profile_and_plan vgg16 64,128,256 2 70GiB 12GiB:256 10GiB 5GiB ;;

@@ -63,6 +63,10 @@ for m in cifar_small every_op alexnet vgg16 resnet50 resnet18 resnet34 resnet101
 done
 # ResNet-50 on TF32 tensor cores (node_validate.sh's tf32 stage).
 sed 's/^classes:/math: tf32\nclasses:/' "$root/examples/models/resnet50.yaml" > "$out/models/resnet50_tf32.yaml"
+# ResNet-50 at batch 256 and ViT-B/16 in bf16 (node_validate.sh's bf16 stage).
+sed 's/^classes:/precision: bf16\nclasses:/; s/^batch: .*/batch: 256/' "$root/examples/models/resnet50.yaml" \
+  > "$out/models/resnet50_bf16.yaml"
+sed 's/^classes:/precision: bf16\nclasses:/' "$root/examples/models/vit_b_16.yaml" > "$out/models/vit_b_16_bf16.yaml"
 
 # The CUDA-vs-CPU comparison (docs/gpu-validation.md, figure 1): one plan per
 # case, generated for both targets; the CPU program runs here from the same

@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """PyTorch eager's training step on the GPU: the reference of docs/gpu-validation.md, figure 4.
 
-  torch_step.py --model vgg16|resnet50|vit_b_16 --batch B [--steps N] [--warmup W] [--math fp32|tf32]
+  torch_step.py --model vgg16|resnet50|vit_b_16 --batch B [--steps N] [--warmup W] [--math fp32|tf32|bf16|fp16]
 
 The same networks as examples/models/{vgg16,resnet50,vit_b_16}.yaml (torchvision's,
 1000 classes, 224x224 inputs), the same step (softmax cross-entropy, SGD with
-momentum 0.9 and weight decay 5e-4), FP32 with TF32 off unless --math tf32, and
+momentum 0.9 and weight decay 5e-4), FP32 with TF32 off unless --math tf32 (bf16, fp16:
+the forward pass and the loss under torch.autocast, fp16 with a GradScaler), and
 cudnn.benchmark on (PyTorch's fastest convolution algorithms). Prints the mean
 step time over N steps after W warm-up steps (CUDA events, synchronised), and
 the peak memory PyTorch's allocator held (allocated and reserved).
@@ -21,7 +22,7 @@ def main():
     ap.add_argument("--batch", type=int, required=True)
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--warmup", type=int, default=3)
-    ap.add_argument("--math", choices=["fp32", "tf32"], default="fp32")
+    ap.add_argument("--math", choices=["fp32", "tf32", "bf16", "fp16"], default="fp32")
     ap.add_argument("--kernels", type=int, default=0, metavar="N",
                     help="also profile one more step (torch.profiler) and print its GPU time by kernel family, "
                          "the N largest")
@@ -36,11 +37,20 @@ def main():
     x = torch.randn(args.batch, 3, 224, 224, device=dev)
     y = torch.randint(0, 1000, (args.batch,), device=dev)
 
+    low = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(args.math)
+    scaler = torch.amp.GradScaler("cuda") if args.math == "fp16" else None
+
     def step():
         opt.zero_grad(set_to_none=False)
-        loss = torch.nn.functional.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
+        with torch.autocast("cuda", dtype=low, enabled=low is not None):
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+        if scaler is None:
+            loss.backward()
+            opt.step()
+        else:
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
         return loss
 
     for _ in range(args.warmup):
