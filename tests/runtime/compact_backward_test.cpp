@@ -153,10 +153,14 @@ TEST(CompactMaxPool, PlacesOutsideTheWindowOrTheImageRouteNothing) {
   // Window (0, 0) covers padding at places 0, 1 and 2 and the pixel (0, 0) at place 3.
   const std::vector<uint8_t> places = {3, 0, 200, 4};
   const std::vector<float> dy = {5.0f, 7.0f, 11.0f, 13.0f};
-  std::vector<float> dx(4 + 64, -1.0f);  // a guard band after dx's 4 elements
-  max_pool_backward_indices(sh, places.data(), dy.data(), dx.data(), false);
-  EXPECT_EQ(std::vector<float>(dx.begin(), dx.begin() + 4), (std::vector<float>{5, 0, 0, 0}));
-  for (size_t i = 4; i < dx.size(); ++i) ASSERT_EQ(dx[i], -1.0f) << "written beyond dx at " << i;
+  // dx's 4 elements between guard bands that the places outside would reach.
+  constexpr size_t kBefore = 64;
+  std::vector<float> memory(kBefore + 4 + 512, -1.0f);
+  float* dx = memory.data() + kBefore;
+  max_pool_backward_indices(sh, places.data(), dy.data(), dx, false);
+  EXPECT_EQ(std::vector<float>(dx, dx + 4), (std::vector<float>{5, 0, 0, 0}));
+  for (size_t i = 0; i < memory.size(); ++i)
+    if (i < kBefore || i >= kBefore + 4) ASSERT_EQ(memory[i], -1.0f) << "written outside dx at " << i;
 }
 
 }  // namespace
