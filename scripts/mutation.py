@@ -291,7 +291,7 @@ PLANNER = [
      "    if (r != except && tdfg.tasks[r].kind != TaskKind::FP) return true;",
      "    if (r == except && tdfg.tasks[r].kind != TaskKind::FP) return true;",
      ["tdfg", "planner"]),
-    ("variants always kept, whatever they cost",
+    ("variants always kept whatever they cost",
      "driver/planned_model.cpp",
      "  if (better(compact, plain, options)) {",
      "  if (compact.planned.feasible) {",
@@ -640,7 +640,7 @@ CODEGEN = [
 
 # ---- checkpoints (runtime/checkpoint.cpp) ----
 CHECKPOINTS = [
-    ("checkpoint: latest removed, then a new symlink made (not atomic)",
+    ("checkpoint: latest removed and then a new symlink made (not atomic)",
      "runtime/checkpoint.cpp",
      "  fs::remove(link_tmp, ec);\n"
      "  if (::symlink(name.c_str(), link_tmp.c_str()) != 0)\n"
@@ -783,7 +783,7 @@ PRECISION = [
      "      operand.result_type = low_task ? low : r.stored;",
      "      operand.result_type = r.stored;",
      ["codegen:SixteenBitCalls.*"]),
-    ("precision: an added result read from the block, not zeroed scratch",
+    ("precision: an added result read from the block instead of zeroed scratch",
      "ops/sixteen_bit_casts.cpp",
      "      operand.zeroed = operand.adds;",
      "      operand.zeroed = false;",
@@ -984,6 +984,11 @@ def main():
     unknown = [name for name in sets if name not in SETS]
     if unknown:
         print(f"unknown set {', '.join(unknown)}: the sets are {', '.join(SETS)}")
+        return 2
+    # --only splits on commas: no mutant's name may hold one.
+    with_comma = [m[0] for mutants in SETS.values() for m in mutants if "," in m[0]]
+    if with_comma:
+        print(f"mutant names with a comma cannot be named with --only: {'; '.join(with_comma)}")
         return 2
     only = set(filter(None, args.only.split(",")))
     chosen = [(set_name, m) for set_name, mutants in SETS.items() if not sets or set_name in sets
