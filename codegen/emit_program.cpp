@@ -550,7 +550,8 @@ class ProgramEmitter {
           continue;
         }
       }
-      for (const CastOperand& operand : cast.operands) call_lines.push_back(cast_line(fields, calls, operand, true, base));
+      for (const CastOperand& operand : cast.operands)
+        call_lines.push_back(cast_line(fields, calls, operand, true, base));
       std::string args;
       int reals = 0;
       for (size_t i = 0; i < call.args.size(); ++i) {

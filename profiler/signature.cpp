@@ -213,8 +213,9 @@ uint64_t task_fingerprint(const Tdfg& tdfg, TaskId t) {
   h = mix(h, static_cast<uint64_t>(output));
   h = mix(h, static_cast<uint64_t>(weights_cast_by_task(model, task.layer, task.kind, output)));
   if (is_16_bit(model.precision))
-    for_each_block_type(tdfg, layer, task.layer,
-                        [&](int kind, DataType t) { h = mix(h, static_cast<uint64_t>(kind * 8 + static_cast<int>(t))); });
+    for_each_block_type(tdfg, layer, task.layer, [&](int kind, DataType t) {
+      h = mix(h, static_cast<uint64_t>(kind * 8 + static_cast<int>(t)));
+    });
   for (int k = 0; k < static_cast<int>(layer.inputs.size()); ++k) {
     h = mix_shape(h, model.input_shape(task.layer, k));
     // The input's first position, as describe_task keeps it: add(x, x) is

@@ -133,8 +133,9 @@ TaskInvocation invoke_task_shape(const TaskShape& shape, int64_t n, rt::ConvAlgo
       if (count == 0) continue;
       const int64_t bfloat16 = static_cast<int64_t>(rt::StorageType::bfloat16);
       out.call(rt::Kernel::cast_from_float,
-               {out.tensor(TensorRole::weight, 0, first), out.tensor(TensorRole::weight, 0, shape.parameters * 4 + first * 2),
-                rt::Arg::of(count), rt::Arg::of(bfloat16), rt::Arg::of(int64_t{0}), rt::Arg::of_flag(false)});
+               {out.tensor(TensorRole::weight, 0, first),
+                out.tensor(TensorRole::weight, 0, shape.parameters * 4 + first * 2), rt::Arg::of(count),
+                rt::Arg::of(bfloat16), rt::Arg::of(int64_t{0}), rt::Arg::of_flag(false)});
     }
   } else {
     InvocationContext ctx;
