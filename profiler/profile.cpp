@@ -502,6 +502,7 @@ RecordedCostModel::RecordedCostModel(Profile profile, std::string file)
     for (const auto& [kind, series] : e.tasks) {
       const std::string key = kind == "update" ? e.signature : e.signature + " " + kind;
       by_task_signature_[key] = &series;
+      if (kind == "update" && key.find(" copies=") != std::string::npos) update_with_copies_ = &series;
     }
 }
 
@@ -519,11 +520,9 @@ const RecordedCostModel::Series& RecordedCostModel::series(const Tdfg& tdfg, Tas
   // A 16-bit model's update where the plan makes its weight copies where
   // they are used remakes none: served from the model's update, which
   // remakes them (the profile has one update; a little over the time).
-  if (it == by_task_signature_.end() && shape.kind == TaskKind::update && shape.copied_parameters == 0) {
-    const std::string prefix = task_signature(shape) + " copies=";
-    for (auto u = by_task_signature_.begin(); u != by_task_signature_.end(); ++u)
-      if (u->first.rfind(prefix, 0) == 0) it = u;
-  }
+  if (it == by_task_signature_.end() && shape.kind == TaskKind::update && shape.copied_parameters == 0 &&
+      update_with_copies_ != nullptr)
+    return *update_with_copies_;
   MPLAN_CHECK(it != by_task_signature_.end(),
               "recorded cost model asked about a task its profile does not cover: " + tdfg.tasks.at(t).name + " ('" +
                   task_signature(shape) + "')");

@@ -131,6 +131,9 @@ class RecordedCostModel final : public CostModel {
   Profile profile_;
   std::string file_;
   std::map<std::string, const Series*> by_task_signature_;
+  // The update that remakes 16-bit weight copies, where the profile has one:
+  // it serves the update of a plan that makes its copies where used.
+  const Series* update_with_copies_ = nullptr;
   TaskKeyCache keys_;
 };
 
