@@ -39,7 +39,7 @@ struct CompileFlags {
   bool no_memory_saving_variants = false;
   std::string batchnorm = "prefer-one";  // planner/planner.h BatchnormRounds
   bool batchnorm_given = false;
-  std::string workspace = "undivided";  // planner/workspace_mode.h
+  std::string workspace = "auto";  // planner/workspace_mode.h
   bool workspace_given = false;
   std::string dump_lp;          // the WD problem in CPLEX LP format (wd modes)
   std::string precision;        // "": the model's; fp32, tf32, bf16 or fp16 (ops/precision.h)

@@ -2,7 +2,11 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
+#include <utility>
 
+#include "planner/microbatch/batch_size_policy.h"
+#include "planner/plan.h"
 #include "planner/sub_batch.h"
 #include "tdfg/bounds.h"
 
@@ -24,18 +28,64 @@ struct RoundTasks {
   std::vector<double> rerun_ms;
 };
 
-RoundTasks round_tasks(const Tdfg& tdfg, const CostModel& cost, int64_t arena_bytes, int64_t samples) {
+// The options of a task with algorithms at the micro-batch sizes a plan may
+// split it into (mu-cuDNN's powerOfTwo, planner/sim/dynamic_options.h), per
+// (task, size), read once for every round size.
+class MicroOptions {
+ public:
+  MicroOptions(const Tdfg& tdfg, const CostModel& cost) : tdfg_(tdfg), cost_(cost) {}
+  const std::vector<TaskOption>& at(TaskId t, int64_t m) {
+    auto it = options_.find({t, m});
+    if (it == options_.end()) it = options_.emplace(std::make_pair(t, m), cost_.options(tdfg_, t, m)).first;
+    return it->second;
+  }
+
+ private:
+  const Tdfg& tdfg_;
+  const CostModel& cost_;
+  std::map<std::pair<TaskId, int64_t>, std::vector<TaskOption>> options_;
+};
+
+// The least time task t takes on `samples` with a workspace of at most
+// `workspace_limit` bytes (aligned), undivided or as micro-batches of powerOfTwo
+// sizes (the dynamic workspace mode): no split of the samples into
+// micro-batches of sizes m_i takes less than the least time per sample of
+// any size times the samples (a relaxation of mu-cuDNN's WR programme,
+// §III-B); infinity when nothing fits. `lean` gets the least workspace of
+// any option or micro-batch.
+double least_task_ms(const Tdfg& tdfg, const CostModel& cost, MicroOptions& micro, TaskId t, int64_t samples,
+                     int64_t workspace_limit, int64_t* lean) {
+  const auto fits = [&](int64_t workspace) { return (workspace > 0 ? align_up(workspace) : 0) <= workspace_limit; };
+  double best = kInfinity;
+  int64_t least = std::numeric_limits<int64_t>::max();
+  for (const TaskOption& o : cost.options(tdfg, t, samples)) {
+    least = std::min(least, o.workspace_bytes);
+    if (fits(o.workspace_bytes)) best = std::min(best, o.time_ms);
+  }
+  if (tdfg.tasks[t].has_algorithms && samples > 1 && t != tdfg.update_task) {
+    double per_sample = kInfinity;
+    for (int64_t m : microbatch::micro_batch_sizes(microbatch::BatchSizePolicy::power_of_two, samples)) {
+      if (m >= samples) continue;
+      for (const TaskOption& o : micro.at(t, m)) {
+        least = std::min(least, o.workspace_bytes);
+        if (fits(o.workspace_bytes)) per_sample = std::min(per_sample, o.time_ms / static_cast<double>(m));
+      }
+    }
+    if (per_sample < kInfinity) best = std::min(best, per_sample * static_cast<double>(samples));
+  }
+  if (lean != nullptr) *lean = least;
+  return best;
+}
+
+RoundTasks round_tasks(const Tdfg& tdfg, const CostModel& cost, MicroOptions& micro, int64_t arena_bytes,
+                       int64_t samples) {
   RoundTasks out;
   out.lean_workspace.assign(tdfg.tasks.size(), 0);
   out.task_ms.assign(tdfg.tasks.size(), 0.0);
   for (TaskId t = 0; t < static_cast<TaskId>(tdfg.tasks.size()); ++t) {
-    double best = kInfinity;
-    int64_t least = std::numeric_limits<int64_t>::max();
-    for (const TaskOption& o : cost.options(tdfg, t, samples)) {
-      least = std::min(least, o.workspace_bytes);
-      if (task_arena_bytes(tdfg, t, samples, o.workspace_bytes) <= arena_bytes) best = std::min(best, o.time_ms);
-    }
-    out.lean_workspace[t] = least;
+    // The workspace that fits the arena beside the task's own blocks.
+    const int64_t limit = arena_bytes - task_arena_bytes(tdfg, t, samples, 0);
+    const double best = least_task_ms(tdfg, cost, micro, t, samples, limit, &out.lean_workspace[t]);
     if (t == tdfg.update_task) continue;
     out.task_ms[t] = best;
     out.ms += best;
@@ -46,7 +96,9 @@ RoundTasks round_tasks(const Tdfg& tdfg, const CostModel& cost, int64_t arena_by
     if (block.resident || block.writers.empty()) continue;
     double ms = 0;
     for (TaskId w : block.writers)
-      ms += tdfg.tasks[w].kind == TaskKind::FP ? fastest_option(cost, tdfg, w, samples).time_ms : kInfinity;
+      ms += tdfg.tasks[w].kind == TaskKind::FP
+                ? least_task_ms(tdfg, cost, micro, w, samples, std::numeric_limits<int64_t>::max(), nullptr)
+                : kInfinity;
     out.rerun_ms[b] = ms;
   }
   return out;
@@ -211,8 +263,9 @@ IterationLowerBound iteration_lower_bound(const Tdfg& tdfg, const CostModel& cos
   // Per round size (every size: what fits need not be monotone in the
   // samples, as a fast option's workspace is not).
   std::vector<double> compute(static_cast<size_t>(batch) + 1, kInfinity), memory = compute;
+  MicroOptions micro(tdfg, cost);
   for (int64_t s = least_round; s <= batch; ++s) {
-    const RoundTasks round = round_tasks(tdfg, cost, arena_bytes, s);
+    const RoundTasks round = round_tasks(tdfg, cost, micro, arena_bytes, s);
     compute[s] = round.ms;
     if (compute[s] < kInfinity) memory[s] = round_with_memory_ms(tdfg, cost, arena_bytes, s, round);
   }

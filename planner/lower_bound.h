@@ -2,9 +2,12 @@
 // A proven lower bound on the iteration time of any plan at a budget, within
 // the cost model: the compute stream runs every task once per round (and
 // recomputations on top), one at a time, each with an option whose
-// workspace and blocks fit the arena beside it (undivided workspace mode);
-// so no plan is faster than the best split of the batch into rounds that
-// fit, each task at its fastest fitting option, nothing waiting. It also
+// workspace and blocks fit the arena beside it, or (a convolution in the
+// workspace modes that micro-batch it, mu-cuDNN §III) as micro-batches of
+// powerOfTwo sizes that each fit, which take at least the least time per
+// sample of any such option times the samples; so no plan is faster than
+// the best split of the batch into rounds that fit, each task at its
+// fastest fitting option, nothing waiting. It also
 // counts memory: at each round's fullest moment what does not fit must be
 // away, copied out and back or computed again, and the round takes at least
 // the cheaper mix of the two (docs/planner.md, "The lower bound").

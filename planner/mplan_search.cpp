@@ -83,6 +83,10 @@ class SchedulerSearch {
   // Simulates every candidate size of `which` with every pool and its levers.
   enum class Sizes { all, whole_batch, split };
   void search_sizes(Search& search, Sizes which);
+  // search_sizes; in the auto workspace mode, where a convolution's fastest
+  // workspace does not fit or the best plan ran a task slower than its
+  // fastest option, again with micro-batched convolutions.
+  void search_workspaces(Search& search, Sizes which);
   // One candidate: every lever on first; where that plan could improve, the
   // variants (planner/plan_search.h).
   void search_candidate(Search& search, Candidate c, int64_t large_block_bytes);
@@ -102,6 +106,7 @@ class SchedulerSearch {
   MinimumBudget min_;
   int64_t least_round_ = 1;
   bool wd_ = false;
+  bool dynamic_pass_ = false;  // auto: the candidates offer micro-batched convolutions
   ModnnRules base_;
   std::optional<Error> first_error_;
   std::map<std::vector<int64_t>, WdProblem> wd_problems_;
@@ -219,8 +224,9 @@ std::optional<Candidate> SchedulerSearch::candidate(int64_t b, int64_t pool) {
   c.rounds = rounds_for(batch_, b, least_round_);
   if (c.rounds.empty()) return std::nullopt;
   c.pool_bytes = pool;
-  c.dynamic = opt_.workspace == WorkspaceUse::dynamic;
-  c.label = fmt::format("sub-batch {}", c.rounds.front()) + (pool > 0 ? ", pool " + format_bytes(pool) : "");
+  c.dynamic = opt_.workspace == WorkspaceUse::dynamic || dynamic_pass_;
+  c.label = fmt::format("sub-batch {}", c.rounds.front()) + (pool > 0 ? ", pool " + format_bytes(pool) : "") +
+            (dynamic_pass_ ? ", micro-batched convolutions" : "");
   if (opt_.workspace != WorkspaceUse::wr && !wd_) return c;
   // wr: the per-kernel limit; wd: the pool is every kernel's limit (one compute stream).
   const int64_t limit = opt_.workspace == WorkspaceUse::wr ? opt_.workspace_bytes : pool;
@@ -420,6 +426,36 @@ void SchedulerSearch::search_sizes(Search& search, Sizes which) {
   refine_blocks(search);
 }
 
+// The auto workspace mode: a convolution whose fast algorithms need more
+// workspace than the arena has beside its blocks may run as micro-batches
+// that each fit (mu-cuDNN §III-C1). Micro-batched tasks are not recomputed
+// (IterationSim::algorithms_recomputable), so the undivided plans come
+// first, and the micro-batched ones are searched where some convolution's
+// fastest option does not fit the arena beside its blocks at the stage's
+// largest round, or the best plan ran a task slower than its fastest
+// option. VGG-16, batch 256, H200 profile, at 0.65 of its memory: the fast
+// algorithms of BP2(stage1.1.conv) need 14 GiB of workspace; undivided, the
+// best plan takes two rounds (327.3 ms), micro-batched one (318.3 ms).
+// (Micro-batching only the backward convolutions, so that the forward ones
+// stay recomputable, was tried: no VGG-16 plan from 0.65 to 0.25 got
+// faster, and the one at 0.4 got 0.1% slower.)
+void SchedulerSearch::search_workspaces(Search& search, Sizes which) {
+  search_sizes(search, which);
+  if (published_ || opt_.workspace != WorkspaceUse::automatic || !search.have()) return;
+  const int64_t largest =
+      which == Sizes::whole_batch ? batch_ : std::min(batch_, largest_feasible_sub_batch(tdfg_, cost_, arena_, batch_));
+  bool short_of_workspace = search.best().slower_options_ms > 0;
+  for (TaskId t = 0; t < static_cast<TaskId>(tdfg_.tasks.size()) && !short_of_workspace && largest > 1; ++t) {
+    if (!tdfg_.tasks[t].has_algorithms) continue;
+    const int64_t fastest = fastest_option(cost_, tdfg_, t, largest).workspace_bytes;
+    short_of_workspace = task_arena_bytes(tdfg_, t, largest, fastest) > arena_;
+  }
+  if (!short_of_workspace) return;
+  dynamic_pass_ = true;
+  search_sizes(search, which);
+  dynamic_pass_ = false;
+}
+
 // The blocks a refinement may decide: made by forward tasks, read again in
 // the backward pass, largest first (the most room per simulation), at least
 // 1/kRefinedBlockDivisor of the arena, at most kRefinedBlocks of them.
@@ -506,17 +542,17 @@ PlanResult SchedulerSearch::run() {
                                 opt_.batchnorm_rounds != PlanOptions::BatchnormRounds::any;
   if (batchnorm_rounds) {
     // Batch normalisation: one round (full-batch statistics) first.
-    search_sizes(search, Sizes::whole_batch);
+    search_workspaces(search, Sizes::whole_batch);
     if (!search.have()) {
       batchnorm_note = "batchnorm: no plan of one round fits, so the statistics are per sub-batch";
-      search_sizes(search, Sizes::split);
+      search_workspaces(search, Sizes::split);
     } else if (opt_.batchnorm_rounds == PlanOptions::BatchnormRounds::prefer_one &&
                !needed_no_levers(search.best())) {
       // Split only where that is more than the tolerance faster.
       const double one_ms = search.best().plan.summary.simulated_ms;
       Search split(tdfg_, cost_, arena_, copy_engines_, opt_.screen_sub_batches);
       split.set_bound_ms(one_ms / (1 + opt_.batchnorm_tolerance));
-      search_sizes(split, Sizes::split);
+      search_workspaces(split, Sizes::split);
       if (split.have()) {
         batchnorm_note = fmt::format(
             "batchnorm: one round would take {:.1f} ms ({:+.0f}%), more than {:.0f}% slower, so the statistics are "
@@ -530,7 +566,7 @@ PlanResult SchedulerSearch::run() {
       }
     }
   } else {
-    search_sizes(search, Sizes::all);
+    search_workspaces(search, Sizes::all);
   }
   if (!search.have()) {
     if (first_error_) return infeasible(first_error_->message);

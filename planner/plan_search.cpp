@@ -52,15 +52,18 @@ bool better_plan(const PlanResult& a, const PlanResult& b) {
   return a.recomputed_tasks < b.recomputed_tasks;
 }
 
-double Search::lower_bound_ms(const std::vector<int64_t>& rounds) {
+double Search::lower_bound_ms(const std::vector<int64_t>& rounds, bool dynamic) {
   double ms = 0;
   for (int64_t b : rounds) {
-    auto it = round_ms_.find(b);
+    auto it = round_ms_.find({b, dynamic});
     if (it == round_ms_.end()) {
       double round = 0;
-      for (TaskId t = 0; t < static_cast<TaskId>(tdfg_.tasks.size()); ++t)
-        if (t != tdfg_.update_task) round += fastest_option(cost_, tdfg_, t, b).time_ms;
-      it = round_ms_.emplace(b, round).first;
+      for (TaskId t = 0; t < static_cast<TaskId>(tdfg_.tasks.size()); ++t) {
+        if (t == tdfg_.update_task) continue;
+        round += dynamic ? dynamic_options_.at(tdfg_, cost_, t, b).options.front().time_ms
+                         : fastest_option(cost_, tdfg_, t, b).time_ms;
+      }
+      it = round_ms_.emplace(std::make_pair(b, dynamic), round).first;
     }
     ms += it->second;
   }
@@ -70,7 +73,7 @@ double Search::lower_bound_ms(const std::vector<int64_t>& rounds) {
 const PlanResult& Search::consider(const Candidate& c) {
   double bound = bound_ms_;
   if (have_ && (bound == 0 || best_.plan.summary.simulated_ms < bound)) bound = best_.plan.summary.simulated_ms;
-  if (screen_ && bound > 0 && lower_bound_ms(c.rounds) > bound) {
+  if (screen_ && bound > 0 && lower_bound_ms(c.rounds, c.dynamic) > bound) {
     // No plan of these rounds can beat the bound: not simulated.
     last_ = infeasible("slower than the best plan so far even at its fastest");
     last_.abandoned = true;
@@ -84,6 +87,7 @@ const PlanResult& Search::consider(const Candidate& c) {
   o.workspace_pool_bytes = c.pool_bytes;
   o.fixed_configurations = c.fixed;
   o.micro_batch_dynamic = c.dynamic;
+  o.dynamic_options = &dynamic_options_;
   // A plan as fast as the best (to better_plan's tolerance) may still win on its copies.
   o.abandon_after_ms = screen_ ? bound * (1 + 1e-9) : 0;
   std::unique_ptr<Decider> decider = c.decider();

@@ -79,8 +79,10 @@ struct PlanOptions {
   enum class BatchnormRounds { prefer_one, one, any };
   BatchnormRounds batchnorm_rounds = BatchnormRounds::prefer_one;
   double batchnorm_tolerance = 0.10;
-  // Workspace use of conv tasks (planner/workspace_mode.h): undivided (one
-  // cuDNN call per task and round); dynamic: each conv task also chooses
+  // Workspace use of conv tasks (planner/workspace_mode.h): automatic (the
+  // default): undivided, then dynamic too where the best undivided plan ran
+  // a task slower than its fastest option; undivided (one cuDNN call per
+  // task and round); dynamic: each conv task also chooses
   // among its desirable micro-batch configurations (mu-cuDNN §III-C1,
   // powerOfTwo sizes) by the gain of Eq. 5; wr: the WR optimum under the
   // per-kernel limit workspace_bytes (§III-B); wd: a pool of workspace_bytes
@@ -93,7 +95,7 @@ struct PlanOptions {
   int32_t vdnn_swap_stride = 1;
   int32_t vdnn_swap_offset = 0;
   using Workspace = WorkspaceUse;
-  Workspace workspace = Workspace::undivided;
+  Workspace workspace = Workspace::automatic;
   int64_t workspace_bytes = 0;  // wr: per-kernel limit; wd: the pool
 };
 

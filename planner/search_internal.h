@@ -8,12 +8,14 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/error.h"
 #include "planner/deciders/deciders.h"
 #include "planner/plan_search.h"
 #include "planner/sim/decider.h"
+#include "planner/sim/dynamic_options.h"
 #include "planner/sim/iteration_sim.h"
 
 namespace mplan::search {
@@ -58,9 +60,10 @@ class Search {
   // Plans slower than this are abandoned (and never kept) from now on.
   void set_bound_ms(double ms) { bound_ms_ = ms; }
 
-  // The candidate's lower bound: every task at its fastest option, nothing
-  // waiting (the time no plan of these rounds can beat).
-  double lower_bound_ms(const std::vector<int64_t>& rounds);
+  // The candidate's lower bound: every task at its fastest option (dynamic:
+  // micro-batched ones too), nothing waiting (the time no plan of these
+  // rounds can beat).
+  double lower_bound_ms(const std::vector<int64_t>& rounds, bool dynamic);
 
   bool have() const { return have_; }
   PlanResult& best() { return best_; }
@@ -80,7 +83,8 @@ class Search {
   Candidate best_candidate_;
   std::string first_failure_;
   int32_t simulations_ = 0;
-  std::map<int64_t, double> round_ms_;  // sub-batch -> its round's tasks at their fastest
+  std::map<std::pair<int64_t, bool>, double> round_ms_;  // (sub-batch, dynamic) -> its tasks at their fastest
+  DynamicOptionCache dynamic_options_;                   // for every dynamic candidate it simulates
 };
 
 // The finished result of `search`'s best plan, header filled.

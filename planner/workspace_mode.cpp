@@ -25,13 +25,14 @@ microbatch::BenchmarkTable table_at(const Tdfg& tdfg, const CostModel& cost, Tas
 }  // namespace
 
 Result<WorkspaceMode> parse_workspace_mode(const std::string& text) {
+  if (text == "auto") return WorkspaceMode{WorkspaceUse::automatic, 0};
   if (text == "undivided") return WorkspaceMode{WorkspaceUse::undivided, 0};
   if (text == "dynamic") return WorkspaceMode{WorkspaceUse::dynamic, 0};
   if (text == "wd:auto") return WorkspaceMode{WorkspaceUse::wd_auto, 0};
   const bool wr = text.rfind("wr:", 0) == 0;
   const bool wd = text.rfind("wd:", 0) == 0;
   if (!wr && !wd) {
-    return flag_error(text, "expected undivided, dynamic, wr:LIMIT (e.g. wr:64MiB), wd:TOTAL (e.g. wd:1GiB) "
+    return flag_error(text, "expected auto, undivided, dynamic, wr:LIMIT (e.g. wr:64MiB), wd:TOTAL (e.g. wd:1GiB) "
                             "or wd:auto");
   }
   Result<int64_t> bytes = parse_bytes(text.substr(3));
@@ -42,6 +43,7 @@ Result<WorkspaceMode> parse_workspace_mode(const std::string& text) {
 
 std::string workspace_mode_name(const WorkspaceMode& mode) {
   switch (mode.use) {
+    case WorkspaceUse::automatic: return "auto";
     case WorkspaceUse::undivided: return "undivided";
     case WorkspaceUse::dynamic: return "dynamic";
     case WorkspaceUse::wr: return "wr:" + format_bytes(mode.bytes);

@@ -2,6 +2,8 @@
 // How conv tasks use workspace (the planner's `--workspace` option), after
 // mu-cuDNN (mu-cuDNN §III):
 //
+//   auto        the default: undivided, then dynamic as well where the best
+//               undivided plan ran a task slower than its fastest option
 //   undivided   one cuDNN call per task and round; moDNN Eq. 5 picks the algorithm
 //   dynamic     Eq. 5 picks among each task's desirable micro-batch
 //               configurations (§III-C1) as well
@@ -38,18 +40,18 @@
 
 namespace mplan {
 
-enum class WorkspaceUse { undivided, dynamic, wr, wd, wd_auto };
+enum class WorkspaceUse { automatic, undivided, dynamic, wr, wd, wd_auto };
 
 struct WorkspaceMode {
-  WorkspaceUse use = WorkspaceUse::undivided;
+  WorkspaceUse use = WorkspaceUse::automatic;
   int64_t bytes = 0;  // wr: the per-kernel limit; wd: the pool; else 0
 };
 
-// Parses "undivided", "dynamic", "wr:64MiB", "wd:1GiB", "wd:auto". Errors name
+// Parses "auto", "undivided", "dynamic", "wr:64MiB", "wd:1GiB", "wd:auto". Errors name
 // the flag and the text: "--workspace 'wd:abc': expected a size like 512MiB".
 Result<WorkspaceMode> parse_workspace_mode(const std::string& text);
 
-// "undivided", "dynamic", "wr:64.0 MiB", "wd:1.00 GiB", "wd:auto".
+// "auto", "undivided", "dynamic", "wr:64.0 MiB", "wd:1.00 GiB", "wd:auto".
 std::string workspace_mode_name(const WorkspaceMode& mode);
 
 // The fixed configuration of each conv kernel: (task, sub-batch) -> configuration.

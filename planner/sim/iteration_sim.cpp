@@ -7,10 +7,9 @@
 #include <tuple>
 
 #include "core/bytes.h"
-#include "planner/microbatch/benchmark_table.h"
 #include "planner/prefetch_pruning.h"
-#include "planner/microbatch/desirable_set.h"
 #include "planner/sim/decider.h"
+#include "planner/sim/dynamic_options.h"
 
 namespace mplan {
 namespace {
@@ -155,29 +154,12 @@ const std::vector<TaskOption>& IterationSim::options_of(TaskId t, int32_t r) {
         micro[0].push_back(MicroBatch{m.micro_batch, m.algorithm, m.time_ms, m.workspace_bytes});
     }
   } else if (opt_.micro_batch_dynamic && tdfg_.tasks[t].has_algorithms && b > 1) {
-    // mu-cuDNN §III-C1: the desirable set (Pareto front in time and
-    // workspace) of the task's configurations; the undivided ones stay.
-    using namespace microbatch;
-    BenchmarkTable table =
-        table_from_cost_model(cost_, tdfg_, t, micro_batch_sizes(BatchSizePolicy::power_of_two, b));
-    for (const Configuration& c : desirable_configurations(table, b, BatchSizePolicy::power_of_two)) {
-      if (c.micro_batch_count() < 2) continue;
-      o.push_back(TaskOption{c.micro.front().algorithm, c.time_ms(), c.workspace_bytes()});
-      std::vector<MicroBatch> list;
-      for (const MicroConfiguration& m : c.micro)
-        list.push_back(MicroBatch{m.micro_batch, m.algorithm, m.time_ms, m.workspace_bytes});
-      micro.push_back(std::move(list));
-    }
-    // Fastest first, ties: less workspace, undivided first.
-    std::vector<size_t> idx(o.size());
-    for (size_t i = 0; i < idx.size(); ++i) idx[i] = i;
-    std::stable_sort(idx.begin(), idx.end(), [&](size_t a, size_t c) {
-      return std::make_tuple(o[a].time_ms, o[a].workspace_bytes) < std::make_tuple(o[c].time_ms, o[c].workspace_bytes);
-    });
-    for (size_t i : idx) {
-      set.options.push_back(o[i]);
-      set.micro.push_back(micro[i]);
-    }
+    // mu-cuDNN §III-C1 (planner/sim/dynamic_options.h): the search's shared
+    // sets, or this iteration's own.
+    TaskOptionSet dynamic = opt_.dynamic_options != nullptr ? opt_.dynamic_options->at(tdfg_, cost_, t, b)
+                                                            : dynamic_option_set(tdfg_, cost_, t, b);
+    set.options = std::move(dynamic.options);
+    set.micro = std::move(dynamic.micro);
     return cache.emplace(b, std::move(set)).first->second.options;
   }
   set.options = std::move(o);

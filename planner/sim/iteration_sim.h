@@ -45,6 +45,7 @@
 namespace mplan {
 
 class Decider;
+class DynamicOptionCache;
 
 struct SimOptions {
   std::vector<int64_t> sub_batches;  // samples per round, e.g. {48, 48, 32}
@@ -63,6 +64,9 @@ struct SimOptions {
   // mu-cuDNN "dynamic" (§III-C1): conv tasks also offer their desirable
   // micro-batch configurations (powerOfTwo sizes) as options.
   bool micro_batch_dynamic = false;
+  // Those options computed once for every simulation of a search; null:
+  // each simulation computes its own (planner/sim/dynamic_options.h).
+  DynamicOptionCache* dynamic_options = nullptr;
   // > 0: give up as soon as the compute stream passes this time (the plan
   // could only end later); the plan search drops candidates early this way.
   double abandon_after_ms = 0;
@@ -227,6 +231,7 @@ class IterationSim {
 
  private:
   friend class Decider;
+class DynamicOptionCache;
   void start_round(int32_t r);
   void run_task(int32_t r, int32_t k);
   bool try_task(int32_t r, int32_t k, size_t* option, std::optional<Reservation>* workspace);

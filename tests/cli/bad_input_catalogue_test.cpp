@@ -318,7 +318,7 @@ std::vector<Case> catalogue() {
        "--sub-batch is an option of the planner", "@out"});
   add({"compile_policy_ideal_too_small", {}, {"compile", "@good.yaml", "--budget", "20KiB", "--policy", "ideal", "-o", "@out"},
        3, "--policy ideal", "@out"});
-  add({"compile_workspace_unknown", {}, compile_with({"--workspace", "huge"}), 2, "--workspace 'huge': expected undivided", "@out"});
+  add({"compile_workspace_unknown", {}, compile_with({"--workspace", "huge"}), 2, "--workspace 'huge': expected auto, undivided", "@out"});
   add({"compile_workspace_wd_size", {}, compile_with({"--workspace", "wd:lots"}), 2, "expected a size like 512MiB", "@out"});
   add({"compile_dump_lp_without_wd", {}, compile_with({"--dump-lp", "@w.lp"}), 2,
        "--dump-lp needs a WD workspace mode", "@out"});

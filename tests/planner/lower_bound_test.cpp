@@ -1,8 +1,11 @@
 // The iteration lower bound (planner/lower_bound.h):
 // - on every_op and every_vision_op (batch 8), it equals the least time over
 //   every partition of the batch into rounds, enumerated here, each round's
-//   tasks at their fastest option that fits the arena (computed here from
-//   the cost model's options), plus the update;
+//   tasks at their fastest option that fits the arena, undivided or as
+//   micro-batches of powers of two at their least time per sample (computed
+//   here from the cost model's options), plus the update;
+// - it is below the plans with micro-batched convolutions that beat every
+//   undivided plan (the default workspace mode makes them);
 // - on tiny graphs it is never above the time of any feasible plan: every
 //   policy, and mplan's search at every sub-batch, at budgets from 1.01x the
 //   least one upward;
@@ -21,6 +24,7 @@
 #include "planner/lower_bound.h"
 #include "planner/planner.h"
 #include "planner/sub_batch.h"
+#include "planner_test_util.h"
 #include "profiler/analytic_model.h"
 #include "profiler/device.h"
 #include "profiler/profile.h"
@@ -50,14 +54,21 @@ AnalyticCostModel k40() {
 }
 
 // A round of s samples, by the definition: every task but the update at its
-// fastest option whose workspace fits the arena with the task's blocks.
-double round_by_hand(const Tdfg& tdfg, const CostModel& cost, int64_t arena, int64_t s) {
+// fastest option whose workspace fits the arena with the task's blocks, or,
+// for a convolution, micro-batches of a power of two below s (mu-cuDNN's
+// powerOfTwo) that fit, at the least time per sample of any, times s.
+// `micro` false: undivided options only.
+double round_by_hand(const Tdfg& tdfg, const CostModel& cost, int64_t arena, int64_t s, bool micro = true) {
   double ms = 0;
   for (TaskId t = 0; t < static_cast<TaskId>(tdfg.tasks.size()); ++t) {
     if (t == tdfg.update_task) continue;
     double best = std::numeric_limits<double>::infinity();
     for (const TaskOption& o : cost.options(tdfg, t, s))
       if (task_arena_bytes(tdfg, t, s, o.workspace_bytes) <= arena) best = std::min(best, o.time_ms);
+    for (int64_t m = 1; micro && tdfg.tasks[t].has_algorithms && m < s; m *= 2)
+      for (const TaskOption& o : cost.options(tdfg, t, m))
+        if (task_arena_bytes(tdfg, t, s, o.workspace_bytes) <= arena)
+          best = std::min(best, o.time_ms / static_cast<double>(m) * static_cast<double>(s));
     ms += best;
   }
   return ms;
@@ -198,6 +209,49 @@ TEST(LowerBound, NoPlanIsFasterOnTheH200Profiles) {
   }
 }
 
+// Table-built: on the fake cost model a convolution's fastest algorithm
+// needs four times its input in workspace, and a launch makes small
+// micro-batches slower per sample. One byte short of the largest task's
+// fastest option at the whole batch, one round, micro-batches beat every
+// undivided plan: the one-round bound is the round by hand with
+// micro-batches, below the plan and below the round without them. One byte
+// short of that task's fastest option at half the batch, the bound takes
+// the micro-batches that fit, not the half that does not.
+TEST(LowerBound, IsBelowPlansWithMicroBatchedConvolutions) {
+  const Loaded l = load("cifar_small");
+  testing::FakeCost cost;
+  const int64_t batch = l.model.batch;
+  const double update = fastest_option(cost, l.tdfg, l.tdfg.update_task, batch).time_ms;
+  TaskId largest = 0;
+  for (TaskId t = 0; t < static_cast<TaskId>(l.tdfg.tasks.size()); ++t)
+    if (task_arena_bytes(l.tdfg, t, batch, fastest_option(cost, l.tdfg, t, batch).workspace_bytes) >
+        task_arena_bytes(l.tdfg, largest, batch, fastest_option(cost, l.tdfg, largest, batch).workspace_bytes))
+      largest = t;
+  ASSERT_TRUE(l.tdfg.tasks[largest].has_algorithms);
+  const int64_t short_of_whole =
+      task_arena_bytes(l.tdfg, largest, batch, fastest_option(cost, l.tdfg, largest, batch).workspace_bytes) - 1;
+  const int64_t short_of_half =
+      task_arena_bytes(l.tdfg, largest, batch, fastest_option(cost, l.tdfg, largest, batch / 2).workspace_bytes) - 1;
+  for (int64_t arena : {short_of_whole, short_of_half}) {
+    SCOPED_TRACE("arena " + std::to_string(arena));
+    const IterationLowerBound bound = iteration_lower_bound(l.tdfg, cost, arena, batch, /*least_round=*/batch);
+    ASSERT_TRUE(bound.found);
+    EXPECT_NEAR(bound.compute_ms, round_by_hand(l.tdfg, cost, arena, batch) + update, 1e-9 * bound.compute_ms);
+    EXPECT_LT(bound.compute_ms, round_by_hand(l.tdfg, cost, arena, batch, /*micro=*/false) + update);
+  }
+  PlanOptions o;
+  o.budget_bytes = resident_region_bytes(l.tdfg) + short_of_whole;
+  o.batchnorm_rounds = PlanOptions::BatchnormRounds::one;
+  const PlanResult micro = plan_iteration(l.tdfg, cost, o);
+  ASSERT_TRUE(micro.feasible) << micro.note;
+  ASSERT_TRUE(std::any_of(micro.plan.choices.begin(), micro.plan.choices.end(),
+                          [](const TaskChoice& c) { return !c.micro_batches.empty(); }));
+  const IterationLowerBound bound =
+      iteration_lower_bound(l.tdfg, cost, micro.plan.arena_bytes, batch, least_batchnorm_round(l.tdfg));
+  ASSERT_TRUE(bound.found);
+  EXPECT_GE(micro.plan.summary.simulated_ms, bound.ms);
+}
+
 TEST(LowerBound, NoPlanIsFasterOnTinyGraphs) {
   const AnalyticCostModel cost = k40();
   int plans = 0;
@@ -222,6 +276,9 @@ TEST(LowerBound, NoPlanIsFasterOnTinyGraphs) {
         check(plan_iteration(l.tdfg, cost, o), policy_name(policy));
       }
       o.policy = PolicyKind::mplan;
+      o.workspace = WorkspaceUse::dynamic;
+      check(plan_iteration(l.tdfg, cost, o), "mplan, micro-batched convolutions");
+      o.workspace = WorkspaceUse::automatic;
       for (int64_t b = 1; b <= l.model.batch; b += (l.model.batch > 8 ? 3 : 1)) {
         o.sub_batch = b;
         check(plan_iteration(l.tdfg, cost, o), "mplan at sub-batch " + std::to_string(b));

@@ -3,11 +3,13 @@
 // micro-batches add up to each round's sub-batch; wr respects its per-kernel
 // limit and takes the WR optimum, wd keeps every workspace inside its pool
 // (and the pool free of blocks) and divides it by the ILP; wd:auto is at
-// least as fast as the pools it tries; bad specs and pools give clear errors.
+// least as fast as the pools it tries; auto micro-batches a convolution only
+// where a fast workspace does not fit; bad specs and pools give clear errors.
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cctype>
 #include <filesystem>
 #include <fstream>
@@ -98,6 +100,10 @@ Result<Plan> plan_with(const Tdfg& tdfg, const CostModel& cost, int64_t budget, 
 }
 
 TEST(WorkspaceModes, ParsesEverySpelling) {
+  EXPECT_EQ(parse_workspace_mode("auto")->use, WorkspaceUse::automatic);
+  EXPECT_EQ(workspace_mode_name(*parse_workspace_mode("auto")), "auto");
+  EXPECT_EQ(WorkspaceMode{}.use, WorkspaceUse::automatic);
+  EXPECT_EQ(PlanOptions{}.workspace, WorkspaceUse::automatic);
   EXPECT_EQ(parse_workspace_mode("undivided")->use, WorkspaceUse::undivided);
   EXPECT_EQ(parse_workspace_mode("dynamic")->use, WorkspaceUse::dynamic);
   EXPECT_EQ(parse_workspace_mode("wd:auto")->use, WorkspaceUse::wd_auto);
@@ -144,7 +150,7 @@ TEST_P(ModesOnCifar, GivesVerifiedPlans) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Every, ModesOnCifar,
-                         ::testing::Values("undivided", "dynamic", "wr:0", "wr:256KiB", "wr:8MiB", "wr:1GiB",
+                         ::testing::Values("auto", "undivided", "dynamic", "wr:0", "wr:256KiB", "wr:8MiB", "wr:1GiB",
                                            "wd:0", "wd:128KiB", "wd:512KiB", "wd:auto"),
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            std::string name;
@@ -307,6 +313,56 @@ TEST(WorkspaceModes, PoolsThatCannotWorkGiveClearErrors) {
   ASSERT_TRUE(enough.ok()) << enough.error().to_string();
   expect_valid(l.tdfg, *enough);
   expect_inside_pool(l.tdfg, *enough, kernels * kMiB);
+}
+
+// The auto mode (the default), table-built: on the fake cost model a
+// convolution's fastest algorithm needs four times its input in workspace,
+// and run as two micro-batches it is barely slower. In an arena one byte
+// short of the largest task's fastest option at the whole batch, one round,
+// the micro-batched plan beats every undivided one, and auto finds it; where
+// every workspace fits, auto searches nothing more than undivided does.
+PlanOptions one_round(int64_t budget, WorkspaceUse use) {
+  PlanOptions o;
+  o.budget_bytes = budget;
+  o.workspace = use;
+  o.batchnorm_rounds = PlanOptions::BatchnormRounds::one;
+  return o;
+}
+
+TEST(WorkspaceModes, AutoMicroBatchesAConvolutionWhoseFastWorkspaceDoesNotFit) {
+  Loaded l = load("cifar_small");
+  testing::FakeCost cost;
+  const int64_t batch = l.model->batch;
+  const int64_t budget = resident_region_bytes(l.tdfg) + max_task_arena_bytes(l.tdfg, cost, batch, true) - 1;
+  const PlanResult undivided = plan_iteration(l.tdfg, cost, one_round(budget, WorkspaceUse::undivided));
+  const PlanResult automatic = plan_iteration(l.tdfg, cost, one_round(budget, WorkspaceUse::automatic));
+  ASSERT_TRUE(undivided.feasible) << undivided.note;
+  ASSERT_TRUE(automatic.feasible) << automatic.note;
+  expect_valid(l.tdfg, automatic.plan);
+  EXPECT_EQ(automatic.plan.sub_batches, std::vector<int64_t>{batch});
+  EXPECT_LT(automatic.plan.summary.simulated_ms, undivided.plan.summary.simulated_ms);
+  EXPECT_TRUE(std::any_of(automatic.plan.choices.begin(), automatic.plan.choices.end(),
+                          [](const TaskChoice& c) { return !c.micro_batches.empty(); }));
+  EXPECT_NE(automatic.note.find("micro-batched convolutions"), std::string::npos)
+      << automatic.note;
+  std::printf("cifar_small, fake costs, one round in %lld bytes: undivided %.3f ms, auto %.3f ms\n",
+              static_cast<long long>(budget), undivided.plan.summary.simulated_ms,
+              automatic.plan.summary.simulated_ms);
+}
+
+TEST(WorkspaceModes, AutoIsUndividedWhereEveryWorkspaceFits) {
+  Loaded l = load("cifar_small");
+  testing::FakeCost cost;
+  const int64_t batch = l.model->batch;
+  const int64_t budget = resident_region_bytes(l.tdfg) + 4 * max_task_arena_bytes(l.tdfg, cost, batch, true);
+  const PlanResult undivided = plan_iteration(l.tdfg, cost, one_round(budget, WorkspaceUse::undivided));
+  const PlanResult automatic = plan_iteration(l.tdfg, cost, one_round(budget, WorkspaceUse::automatic));
+  ASSERT_TRUE(undivided.feasible) << undivided.note;
+  ASSERT_TRUE(automatic.feasible) << automatic.note;
+  EXPECT_EQ(automatic.simulations, undivided.simulations);
+  EXPECT_EQ(automatic.plan.summary.simulated_ms, undivided.plan.summary.simulated_ms);
+  EXPECT_TRUE(std::none_of(automatic.plan.choices.begin(), automatic.plan.choices.end(),
+                           [](const TaskChoice& c) { return !c.micro_batches.empty(); }));
 }
 
 TEST(WorkspaceModes, DumpedLpNamesTheKernels) {
