@@ -314,10 +314,10 @@ int main(int argc, char** argv) {
                      ? "Dynamic micro-batching made no plan faster here (the sub-batch lever already lets every "
                        "conv run its fastest undivided algorithm at these budgets) and costs planner time: so "
                        "the default, `auto`, searches micro-batches only where a conv's fastest workspace does "
-                       "not fit or the undivided plan ran a slower option (docs/planner.md).\n"
+                       "not fit (docs/planner.md).\n"
                      : fmt::format("Dynamic micro-batching made {} of {} plans faster; the default, `auto`, "
-                                   "searches micro-batches where a conv's fastest workspace does not fit or the "
-                                   "undivided plan ran a slower option (docs/planner.md).\n",
+                                   "searches micro-batches where a conv's fastest workspace does not fit "
+                                   "(docs/planner.md).\n",
                                    dynamic_faster, dynamic_rows));
 
   // 5. Workspace modes (planner/workspace_mode.h).

@@ -195,8 +195,9 @@ void setup_compile(CLI::App& command) {
                      "published), vdnn-all-m, vdnn-all-p, vdnn-conv-m, vdnn-conv-p, vdnn-dyn, vdnn+, superneurons, "
                      "or ideal (only where it fits the budget)");
   auto* workspace = command.add_option("--workspace", o->workspace,
-                     "Conv workspace use (mu-cuDNN): auto (default: undivided, and dynamic too where a conv ran slower "
-                     "than its fastest algorithm for want of workspace); undivided (one call per conv); dynamic (each conv may run as "
+                     "Conv workspace use (mu-cuDNN): auto (default: undivided, and dynamic too where a conv's "
+                     "fastest algorithm needs more workspace than fits); undivided (one call per conv); dynamic "
+                     "(each conv may run as "
                      "micro-batches chosen by Eq. 5's gain); wr:LIMIT (WR optimum under a per-kernel limit, "
                      "e.g. wr:64MiB); wd:TOTAL (a pool of TOTAL bytes at the top of the arena, each kernel's fastest "
                      "configuration within it, e.g. wd:1GiB); wd:auto (the pool size that simulates fastest)");

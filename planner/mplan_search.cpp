@@ -84,8 +84,7 @@ class SchedulerSearch {
   enum class Sizes { all, whole_batch, split };
   void search_sizes(Search& search, Sizes which);
   // search_sizes; in the auto workspace mode, where a convolution's fastest
-  // workspace does not fit or the best plan ran a task slower than its
-  // fastest option, again with micro-batched convolutions.
+  // workspace does not fit, again with micro-batched convolutions.
   void search_workspaces(Search& search, Sizes which);
   // One candidate: every lever on first; where that plan could improve, the
   // variants (planner/plan_search.h).
@@ -432,8 +431,8 @@ void SchedulerSearch::search_sizes(Search& search, Sizes which) {
 // (IterationSim::algorithms_recomputable), so the undivided plans come
 // first, and the micro-batched ones are searched where some convolution's
 // fastest option does not fit the arena beside its blocks at the stage's
-// largest round, or the best plan ran a task slower than its fastest
-// option. VGG-16, batch 256, H200 profile, at 0.65 of its memory: the fast
+// largest round. (Also where the best plan ran a slower option: ResNet-1001
+// on the K40 at 4 GiB planned in twice the time, no faster.) VGG-16, batch 256, H200 profile, at 0.65 of its memory: the fast
 // algorithms of BP2(stage1.1.conv) need 14 GiB of workspace; undivided, the
 // best plan takes two rounds (327.3 ms), micro-batched one (318.3 ms).
 // (Micro-batching only the backward convolutions, so that the forward ones
@@ -444,7 +443,7 @@ void SchedulerSearch::search_workspaces(Search& search, Sizes which) {
   if (published_ || opt_.workspace != WorkspaceUse::automatic || !search.have()) return;
   const int64_t largest =
       which == Sizes::whole_batch ? batch_ : std::min(batch_, largest_feasible_sub_batch(tdfg_, cost_, arena_, batch_));
-  bool short_of_workspace = search.best().slower_options_ms > 0;
+  bool short_of_workspace = false;
   for (TaskId t = 0; t < static_cast<TaskId>(tdfg_.tasks.size()) && !short_of_workspace && largest > 1; ++t) {
     if (!tdfg_.tasks[t].has_algorithms) continue;
     const int64_t fastest = fastest_option(cost_, tdfg_, t, largest).workspace_bytes;

@@ -80,8 +80,8 @@ struct PlanOptions {
   BatchnormRounds batchnorm_rounds = BatchnormRounds::prefer_one;
   double batchnorm_tolerance = 0.10;
   // Workspace use of conv tasks (planner/workspace_mode.h): automatic (the
-  // default): undivided, then dynamic too where the best undivided plan ran
-  // a task slower than its fastest option; undivided (one cuDNN call per
+  // default): undivided, then dynamic too where some conv task's fastest
+  // option does not fit the arena beside its blocks; undivided (one cuDNN call per
   // task and round); dynamic: each conv task also chooses
   // among its desirable micro-batch configurations (mu-cuDNN §III-C1,
   // powerOfTwo sizes) by the gain of Eq. 5; wr: the WR optimum under the

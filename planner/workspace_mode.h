@@ -2,8 +2,8 @@
 // How conv tasks use workspace (the planner's `--workspace` option), after
 // mu-cuDNN (mu-cuDNN §III):
 //
-//   auto        the default: undivided, then dynamic as well where the best
-//               undivided plan ran a task slower than its fastest option
+//   auto        the default: undivided, then dynamic as well where some conv
+//               task's fastest option does not fit the arena beside its blocks
 //   undivided   one cuDNN call per task and round; moDNN Eq. 5 picks the algorithm
 //   dynamic     Eq. 5 picks among each task's desirable micro-batch
 //               configurations (§III-C1) as well
