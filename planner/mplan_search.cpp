@@ -432,12 +432,13 @@ void SchedulerSearch::search_sizes(Search& search, Sizes which) {
 // first, and the micro-batched ones are searched where some convolution's
 // fastest option does not fit the arena beside its blocks at the stage's
 // largest round. (Also where the best plan ran a slower option: ResNet-1001
-// on the K40 at 4 GiB planned in twice the time, no faster.) VGG-16, batch 256, H200 profile, at 0.65 of its memory: the fast
-// algorithms of BP2(stage1.1.conv) need 14 GiB of workspace; undivided, the
-// best plan takes two rounds (327.3 ms), micro-batched one (318.3 ms).
-// (Micro-batching only the backward convolutions, so that the forward ones
-// stay recomputable, was tried: no VGG-16 plan from 0.65 to 0.25 got
-// faster, and the one at 0.4 got 0.1% slower.)
+// on the K40 at 4 GiB planned in twice the time, no faster.) VGG-16, batch
+// 256, H200 profile, at 0.65 of its memory: the fast algorithms of
+// BP2(stage1.1.conv) need 14 GiB of workspace; undivided, the best plan
+// takes two rounds (327.3 ms), micro-batched one (318.3 ms). (Micro-batching
+// only the backward convolutions, so that the forward ones stay
+// recomputable, was tried: no VGG-16 plan from 0.65 to 0.25 got faster, and
+// the one at 0.4 got 0.1% slower.)
 void SchedulerSearch::search_workspaces(Search& search, Sizes which) {
   search_sizes(search, which);
   if (published_ || opt_.workspace != WorkspaceUse::automatic || !search.have()) return;

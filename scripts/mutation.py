@@ -217,8 +217,8 @@ PLANNER = [
      ["planner"]),
     ("lower-bound pruning too eager",
      "planner/plan_search.cpp",
-     "  if (screen_ && bound > 0 && lower_bound_ms(c.rounds) > bound) {",
-     "  if (screen_ && bound > 0 && lower_bound_ms(c.rounds) > 0.8 * bound) {",
+     "  if (screen_ && bound > 0 && lower_bound_ms(c.rounds, c.dynamic) > bound) {",
+     "  if (screen_ && bound > 0 && lower_bound_ms(c.rounds, c.dynamic) > 0.8 * bound) {",
      ["planner"]),
     # ---- copies both ways at once (planner/streams.cpp) ----
     ("duplex slowdown ignored",

@@ -15,19 +15,18 @@ TaskOptionSet dynamic_option_set(const Tdfg& tdfg, const CostModel& cost, TaskId
   MPLAN_CHECK(!o.empty(), "cost model gave no option for " + tdfg.tasks[t].name);
   std::vector<std::vector<MicroBatch>> micro(o.size());
   if (!tdfg.tasks[t].has_algorithms || b <= 1) return TaskOptionSet{std::move(o), std::move(micro)};
-  {
-    // mu-cuDNN §III-C1: the desirable set (Pareto front in time and
-    // workspace) of the task's configurations; the undivided ones stay.
-    using namespace microbatch;
-    const BenchmarkTable table = table_from_cost_model(cost, tdfg, t, micro_batch_sizes(BatchSizePolicy::power_of_two, b));
-    for (const Configuration& c : desirable_configurations(table, b, BatchSizePolicy::power_of_two)) {
-      if (c.micro_batch_count() < 2) continue;
-      o.push_back(TaskOption{c.micro.front().algorithm, c.time_ms(), c.workspace_bytes()});
-      std::vector<MicroBatch> list;
-      for (const MicroConfiguration& m : c.micro)
-        list.push_back(MicroBatch{m.micro_batch, m.algorithm, m.time_ms, m.workspace_bytes});
-      micro.push_back(std::move(list));
-    }
+  // mu-cuDNN §III-C1: the desirable set (Pareto front in time and
+  // workspace) of the task's configurations; the undivided ones stay.
+  using namespace microbatch;
+  const BenchmarkTable table =
+      table_from_cost_model(cost, tdfg, t, micro_batch_sizes(BatchSizePolicy::power_of_two, b));
+  for (const Configuration& c : desirable_configurations(table, b, BatchSizePolicy::power_of_two)) {
+    if (c.micro_batch_count() < 2) continue;
+    o.push_back(TaskOption{c.micro.front().algorithm, c.time_ms(), c.workspace_bytes()});
+    std::vector<MicroBatch> list;
+    for (const MicroConfiguration& m : c.micro)
+      list.push_back(MicroBatch{m.micro_batch, m.algorithm, m.time_ms, m.workspace_bytes});
+    micro.push_back(std::move(list));
   }
   std::vector<size_t> order(o.size());
   std::iota(order.begin(), order.end(), size_t{0});

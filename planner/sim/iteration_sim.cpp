@@ -139,7 +139,14 @@ const std::vector<TaskOption>& IterationSim::options_of(TaskId t, int32_t r) {
   auto& cache = options_cache_[t];
   auto it = cache.find(b);
   if (it != cache.end()) return it->second.options;
-  OptionSet set;
+  if (opt_.micro_batch_dynamic && opt_.fixed_configurations.count({t, b}) == 0 && tdfg_.tasks[t].has_algorithms &&
+      b > 1) {
+    // mu-cuDNN §III-C1 (planner/sim/dynamic_options.h): the search's shared
+    // sets, or this iteration's own.
+    TaskOptionSet set = opt_.dynamic_options != nullptr ? opt_.dynamic_options->at(tdfg_, cost_, t, b)
+                                                        : dynamic_option_set(tdfg_, cost_, t, b);
+    return cache.emplace(b, std::move(set)).first->second.options;
+  }
   std::vector<TaskOption> o = cost_.options(tdfg_, t, b);
   MPLAN_CHECK(!o.empty(), "cost model gave no option for " + tdfg_.tasks[t].name);
   std::vector<std::vector<MicroBatch>> micro(o.size());
@@ -153,18 +160,8 @@ const std::vector<TaskOption>& IterationSim::options_of(TaskId t, int32_t r) {
       for (const microbatch::MicroConfiguration& m : c.micro)
         micro[0].push_back(MicroBatch{m.micro_batch, m.algorithm, m.time_ms, m.workspace_bytes});
     }
-  } else if (opt_.micro_batch_dynamic && tdfg_.tasks[t].has_algorithms && b > 1) {
-    // mu-cuDNN §III-C1 (planner/sim/dynamic_options.h): the search's shared
-    // sets, or this iteration's own.
-    TaskOptionSet dynamic = opt_.dynamic_options != nullptr ? opt_.dynamic_options->at(tdfg_, cost_, t, b)
-                                                            : dynamic_option_set(tdfg_, cost_, t, b);
-    set.options = std::move(dynamic.options);
-    set.micro = std::move(dynamic.micro);
-    return cache.emplace(b, std::move(set)).first->second.options;
   }
-  set.options = std::move(o);
-  set.micro = std::move(micro);
-  return cache.emplace(b, std::move(set)).first->second.options;
+  return cache.emplace(b, TaskOptionSet{std::move(o), std::move(micro)}).first->second.options;
 }
 
 const std::vector<MicroBatch>& IterationSim::micro_batches_of(TaskId t, int32_t r, size_t option) {

@@ -37,6 +37,7 @@
 #include "planner/plan.h"
 #include "planner/plan_builder.h"
 #include "planner/plan_result.h"
+#include "planner/sim/dynamic_options.h"
 #include "planner/streams.h"
 #include "planner/workspace_mode.h"
 #include "profiler/cost_model.h"
@@ -45,7 +46,6 @@
 namespace mplan {
 
 class Decider;
-class DynamicOptionCache;
 
 struct SimOptions {
   std::vector<int64_t> sub_batches;  // samples per round, e.g. {48, 48, 32}
@@ -231,7 +231,6 @@ class IterationSim {
 
  private:
   friend class Decider;
-class DynamicOptionCache;
   void start_round(int32_t r);
   void run_task(int32_t r, int32_t k);
   bool try_task(int32_t r, int32_t k, size_t* option, std::optional<Reservation>* workspace);
@@ -284,11 +283,7 @@ class DynamicOptionCache;
   std::vector<Reservation> pending_;  // reservations of the task being prepared
   AllocationId next_reservation_ = kFirstReservation;
   static constexpr AllocationId kFirstReservation = 1 << 30;
-  struct OptionSet {
-    std::vector<TaskOption> options;
-    std::vector<std::vector<MicroBatch>> micro;
-  };
-  std::vector<std::map<int64_t, OptionSet>> options_cache_;  // per task: sub-batch -> options
+  std::vector<std::map<int64_t, TaskOptionSet>> options_cache_;  // per task: sub-batch -> options
   std::vector<double> fast_time_cache_;  // per (round size index, position)
   std::vector<TaskChoice> choices_;
   // Per (task, round): the index of its choice in choices_, -1 before it ran.
