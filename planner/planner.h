@@ -67,6 +67,10 @@ struct PlanOptions {
   // dropped, or offloaded, right after its last forward use, kept where the
   // simulation is faster (planner/mplan_search.cpp).
   bool refine_blocks = true;
+  // The refinement also starts from the best plan's rounds without the
+  // recomputation rules, and, where the best plan splits a batch that may run
+  // whole, from one round (planner/mplan_search.cpp, refine_blocks).
+  bool refine_other_starts = true;
   // Batch normalisation: what the rounds of a model with batchnorm layers may
   // be (statistics are per round). prefer_one: one round, full-batch
   // statistics as plain training computes them, whenever a plan of one round
