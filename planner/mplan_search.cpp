@@ -472,10 +472,10 @@ constexpr int64_t kRefinementTaskRuns = int64_t{1} << 18;
 
 // The refinement is a local search, so it finds what lies near its start.
 // Besides the best plan it starts from the same rounds without the
-// recomputation rules (the refinement then chooses each drop itself), and,
-// where the best plan splits a batch that may run whole, from one round with
-// either rules: a plan of one round that the rules leave slower than a split
-// one may refine to a faster one. ViT-B/16 (batch 64, H200 profile) at a
+// recomputation rules (the refinement then chooses each drop itself), in
+// either placement, and, where the best plan splits a batch that may run
+// whole, from one round with either rules: a plan of one round that the rules
+// leave slower than a split one may refine to a faster one. ViT-B/16 (batch 64, H200 profile) at a
 // third of its memory: the best plan of the rules, refined, takes two rounds
 // (402.3 ms, +9.7% over the unlimited plan); one round without the
 // recomputation rules, refined, takes 388.7 ms (+6.0%). Each start is refined
@@ -502,6 +502,15 @@ void SchedulerSearch::refine_blocks(Search& search, Sizes which) {
   };
   std::vector<Candidate> starts;
   if (best.rules.recompute) starts.push_back(start(best, false));
+  // Without the recomputation rules in the other placement too (best fit or
+  // large blocks stacked): where the blocks the refinement drops leave their
+  // holes matters as much as which it drops (search_candidate).
+  if (opt_.large_block_divisor > 0) {
+    Candidate other = best;
+    const int64_t stacked = blocks_arena_of(best.pool_bytes) / opt_.large_block_divisor;
+    other.large_block_bytes = best.large_block_bytes > 0 ? 0 : stacked;
+    starts.push_back(start(other, false));
+  }
   if (which == Sizes::all && best.rounds.size() > 1 && opt_.sub_batch == 0 &&
       largest_feasible_sub_batch(tdfg_, cost_, blocks_arena_of(best.pool_bytes), batch_) >= batch_) {
     if (std::optional<Candidate> whole = candidate(batch_, best.pool_bytes)) {
@@ -518,6 +527,14 @@ void SchedulerSearch::refine_blocks(Search& search, Sizes which) {
     refine_from(side, side.best_candidate());
     search.consider(side.best_candidate());
   }
+}
+
+// A candidate's label without the refinement's counts ("..., 6 blocks dropped,
+// 2 offloaded after their last forward use]"), for a refined plan refined again.
+std::string without_refinement(const std::string& label) {
+  const size_t at = label.find(" blocks dropped, ");
+  if (at == std::string::npos) return label;
+  return label.substr(0, label.rfind(", ", at)) + "]";
 }
 
 void SchedulerSearch::refine_from(Search& search, Candidate c) {
@@ -547,7 +564,7 @@ void SchedulerSearch::refine_from(Search& search, Candidate c) {
   std::vector<BlockChoice> choices = c.rules.block_choices
                                          ? *c.rules.block_choices
                                          : std::vector<BlockChoice>(tdfg_.blocks.size(), BlockChoice::rules);
-  const std::string label = c.label;
+  const std::string label = without_refinement(c.label);
   const int64_t runs = static_cast<int64_t>(tdfg_.tasks.size() * c.rounds.size());
   int64_t left = std::max<int64_t>(kRefinementTaskRuns / std::max<int64_t>(runs, 1), 16);
   for (int pass = 0; pass < kRefinementPasses && left > 0; ++pass) {
