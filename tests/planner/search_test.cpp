@@ -301,6 +301,22 @@ std::unique_ptr<OnTheH200> on_the_h200(const std::string& stem, int64_t num, int
   return out;
 }
 
+// The search's plan of `h` with `o` at h's budget, with the refinement's
+// other starts and without them.
+struct WithAndWithoutStarts {
+  PlanResult searched, from_best;
+};
+WithAndWithoutStarts with_and_without_other_starts(const OnTheH200& h, PlanOptions o) {
+  o.budget_bytes = h.budget_bytes;
+  WithAndWithoutStarts out;
+  out.searched = plan_iteration(h.l.tdfg, *h.cost, o);
+  o.refine_other_starts = false;
+  out.from_best = plan_iteration(h.l.tdfg, *h.cost, o);
+  EXPECT_TRUE(out.searched.feasible) << out.searched.note;
+  EXPECT_TRUE(out.from_best.feasible) << out.from_best.note;
+  return out;
+}
+
 std::unique_ptr<OneRoundOnTheH200> one_round_on_the_h200(const std::string& stem, int64_t num, int64_t den) {
   std::unique_ptr<OnTheH200> h = on_the_h200(stem, num, den);
   if (!h) return nullptr;
@@ -406,13 +422,8 @@ TEST(Refinement, FixedBlocksBeatTheRulesWhereTheyStallOnTheH200) {
 TEST(Refinement, AOneRoundStartBeatsTheSplitPlanWhereTheRulesSplit) {
   const auto h = on_the_h200("vit_b_16", 1, 3);
   ASSERT_TRUE(h);
-  PlanOptions o;
-  o.budget_bytes = h->budget_bytes;
-  const PlanResult searched = plan_iteration(h->l.tdfg, *h->cost, o);
-  o.refine_other_starts = false;
-  const PlanResult from_best = plan_iteration(h->l.tdfg, *h->cost, o);
-  ASSERT_TRUE(searched.feasible) << searched.note;
-  ASSERT_TRUE(from_best.feasible) << from_best.note;
+  const auto [searched, from_best] = with_and_without_other_starts(*h, PlanOptions{});
+  ASSERT_TRUE(searched.feasible && from_best.feasible);
   EXPECT_EQ(from_best.plan.sub_batches.size(), 2u) << from_best.note;
   EXPECT_EQ(searched.plan.sub_batches.size(), 1u) << searched.note;
   EXPECT_LT(searched.plan.summary.simulated_ms, 0.98 * from_best.plan.summary.simulated_ms);
@@ -426,13 +437,9 @@ TEST(Refinement, AStartWithoutTheRecomputationRulesBeatsTheirBestPlan) {
   const auto h = on_the_h200("vit_b_16", 1, 3);
   ASSERT_TRUE(h);
   PlanOptions o;
-  o.budget_bytes = h->budget_bytes;
   o.sub_batch = 64;
-  const PlanResult searched = plan_iteration(h->l.tdfg, *h->cost, o);
-  o.refine_other_starts = false;
-  const PlanResult from_best = plan_iteration(h->l.tdfg, *h->cost, o);
-  ASSERT_TRUE(searched.feasible) << searched.note;
-  ASSERT_TRUE(from_best.feasible) << from_best.note;
+  const auto [searched, from_best] = with_and_without_other_starts(*h, o);
+  ASSERT_TRUE(searched.feasible && from_best.feasible);
   EXPECT_NE(from_best.note.find("[recomputation"), std::string::npos) << from_best.note;
   EXPECT_EQ(searched.note.find("[recomputation"), std::string::npos) << searched.note;
   EXPECT_NE(searched.note.find("blocks dropped"), std::string::npos) << searched.note;
@@ -449,13 +456,9 @@ TEST(Refinement, AStartInTheOtherPlacementBeatsTheBestPlan) {
   const auto h = on_the_h200("cifar_inception", 1, 4);
   ASSERT_TRUE(h);
   PlanOptions o;
-  o.budget_bytes = h->budget_bytes;
   o.batchnorm_rounds = PlanOptions::BatchnormRounds::one;
-  const PlanResult searched = plan_iteration(h->l.tdfg, *h->cost, o);
-  o.refine_other_starts = false;
-  const PlanResult from_best = plan_iteration(h->l.tdfg, *h->cost, o);
-  ASSERT_TRUE(searched.feasible) << searched.note;
-  ASSERT_TRUE(from_best.feasible) << from_best.note;
+  const auto [searched, from_best] = with_and_without_other_starts(*h, o);
+  ASSERT_TRUE(searched.feasible && from_best.feasible);
   EXPECT_EQ(from_best.note.find("large blocks stacked"), std::string::npos) << from_best.note;
   EXPECT_NE(searched.note.find("large blocks stacked"), std::string::npos) << searched.note;
   EXPECT_EQ(searched.note.find("[recomputation"), std::string::npos) << searched.note;
