@@ -6,6 +6,7 @@
 #include "core/bytes.h"
 #include "planner/plan_search.h"
 #include "planner/sub_batch.h"
+#include "profiler/memoized_cost_model.h"
 
 namespace mplan {
 
@@ -42,7 +43,8 @@ PlanResult plan_iteration(const Tdfg& tdfg, const CostModel& cost, const PlanOpt
     out.note = std::move(why);
   } else {
     const int64_t resident_region = resident_region_bytes(tdfg);
-    out = search_plan(SearchInput{tdfg, cost, options, batch, resident_region,
+    const MemoizedCostModel memoized(cost, tdfg);  // the search asks for each task's options again and again
+    out = search_plan(SearchInput{tdfg, memoized, options, batch, resident_region,
                                   align_down(options.budget_bytes - resident_region)});
     if (options.policy == PolicyKind::ideal) {
       out.feasible = out.plan.budget_bytes <= options.budget_bytes;
