@@ -9,6 +9,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <tuple>
 
 #include "core/bytes.h"
 #include "tdfg/bounds.h"
@@ -92,8 +93,9 @@ class SchedulerSearch {
   // The best plan's rules with per-block choices, improved one block at a
   // time, from the best plan and from the other starts.
   void refine_blocks(Search& search, Sizes which);
-  // Refines `c`, a plan of `search`, keeping what is better in `search`.
-  void refine_from(Search& search, Candidate c);
+  // Refines `c`, a plan of `search`, within `task_runs` simulated task runs,
+  // keeping what is better in `search`.
+  void refine_from(Search& search, Candidate c, int64_t task_runs);
   Error batchnorm_refusal(const std::string& why) const;
 
   const bool published_;
@@ -112,6 +114,9 @@ class SchedulerSearch {
   ModnnRules base_;
   std::optional<Error> first_error_;
   std::map<std::vector<int64_t>, WdProblem> wd_problems_;
+  // The plans the refinement started from, as refined_key(): a start that
+  // simulates to one of them is not refined again.
+  std::set<std::tuple<double, std::vector<int64_t>, int64_t, int64_t, int64_t>> refined_starts_;
 };
 
 Error SchedulerSearch::batchnorm_refusal(const std::string& why) const {
@@ -459,6 +464,13 @@ void SchedulerSearch::search_workspaces(Search& search, Sizes which) {
   dynamic_pass_ = false;
 }
 
+// What tells a simulated plan from another: its time, rounds, bytes copied
+// and tasks recomputed (better_plan's keys).
+std::tuple<double, std::vector<int64_t>, int64_t, int64_t, int64_t> refined_key(const PlanResult& r) {
+  const PlanSummary& s = r.plan.summary;
+  return {s.simulated_ms, r.plan.sub_batches, s.bytes_to_host, s.bytes_to_device, r.recomputed_tasks};
+}
+
 // The blocks a refinement may decide: made by forward tasks, read again in
 // the backward pass, largest first (the most room per simulation), at least
 // 1/kRefinedBlockDivisor of the arena, at most kRefinedBlocks of them.
@@ -469,6 +481,12 @@ constexpr int kRefinementPasses = 2;
 // (tasks x rounds each), so that it costs about as much on any graph: about
 // 400 simulations of ResNet-50 at one round, 30 of ResNet-1001.
 constexpr int64_t kRefinementTaskRuns = int64_t{1} << 18;
+// Each other start (refine_blocks) gets half of that: with up to four starts
+// the refinement cost five times as much as from the best plan alone
+// (ResNet-1001 on the K40 at 4 GiB: 71.6 s against 9.3 s). The wins they are
+// for came within half (ViT-B/16 at a third of its memory, one round: 388.7
+// ms either way).
+constexpr int64_t kStartTaskRuns = kRefinementTaskRuns / 2;
 
 // The refinement is a local search, so it finds what lies near its start.
 // Besides the best plan it starts from the same rounds without the
@@ -482,11 +500,13 @@ constexpr int64_t kRefinementTaskRuns = int64_t{1} << 18;
 // in a search of its own, so that screening against the best plan does not
 // stop it before it gets there: DenseNet-121 at 0.4 of its memory, one round,
 // without the recomputation rules, starts 2.4 times slower than the best plan
-// and refines to below it.
+// and refines to below it. A start that simulates to a plan already refined
+// from (the auto workspace mode's second search repeats the first's starts)
+// is not refined again.
 void SchedulerSearch::refine_blocks(Search& search, Sizes which) {
   if (published_ || !opt_.refine_blocks || !search.have() || !could_improve(search.best())) return;
   const Candidate best = search.best_candidate();
-  refine_from(search, best);
+  if (refined_starts_.insert(refined_key(search.best())).second) refine_from(search, best, kRefinementTaskRuns);
   if (!opt_.refine_other_starts) return;
   auto start = [&](Candidate c, bool recompute_rules) {
     const std::string sizes = c.label.substr(0, c.label.find(" ["));
@@ -523,8 +543,9 @@ void SchedulerSearch::refine_blocks(Search& search, Sizes which) {
   for (const Candidate& c : starts) {
     Search side(tdfg_, cost_, arena_, copy_engines_, opt_.screen_sub_batches);
     side.consider(c);
-    if (!side.have() || !could_improve(side.best())) continue;
-    refine_from(side, side.best_candidate());
+    if (!side.have() || !could_improve(side.best()) || !refined_starts_.insert(refined_key(side.best())).second)
+      continue;
+    refine_from(side, side.best_candidate(), kStartTaskRuns);
     search.consider(side.best_candidate());
   }
 }
@@ -537,7 +558,7 @@ std::string without_refinement(const std::string& label) {
   return label.substr(0, label.rfind(", ", at)) + "]";
 }
 
-void SchedulerSearch::refine_from(Search& search, Candidate c) {
+void SchedulerSearch::refine_from(Search& search, Candidate c, int64_t task_runs) {
   const int64_t b = c.rounds.front();
   std::vector<std::pair<int64_t, BlockId>> blocks;
   for (BlockId x = 0; x < static_cast<BlockId>(tdfg_.blocks.size()); ++x) {
@@ -566,7 +587,7 @@ void SchedulerSearch::refine_from(Search& search, Candidate c) {
                                          : std::vector<BlockChoice>(tdfg_.blocks.size(), BlockChoice::rules);
   const std::string label = without_refinement(c.label);
   const int64_t runs = static_cast<int64_t>(tdfg_.tasks.size() * c.rounds.size());
-  int64_t left = std::max<int64_t>(kRefinementTaskRuns / std::max<int64_t>(runs, 1), 16);
+  int64_t left = std::max<int64_t>(task_runs / std::max<int64_t>(runs, 1), 16);
   for (int pass = 0; pass < kRefinementPasses && left > 0; ++pass) {
     bool improved = false;
     for (const auto& [bytes, x] : blocks) {
