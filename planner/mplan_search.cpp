@@ -9,7 +9,6 @@
 #include <map>
 #include <optional>
 #include <set>
-#include <tuple>
 
 #include "core/bytes.h"
 #include "tdfg/bounds.h"
@@ -114,9 +113,9 @@ class SchedulerSearch {
   ModnnRules base_;
   std::optional<Error> first_error_;
   std::map<std::vector<int64_t>, WdProblem> wd_problems_;
-  // The plans the refinement started from, as refined_key(): a start that
-  // simulates to one of them is not refined again.
-  std::set<std::tuple<double, std::vector<int64_t>, int64_t, int64_t, int64_t>> refined_starts_;
+  // The candidates the refinement started from, as start_key(): none is
+  // refined twice.
+  std::set<std::string> refined_starts_;
 };
 
 Error SchedulerSearch::batchnorm_refusal(const std::string& why) const {
@@ -464,11 +463,20 @@ void SchedulerSearch::search_workspaces(Search& search, Sizes which) {
   dynamic_pass_ = false;
 }
 
-// What tells a simulated plan from another: its time, rounds, bytes copied
-// and tasks recomputed (better_plan's keys).
-std::tuple<double, std::vector<int64_t>, int64_t, int64_t, int64_t> refined_key(const PlanResult& r) {
-  const PlanSummary& s = r.plan.summary;
-  return {s.simulated_ms, r.plan.sub_batches, s.bytes_to_host, s.bytes_to_device, r.recomputed_tasks};
+// Everything a candidate's simulation depends on, as text: its rounds,
+// workspaces, placement and every rule. (Two starts that simulate to the
+// same plan may still refine to different ones: cifar_mobilenet at 0.65 of
+// its memory, one round, without the recomputation rules by best fit and
+// stacked.)
+std::string start_key(const Candidate& c) {
+  const ModnnRules& r = c.rules;
+  std::string choices;
+  if (r.block_choices)
+    for (BlockChoice x : *r.block_choices) choices += static_cast<char>('0' + static_cast<int>(x));
+  return fmt::format("{}|{}|{}|{}|{}|{}|{}{}{}{}{}{}{}{}{}|{:a}|{:a}|{}", fmt::join(c.rounds, ","), c.pool_bytes,
+                     c.dynamic, c.large_block_bytes, c.copy_engines, c.fixed.size(), r.select_algorithms, r.prefetch,
+                     r.refetch_cost, r.eq5_refetch, r.recompute, r.recompute_convolutions, r.early_offload,
+                     r.queued_prefetch, r.lookahead_tasks, r.early_offload_margin, r.early_drop_ratio, choices);
 }
 
 // The blocks a refinement may decide: made by forward tasks, read again in
@@ -500,13 +508,12 @@ constexpr int64_t kStartTaskRuns = kRefinementTaskRuns / 2;
 // in a search of its own, so that screening against the best plan does not
 // stop it before it gets there: DenseNet-121 at 0.4 of its memory, one round,
 // without the recomputation rules, starts 2.4 times slower than the best plan
-// and refines to below it. A start that simulates to a plan already refined
-// from (the auto workspace mode's second search repeats the first's starts)
-// is not refined again.
+// and refines to below it. A start already refined from (the auto workspace
+// mode's second search repeats the first's starts) is not refined again.
 void SchedulerSearch::refine_blocks(Search& search, Sizes which) {
   if (published_ || !opt_.refine_blocks || !search.have() || !could_improve(search.best())) return;
   const Candidate best = search.best_candidate();
-  if (refined_starts_.insert(refined_key(search.best())).second) refine_from(search, best, kRefinementTaskRuns);
+  if (refined_starts_.insert(start_key(best)).second) refine_from(search, best, kRefinementTaskRuns);
   if (!opt_.refine_other_starts) return;
   auto start = [&](Candidate c, bool recompute_rules) {
     const std::string sizes = c.label.substr(0, c.label.find(" ["));
@@ -541,10 +548,10 @@ void SchedulerSearch::refine_blocks(Search& search, Sizes which) {
     }
   }
   for (const Candidate& c : starts) {
+    if (!refined_starts_.insert(start_key(c)).second) continue;
     Search side(tdfg_, cost_, arena_, copy_engines_, opt_.screen_sub_batches);
     side.consider(c);
-    if (!side.have() || !could_improve(side.best()) || !refined_starts_.insert(refined_key(side.best())).second)
-      continue;
+    if (!side.have() || !could_improve(side.best())) continue;
     refine_from(side, side.best_candidate(), kStartTaskRuns);
     search.consider(side.best_candidate());
   }
