@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <regex>
 #include <string>
 
@@ -317,6 +318,17 @@ WithAndWithoutStarts with_and_without_other_starts(const OnTheH200& h, PlanOptio
   return out;
 }
 
+// The same in one round (--batchnorm one), for `stem` at num/den of its
+// memory on the H200; nothing where it does not load.
+std::optional<WithAndWithoutStarts> one_round_with_and_without_other_starts(const std::string& stem, int64_t num,
+                                                                           int64_t den) {
+  const auto h = on_the_h200(stem, num, den);
+  if (!h) return std::nullopt;
+  PlanOptions o;
+  o.batchnorm_rounds = PlanOptions::BatchnormRounds::one;
+  return with_and_without_other_starts(*h, o);
+}
+
 std::unique_ptr<OneRoundOnTheH200> one_round_on_the_h200(const std::string& stem, int64_t num, int64_t den) {
   std::unique_ptr<OnTheH200> h = on_the_h200(stem, num, den);
   if (!h) return nullptr;
@@ -457,11 +469,9 @@ TEST(Refinement, AStartWithoutTheRecomputationRulesBeatsTheirBestPlan) {
 // blocks by best fit (8.137 ms, refined); refined with large blocks stacked,
 // the plan is faster (7.981 ms).
 TEST(Refinement, AStartInTheOtherPlacementBeatsTheBestPlan) {
-  const auto h = on_the_h200("cifar_inception", 1, 4);
-  ASSERT_TRUE(h);
-  PlanOptions o;
-  o.batchnorm_rounds = PlanOptions::BatchnormRounds::one;
-  const auto [searched, from_best] = with_and_without_other_starts(*h, o);
+  const auto planned = one_round_with_and_without_other_starts("cifar_inception", 1, 4);
+  ASSERT_TRUE(planned);
+  const auto& [searched, from_best] = *planned;
   ASSERT_TRUE(searched.feasible && from_best.feasible);
   EXPECT_EQ(from_best.note.find("large blocks stacked"), std::string::npos) << from_best.note;
   EXPECT_NE(searched.note.find("large blocks stacked"), std::string::npos) << searched.note;
@@ -499,11 +509,9 @@ TEST(Refinement, APlanRefinedTwiceNamesItsChoicesOnce) {
 // refined alone (5.515 ms). Were the stacked start skipped as the same plan,
 // the search would end at 5.479 ms.
 TEST(Refinement, StartsThatSimulateAlikeAreEachRefined) {
-  const auto h = on_the_h200("cifar_mobilenet", 65, 100);
-  ASSERT_TRUE(h);
-  PlanOptions o;
-  o.batchnorm_rounds = PlanOptions::BatchnormRounds::one;
-  const auto [searched, from_best] = with_and_without_other_starts(*h, o);
+  const auto planned = one_round_with_and_without_other_starts("cifar_mobilenet", 65, 100);
+  ASSERT_TRUE(planned);
+  const auto& [searched, from_best] = *planned;
   ASSERT_TRUE(searched.feasible && from_best.feasible);
   EXPECT_NE(searched.note.find("large blocks stacked"), std::string::npos) << searched.note;
   EXPECT_LT(searched.plan.summary.simulated_ms, 0.99 * from_best.plan.summary.simulated_ms)
