@@ -8,32 +8,22 @@
 // Not thread-safe: one plan at a time (plan_iteration makes one per call).
 
 #include <cstdint>
-#include <string>
 #include <unordered_map>
 #include <vector>
 
-#include "profiler/cost_model.h"
+#include "profiler/forwarding_cost_model.h"
 
 namespace mplan {
 
-class MemoizedCostModel final : public CostModel {
+class MemoizedCostModel final : public ForwardingCostModel {
  public:
   // `source` and `tdfg` must outlive this model; questions about another TDFG
   // go to the source unremembered.
   MemoizedCostModel(const CostModel& source, const Tdfg& tdfg);
 
   std::vector<TaskOption> options(const Tdfg& tdfg, TaskId t, int64_t sub_batch) const override;
-  double host_to_device_ms(int64_t bytes) const override { return source_.host_to_device_ms(bytes); }
-  double device_to_host_ms(int64_t bytes) const override { return source_.device_to_host_ms(bytes); }
-  int copy_engines() const override { return source_.copy_engines(); }
-  double duplex_slowdown() const override { return source_.duplex_slowdown(); }
-  int64_t device_memory_bytes() const override { return source_.device_memory_bytes(); }
-  std::string describe() const override { return source_.describe(); }
-  CostModelInfo info() const override { return source_.info(); }
-  bool measures_when_asked() const override { return source_.measures_when_asked(); }
 
  private:
-  const CostModel& source_;
   const Tdfg& tdfg_;
   // Per task: sub-batch -> its options, as the source gave them.
   mutable std::vector<std::unordered_map<int64_t, std::vector<TaskOption>>> options_;

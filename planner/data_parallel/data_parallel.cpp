@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "core/error.h"
+#include "profiler/forwarding_cost_model.h"
 #include "profiler/link_sharing.h"
 
 namespace mplan {
@@ -51,30 +52,20 @@ namespace {
 // One GPU's costs with its host copies slowed by the share of the link it
 // keeps while the other GPUs copy too: the copy's fixed latency stays, its
 // transfer time is multiplied.
-class SharedLinkCostModel final : public CostModel {
+class SharedLinkCostModel final : public ForwardingCostModel {
  public:
   SharedLinkCostModel(const CostModel& base, double to_device, double to_host)
-      : base_(base), to_device_(to_device), to_host_(to_host) {}
-  std::vector<TaskOption> options(const Tdfg& tdfg, TaskId t, int64_t sub_batch) const override {
-    return base_.options(tdfg, t, sub_batch);
-  }
+      : ForwardingCostModel(base), to_device_(to_device), to_host_(to_host) {}
   double host_to_device_ms(int64_t bytes) const override {
-    const double fixed = base_.host_to_device_ms(0);
-    return fixed + (base_.host_to_device_ms(bytes) - fixed) * to_device_;
+    const double fixed = source_.host_to_device_ms(0);
+    return fixed + (source_.host_to_device_ms(bytes) - fixed) * to_device_;
   }
   double device_to_host_ms(int64_t bytes) const override {
-    const double fixed = base_.device_to_host_ms(0);
-    return fixed + (base_.device_to_host_ms(bytes) - fixed) * to_host_;
+    const double fixed = source_.device_to_host_ms(0);
+    return fixed + (source_.device_to_host_ms(bytes) - fixed) * to_host_;
   }
-  int copy_engines() const override { return base_.copy_engines(); }
-  double duplex_slowdown() const override { return base_.duplex_slowdown(); }
-  int64_t device_memory_bytes() const override { return base_.device_memory_bytes(); }
-  std::string describe() const override { return base_.describe(); }
-  CostModelInfo info() const override { return base_.info(); }
-  bool measures_when_asked() const override { return base_.measures_when_asked(); }
 
  private:
-  const CostModel& base_;
   double to_device_, to_host_;
 };
 
