@@ -348,11 +348,13 @@ std::string lower_bound_text(const Plan& plan, const IterationLowerBound& bound)
   for (size_t i = 0; i < bound.rounds.size() && i < 8; ++i) rounds += (i ? "+" : "") + std::to_string(bound.rounds[i]);
   if (bound.rounds.size() > 8) rounds += fmt::format("+... ({} rounds)", bound.rounds.size());
   const double distance = bound.ms > 0 ? 100.0 * (plan.summary.simulated_ms / bound.ms - 1.0) : 0.0;
-  const std::string memory =
-      bound.ms > bound.compute_ms ? fmt::format(", {:.3f} ms to make room", bound.ms - bound.compute_ms) : "";
+  const double room_ms = bound.ms - bound.compute_ms - bound.input_ms;
+  std::string waits;
+  if (bound.input_ms > 0) waits += fmt::format(", {:.3f} ms for the first task's input", bound.input_ms);
+  if (room_ms > 1e-9) waits += fmt::format(", {:.3f} ms to make room", room_ms);
   return fmt::format("lower bound: {:.3f} ms (rounds {}, every task at its fastest option that fits, micro-batches "
                      "included{}; no plan at this budget is faster); the plan is {:+.1f}% above it\n",
-                     bound.ms, rounds, memory, distance);
+                     bound.ms, rounds, waits, distance);
 }
 
 std::string plan_summary_text(const Plan& plan, const std::string& device_line) {

@@ -234,23 +234,50 @@ double round_with_memory_ms(const Tdfg& tdfg, const CostModel& cost, int64_t are
 }
 
 // best[n]: the least time of rounds of at least `least` samples summing to
-// n (an unbounded knapsack over the round times f); the split in `rounds`.
-double best_split(const std::vector<double>& f, int64_t batch, int64_t least, std::vector<int64_t>* rounds) {
-  std::vector<double> best(static_cast<size_t>(batch) + 1, kInfinity);
-  std::vector<int64_t> last(static_cast<size_t>(batch) + 1, 0);
-  best[0] = 0;
+// n (an unbounded knapsack over the round times f), for every n up to the
+// batch; last[n]: the size of one round of that split.
+struct Splits {
+  std::vector<double> best;
+  std::vector<int64_t> last;
+  // The rounds of the best split of n.
+  std::vector<int64_t> rounds(int64_t n) const {
+    std::vector<int64_t> out;
+    for (; n > 0; n -= last[n]) out.push_back(last[n]);
+    return out;
+  }
+};
+
+Splits best_splits(const std::vector<double>& f, int64_t batch, int64_t least) {
+  Splits out;
+  out.best.assign(static_cast<size_t>(batch) + 1, kInfinity);
+  out.last.assign(static_cast<size_t>(batch) + 1, 0);
+  out.best[0] = 0;
   for (int64_t n = 1; n <= batch; ++n)
     for (int64_t s = least; s <= n; ++s) {
-      if (f[s] == kInfinity || best[n - s] == kInfinity) continue;
-      if (best[n - s] + f[s] < best[n]) {
-        best[n] = best[n - s] + f[s];
-        last[n] = s;
+      if (f[s] == kInfinity || out.best[n - s] == kInfinity) continue;
+      if (out.best[n - s] + f[s] < out.best[n]) {
+        out.best[n] = out.best[n - s] + f[s];
+        out.last[n] = s;
       }
     }
-  rounds->clear();
-  if (best[batch] == kInfinity) return kInfinity;
-  for (int64_t n = batch; n > 0; n -= last[n]) rounds->push_back(last[n]);
-  return best[batch];
+  return out;
+}
+
+// Before the first task of an iteration can run, what it reads from the host
+// (the model's input) must be copied in: a plan's first round starts with
+// that copy, on the host-to-device engine, and nothing else can run before
+// its first task. The round of `samples` waits at least this long.
+double first_input_ms(const Tdfg& tdfg, const CostModel& cost, int64_t samples) {
+  if (tdfg.tasks.empty() || tdfg.update_task == 0) return 0;
+  double ms = 0;
+  std::vector<BlockId> seen;
+  for (BlockId b : tdfg.tasks[0].reads) {
+    const Block& block = tdfg.blocks[b];
+    if (block.resident || !block.writers.empty() || std::count(seen.begin(), seen.end(), b)) continue;
+    seen.push_back(b);
+    ms += cost.host_to_device_ms(block.bytes(samples));
+  }
+  return ms;
 }
 
 }  // namespace
@@ -269,15 +296,31 @@ IterationLowerBound iteration_lower_bound(const Tdfg& tdfg, const CostModel& cos
     compute[s] = round.ms;
     if (compute[s] < kInfinity) memory[s] = round_with_memory_ms(tdfg, cost, arena_bytes, s, round);
   }
-  std::vector<int64_t> compute_rounds;
-  const double compute_ms = best_split(compute, batch, least_round, &compute_rounds);
-  const double ms = best_split(memory, batch, least_round, &out.rounds);
+  const double compute_ms = best_splits(compute, batch, least_round).best[batch];
+  // Any round of a split may come first: the best first round s with its
+  // input's wait, then the best split of the rest.
+  const Splits splits = best_splits(memory, batch, least_round);
+  double ms = kInfinity;
+  int64_t first = 0;
+  double first_wait = 0;
+  for (int64_t s = least_round; s <= batch; ++s) {
+    if (memory[s] == kInfinity || splits.best[batch - s] == kInfinity) continue;
+    const double wait = first_input_ms(tdfg, cost, s);
+    if (wait + memory[s] + splits.best[batch - s] < ms) {
+      ms = wait + memory[s] + splits.best[batch - s];
+      first = s;
+      first_wait = wait;
+    }
+  }
   if (ms == kInfinity) return out;
   const double update =
       tdfg.update_task != kNoTask ? fastest_option(cost, tdfg, tdfg.update_task, batch).time_ms : 0.0;
   out.found = true;
   out.ms = ms + update;
   out.compute_ms = compute_ms + update;
+  out.input_ms = first_wait;
+  out.rounds = splits.rounds(batch - first);
+  out.rounds.insert(out.rounds.begin(), first);
   return out;
 }
 

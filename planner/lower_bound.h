@@ -7,7 +7,9 @@
 // powerOfTwo sizes that each fit, which take at least the least time per
 // sample of any such option times the samples; so no plan is faster than
 // the best split of the batch into rounds that fit, each task at its
-// fastest fitting option, nothing waiting. It also
+// fastest fitting option, nothing waiting but the first task for its input:
+// an iteration starts with its data on the host, so the first round's first
+// task waits for the copy of what it reads from there. It also
 // counts memory: at each round's fullest moment what does not fit must be
 // away, copied out and back or computed again, and the round takes at least
 // the cheaper mix of the two (docs/planner.md, "The lower bound").
@@ -25,6 +27,7 @@ struct IterationLowerBound {
   double ms = 0;                     // counting memory
   std::vector<int64_t> rounds;       // the split that attains it
   double compute_ms = 0;             // the compute stream alone: nothing copied or recomputed
+  double input_ms = 0;               // in `ms`: the first task's wait for its input, in the first round of `rounds`
 };
 
 // Rounds of at least least_round samples (batch norm's two values per
