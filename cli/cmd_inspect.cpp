@@ -45,6 +45,11 @@ struct TaskRow {
   int32_t runs = 0;
   double time_ms = 0;
   double stall_ms = 0;
+  // Of those, the recomputations (a forward task run again in the backward
+  // pass): their time and the compute stream's wait before them.
+  int32_t recomputations = 0;
+  double recompute_ms = 0;
+  double recompute_stall_ms = 0;
   std::vector<std::string> algorithms;  // distinct, in round order
   int64_t workspace_bytes = 0;          // largest over rounds
   std::string micro_batches;            // of the first round that has any
@@ -130,8 +135,14 @@ std::string table_text(const Plan& plan) {
     if (st.kind != StepKind::compute || st.task < 0 || static_cast<size_t>(st.task) >= tasks) continue;
     TaskRow& row = rows[st.task];
     ++row.runs;
+    const double stall_ms = std::max(0.0, st.start_ms - compute_end_ms);
     row.time_ms += st.end_ms - st.start_ms;
-    if (st.start_ms > compute_end_ms) row.stall_ms += st.start_ms - compute_end_ms;
+    row.stall_ms += stall_ms;
+    if (st.recompute) {
+      ++row.recomputations;
+      row.recompute_ms += st.end_ms - st.start_ms;
+      row.recompute_stall_ms += stall_ms;
+    }
     compute_end_ms = std::max(compute_end_ms, st.end_ms);
     for (BufferId id : st.writes) {
       if (valid_buffer(id) && plan.buffers[id].block != kNoBlock) producer.emplace(plan.buffers[id].block, st.task);
@@ -154,10 +165,11 @@ std::string table_text(const Plan& plan) {
   }
 
   struct Line {
-    std::string task, algorithm, workspace, time, stall, offloaded;
+    std::string task, algorithm, workspace, time, stall, recomputed, offloaded;
   };
   std::vector<Line> lines;
-  lines.push_back({"task", "algorithm", "workspace", "time ms", "stall ms", "offloaded (per round) -> back before"});
+  lines.push_back({"task", "algorithm", "workspace", "time ms", "stall ms", "recomputed: runs, ms, stall ms",
+                   "offloaded (per round) -> back before"});
   for (size_t t = 0; t < tasks; ++t) {
     const TaskRow& row = rows[t];
     Line line;
@@ -167,6 +179,11 @@ std::string table_text(const Plan& plan) {
     line.workspace = row.workspace_bytes > 0 ? format_bytes(row.workspace_bytes) : "-";
     line.time = fmt::format("{:.3f}", row.time_ms);
     line.stall = row.stall_ms > 1e-9 ? fmt::format("{:.3f}", row.stall_ms) : "-";
+    line.recomputed = row.recomputations == 0 ? "-"
+                                              : fmt::format("{}, {:.3f}, {}", row.recomputations, row.recompute_ms,
+                                                            row.recompute_stall_ms > 1e-9
+                                                                ? fmt::format("{:.3f}", row.recompute_stall_ms)
+                                                                : "-");
     std::vector<std::string> offloaded;
     for (const auto& [block, o] : row.offloaded) {
       if (o.offloads == 0) continue;
@@ -177,19 +194,21 @@ std::string table_text(const Plan& plan) {
     line.offloaded = offloaded.empty() ? "-" : fmt::format("{}", fmt::join(offloaded, "; "));
     lines.push_back(std::move(line));
   }
-  size_t w[5] = {0, 0, 0, 0, 0};
+  size_t w[6] = {0, 0, 0, 0, 0, 0};
   for (const Line& l : lines) {
     w[0] = std::max(w[0], l.task.size());
     w[1] = std::max(w[1], l.algorithm.size());
     w[2] = std::max(w[2], l.workspace.size());
     w[3] = std::max(w[3], l.time.size());
     w[4] = std::max(w[4], l.stall.size());
+    w[5] = std::max(w[5], l.recomputed.size());
   }
-  std::string out = fmt::format("\nper task (time and stall summed over {} round{}):\n", plan.sub_batches.size(),
-                                plan.sub_batches.size() == 1 ? "" : "s");
+  std::string out = fmt::format("\nper task (time and stall summed over {} round{}, recomputations included; the "
+                                "compute stream's wait before a step is its stall):\n",
+                                plan.sub_batches.size(), plan.sub_batches.size() == 1 ? "" : "s");
   for (const Line& l : lines) {
-    out += fmt::format("{:<{}}  {:<{}}  {:>{}}  {:>{}}  {:>{}}  {}\n", l.task, w[0], l.algorithm, w[1], l.workspace,
-                       w[2], l.time, w[3], l.stall, w[4], l.offloaded);
+    out += fmt::format("{:<{}}  {:<{}}  {:>{}}  {:>{}}  {:>{}}  {:>{}}  {}\n", l.task, w[0], l.algorithm, w[1],
+                       l.workspace, w[2], l.time, w[3], l.stall, w[4], l.recomputed, w[5], l.offloaded);
   }
   return out;
 }
