@@ -71,6 +71,10 @@ struct PlanOptions {
   // recomputation rules, and, where the best plan splits a batch that may run
   // whole, from one round (planner/mplan_search.cpp, refine_blocks).
   bool refine_other_starts = true;
+  // Where a plan defragmented (moDNN §IV-B.1 evicts every block when a task
+  // fails on fragmentation), the search also tries it evicting every block
+  // but the task's inputs first (ModnnRules::defragment_around_task).
+  bool defragment_around_task = true;
   // Batch normalisation: what the rounds of a model with batchnorm layers may
   // be (statistics are per round). prefer_one: one round, full-batch
   // statistics as plain training computes them, whenever a plan of one round

@@ -73,6 +73,12 @@ struct ModnnRules {
   // every prefetch up to the last urgent task starts now (moDNN stops at the
   // first task that need not start yet).
   bool queued_prefetch = false;
+  // When a task fails on fragmentation, moDNN §IV-B.1 evicts every block and
+  // tries again; mplan may first evict every block but the task's inputs
+  // (they are there already: evicted, they come back over PCIe), and the
+  // rest only if that does not make the room. Which is faster depends on the
+  // plan, so the search tries this where its best plan defragmented.
+  bool defragment_around_task = false;
   // Per block (by BlockId; empty: every block by the rules), a choice made
   // for the whole iteration, as Checkmate's and Beaumont et al.'s solvers
   // make it, by the search's refinement (planner/block_refinement.h): a

@@ -21,6 +21,7 @@ class ModnnDecider final : public Decider {
         finder_(SchemeCosts{rules.refetch_cost, rules.lookahead_tasks, rules.recompute}) {}
 
   bool defragment_on_failure() const override { return true; }
+  bool defragment_around_task() const override { return rules_.defragment_around_task; }
   double last_gain_ms() const override { return gain_ms_; }
 
   void start_round(IterationSim& sim, int32_t r) override {

@@ -60,6 +60,9 @@ class Decider {
   // Whether a task whose preparation failed is retried after evicting every
   // block (moDNN §IV-B.1 defragmentation).
   virtual bool defragment_on_failure() const { return false; }
+  // Whether that defragmentation first evicts every block but the task's
+  // own inputs, and the rest only if the task still fails.
+  virtual bool defragment_around_task() const { return false; }
 
   virtual void before_issue(IterationSim& /*sim*/, int32_t /*r*/, int32_t /*k*/, double /*task_ms*/) {}
   virtual void after_task(IterationSim& /*sim*/, int32_t /*r*/, int32_t /*k*/) {}

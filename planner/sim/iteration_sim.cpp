@@ -527,9 +527,13 @@ bool IterationSim::try_task(int32_t r, int32_t k, size_t* option, std::optional<
 // then reloading required data"); a droppable one is dropped where its
 // recomputation costs no more than its round trip over the link (always for
 // the cheap layers; a convolution only where the link is the slower way).
-void IterationSim::defragment_all() {
+// keep_inputs_of >= 0: but the current round's inputs of the task at that
+// position (Decider::defragment_around_task).
+void IterationSim::defragment(int32_t keep_inputs_of) {
   std::vector<int32_t> live;
-  for (const auto& [stamp, inst] : lru_) live.push_back(inst);
+  for (const auto& [stamp, inst] : lru_)
+    if (keep_inputs_of < 0 || round_of(inst) != cur_r_ || !contains(inputs_[keep_inputs_of], block_of(inst)))
+      live.push_back(inst);
   for (int32_t i : live) {
     const bool drop_it = droppable(i) && !inst_[i].host_valid &&
                          recompute_ms(i) <= cost_.device_to_host_ms(instance_bytes(i)) +
@@ -607,9 +611,14 @@ void IterationSim::run_task(int32_t r, int32_t k) {
   size_t option = 0;
   std::optional<Reservation> workspace;
   bool ok = try_task(r, k, &option, &workspace);
+  if (!ok && decider_.defragment_on_failure() && decider_.defragment_around_task()) {
+    locked_.clear();
+    defragment(k);
+    ok = try_task(r, k, &option, &workspace);
+  }
   if (!ok && decider_.defragment_on_failure()) {
     locked_.clear();
-    defragment_all();
+    defragment(-1);
     ok = try_task(r, k, &option, &workspace);
   }
   const Task& task = tdfg_.tasks[order_[k]];

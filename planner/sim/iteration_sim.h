@@ -236,7 +236,7 @@ class IterationSim {
   bool try_task(int32_t r, int32_t k, size_t* option, std::optional<Reservation>* workspace);
   void issue_task(int32_t r, int32_t k, size_t option, const std::optional<Reservation>& workspace);
   void run_update();
-  void defragment_all();
+  void defragment(int32_t keep_inputs_of);
   BufferId commit(const Reservation& reservation, BlockId block, TaskId workspace_of, int32_t r, int32_t inst);
   void free_buffer(BufferId buf);
   void touch(int32_t inst);

@@ -400,9 +400,10 @@ TEST(Search, NeverWorseThanEarlyDropsOnTheH200) {
 
 // The refinement (planner/mplan_search.cpp, refine_blocks): ResNet-50 (batch
 // 128, H200 profile) in one round at a fifth of its unlimited plan's memory,
-// where the best plan of the rules stalls on layer1's copies (+121% over the
-// ideal). Dropping or offloading single large blocks right after their last
-// forward use, each kept where the simulation is faster, takes it below +80%.
+// where the best plan of the rules stalls on layer1's copies (+86% over the
+// ideal, 2026-11-30; +121% before the search defragmented around the task).
+// Dropping or offloading single large blocks right after their last forward
+// use, each kept where the simulation is faster, takes it to +63%.
 // Where the round fits, nothing is refined.
 TEST(Refinement, FixedBlocksBeatTheRulesWhereTheyStallOnTheH200) {
   const auto h = one_round_on_the_h200("resnet50", 1, 5);
@@ -413,7 +414,7 @@ TEST(Refinement, FixedBlocksBeatTheRulesWhereTheyStallOnTheH200) {
   o.refine_blocks = false;
   const PlanResult rules = plan_iteration(h->l.tdfg, *h->cost, o);
   ASSERT_TRUE(rules.feasible) << rules.note;
-  EXPECT_LT(h->searched.plan.summary.simulated_ms, 0.85 * rules.plan.summary.simulated_ms);
+  EXPECT_LT(h->searched.plan.summary.simulated_ms, 0.9 * rules.plan.summary.simulated_ms);
   EXPECT_NE(h->searched.note.find("after their last forward use"), std::string::npos) << h->searched.note;
   EXPECT_EQ(rules.note.find("after their last forward use"), std::string::npos) << rules.note;
   // Both choices pay somewhere: some blocks are recomputed, others copied.
