@@ -185,6 +185,10 @@ void setup_compile(CLI::App& command) {
                    "Keep the best plan of the levers as it is (mplan's planner otherwise refines it one large "
                    "block at a time, dropping or offloading it right after its last forward use where the "
                    "simulation is faster; docs/planner.md)");
+  command.add_flag("--no-load-ahead", o->no_load_ahead,
+                   "Load offloaded blocks when their task needs them or just in time (mplan's planner otherwise "
+                   "also simulates its best plans again loading each block ahead into the room their simulation "
+                   "left free, and keeps the faster plan; docs/planner.md, \"Loads ahead\")");
   auto* batchnorm = command.add_option(
       "--batchnorm", o->batchnorm,
       "Rounds of a model with batchnorm layers (statistics are per round): prefer-one (default: one round, "

@@ -58,6 +58,7 @@ std::optional<Error> check_policy_flags(const CompileFlags& f, PolicyKind policy
                        : f.no_early_offload     ? "--no-early-offload"
                        : f.no_early_drops       ? "--no-early-drops"
                        : f.no_refinement        ? "--no-refinement"
+                       : f.no_load_ahead        ? "--no-load-ahead"
                        : f.batchnorm_given      ? "--batchnorm"
                                                 : nullptr;
     if (flag != nullptr)
@@ -72,6 +73,7 @@ std::optional<Error> check_policy_flags(const CompileFlags& f, PolicyKind policy
                        : f.no_early_offload          ? "--no-early-offload"
                        : f.no_early_drops            ? "--no-early-drops"
                        : f.no_refinement             ? "--no-refinement"
+                       : f.no_load_ahead             ? "--no-load-ahead"
                                                      : nullptr;
     if (flag != nullptr)
       return usage(fmt::format("{} is a lever of mplan's planner; --policy modnn has none to turn off", flag));
@@ -119,6 +121,7 @@ Result<PlanOptions> plan_options(const CompileFlags& f) {
   o.early_offload = !f.no_early_offload;
   o.early_drops = !f.no_early_drops;
   o.refine_blocks = !f.no_refinement;
+  o.load_ahead = !f.no_load_ahead;
   return o;
 }
 

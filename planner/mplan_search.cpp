@@ -25,6 +25,7 @@ std::function<std::unique_ptr<Decider>()> modnn_factory(const ModnnRules& rules)
 }
 
 constexpr const char* kAroundTaskText = "defragmenting around the task";
+constexpr const char* kLoadAheadText = "loads ahead into free room";
 
 std::string rules_text(const ModnnRules& r, bool stacked) {
   std::vector<std::string> parts;
@@ -38,6 +39,7 @@ std::string rules_text(const ModnnRules& r, bool stacked) {
   if (!r.refetch_cost) parts.push_back("no re-fetch cost");
   else if (!r.eq5_refetch) parts.push_back("Eq. 5's T_off as published");
   if (stacked) parts.push_back("large blocks stacked");
+  if (r.load_ahead) parts.push_back(kLoadAheadText);
   std::string out;
   for (const std::string& p : parts) out += (out.empty() ? "" : ", ") + p;
   return out.empty() ? "offloading only" : out;
@@ -60,6 +62,10 @@ bool needed_no_levers(const PlanResult& r) {
 // The ratios of recomputation to copy time below which outputs are dropped
 // early (ModnnRules::early_drop_ratio), each simulated.
 constexpr double kEarlyDropRatios[] = {0.1, 0.2, 0.5};
+
+// Profiles load_ahead simulates from, one after another: the recent bests',
+// then the new best's own (while faster).
+constexpr int kLoadAheadPasses = 2;
 
 class SchedulerSearch {
  public:
@@ -93,6 +99,18 @@ class SchedulerSearch {
   // the same again defragmenting around the task
   // (ModnnRules::defragment_around_task), the faster kept.
   void search_defragmenting(Search& search, Sizes which);
+  // Where the best plan of `search` waits for copies in, the same again
+  // with its blocks loaded ahead into the room it left free
+  // (ModnnRules::load_ahead), while that is faster.
+  void load_ahead(Search& search);
+  // `c`, whose simulation is `plan`, again with its loads ahead of that
+  // plan's profile, with and without the margin (ModnnRules::load_ahead).
+  void loads_ahead_from(Search& search, Candidate c, const Plan& plan);
+  // search_defragmenting, then load_ahead: the whole search of `which`.
+  void search_plans(Search& search, Sizes which) {
+    search_defragmenting(search, which);
+    load_ahead(search);
+  }
   // One candidate: every lever on first; where that plan could improve, the
   // variants (planner/plan_search.h).
   void search_candidate(Search& search, Candidate c, int64_t large_block_bytes);
@@ -506,7 +524,8 @@ std::string start_key(const Candidate& c) {
                      c.dynamic, c.large_block_bytes, c.copy_engines, c.fixed.size(), r.select_algorithms, r.prefetch,
                      r.refetch_cost, r.eq5_refetch, r.recompute, r.recompute_convolutions, r.early_offload,
                      r.queued_prefetch, r.lookahead_tasks, r.early_offload_margin, r.early_drop_ratio,
-                     choices + (r.defragment_around_task ? "|around" : ""));
+                     choices + (r.defragment_around_task ? "|around" : "") +
+                         (r.load_ahead ? (r.load_ahead_margin ? "|ahead+" : "|ahead") : ""));
 }
 
 // The blocks a refinement may decide: made by forward tasks, read again in
@@ -651,6 +670,69 @@ void SchedulerSearch::refine_from(Search& search, Candidate c, int64_t task_runs
   }
 }
 
+// On-demand loads start a copy when the task that needs it runs, and Eq. 4
+// just in time; both wait where the arena had room for the block long
+// before. A plan's own arena profile says where: each of the last plans
+// that were the search's best when found (Search::recent_bests; the rules'
+// best, the refined ones, the one defragmenting around the task) is
+// simulated again with each load as early as that profile leaves room for
+// it up to its use, with and without a margin, then again from the new
+// best plan's profile, while that is faster. Not only the best: a plan a
+// little slower may wait for more that can move. ResNet-50 (batch 128, H200
+// profile) at a quarter of its memory, one round: layer1's backward pass
+// waited 13 ms for its 392 MiB outputs with half the arena free; 176.6 ms
+// before, 162.2 ms after, 164.9 ms loading ahead of the best plan alone.
+void SchedulerSearch::load_ahead(Search& search) {
+  if (published_ || !opt_.load_ahead || !search.have()) return;
+  const std::vector<Candidate> starts = search.recent_bests();  // the best last
+  // The best plan is at hand; the others are simulated again for their profiles.
+  loads_ahead_from(search, starts.back(), search.best().plan);
+  for (size_t s = 0; s + 1 < starts.size(); ++s) {
+    Search again(tdfg_, cost_, arena_, copy_engines_, /*screen=*/false);
+    const PlanResult& start = again.consider(starts[s]);
+    if (start.feasible) loads_ahead_from(search, starts[s], start.plan);
+  }
+  // Again from the new best plan's own profile, while that is faster.
+  for (int pass = 1; pass < kLoadAheadPasses; ++pass) {
+    const Candidate best = search.best_candidate();
+    if (!best.rules.load_ahead) return;
+    const double before = search.best().plan.summary.simulated_ms;
+    loads_ahead_from(search, best, search.best().plan);
+    if (!(search.best().plan.summary.simulated_ms < before)) break;
+  }
+  // The refinement chose its blocks where copies came back on demand; with
+  // them loaded ahead, a block copied rather than recomputed may now come
+  // back in time. Refined again from the plan that loads ahead (its trials
+  // keep its profile), in a search of its own, within a start's budget.
+  const Candidate best = search.best_candidate();
+  if (!opt_.refine_blocks || !best.rules.load_ahead || !could_improve(search.best()) ||
+      !refined_starts_.insert(start_key(best)).second)
+    return;
+  Search side(tdfg_, cost_, arena_, copy_engines_, opt_.screen_sub_batches);
+  side.consider(best);
+  if (!side.have()) return;
+  refine_from(side, side.best_candidate(), kStartTaskRuns);
+  search.consider(side.best_candidate());
+}
+
+void SchedulerSearch::loads_ahead_from(Search& search, Candidate c, const Plan& plan) {
+  // Everything read from `plan` first: it may be the search's best, which consider() replaces.
+  if (plan.summary.stall_ms <= 0 || plan.summary.prefetch_count == 0) return;
+  if (!c.rules.load_ahead) {
+    // Before the refinement's counts, which a refinement replaces (without_refinement).
+    const size_t counts = c.label.find(" blocks dropped, ");
+    const size_t at = counts == std::string::npos ? c.label.size() - 1 : c.label.rfind(", ", counts);
+    c.label.insert(at, std::string(", ") + kLoadAheadText);
+  }
+  c.rules.load_ahead = std::make_shared<const std::vector<int64_t>>(
+      arena_in_use_by_position(plan, blocks_arena_of(c.pool_bytes)));
+  for (bool margin : {true, false}) {
+    c.rules.load_ahead_margin = margin;
+    c.decider = modnn_factory(c.rules);
+    search.consider(c);
+  }
+}
+
 PlanResult SchedulerSearch::run() {
   if (std::optional<Error> e = check()) return infeasible(e->message);
   base_.select_algorithms = opt_.select_algorithms;
@@ -668,17 +750,17 @@ PlanResult SchedulerSearch::run() {
                                 opt_.batchnorm_rounds != PlanOptions::BatchnormRounds::any;
   if (batchnorm_rounds) {
     // Batch normalisation: one round (full-batch statistics) first.
-    search_defragmenting(search, Sizes::whole_batch);
+    search_plans(search, Sizes::whole_batch);
     if (!search.have()) {
       batchnorm_note = "batchnorm: no plan of one round fits, so the statistics are per sub-batch";
-      search_defragmenting(search, Sizes::split);
+      search_plans(search, Sizes::split);
     } else if (opt_.batchnorm_rounds == PlanOptions::BatchnormRounds::prefer_one &&
                !needed_no_levers(search.best())) {
       // Split only where that is more than the tolerance faster.
       const double one_ms = search.best().plan.summary.simulated_ms;
       Search split(tdfg_, cost_, arena_, copy_engines_, opt_.screen_sub_batches);
       split.set_bound_ms(one_ms / (1 + opt_.batchnorm_tolerance));
-      search_defragmenting(split, Sizes::split);
+      search_plans(split, Sizes::split);
       if (split.have()) {
         batchnorm_note = fmt::format(
             "batchnorm: one round would take {:.1f} ms ({:+.0f}%), more than {:.0f}% slower, so the statistics are "
@@ -692,7 +774,7 @@ PlanResult SchedulerSearch::run() {
       }
     }
   } else {
-    search_defragmenting(search, Sizes::all);
+    search_plans(search, Sizes::all);
   }
   if (!search.have()) {
     if (first_error_) return infeasible(first_error_->message);

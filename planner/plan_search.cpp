@@ -110,6 +110,8 @@ const PlanResult& Search::consider(const Candidate& c) {
     best_ = last_;
     best_candidate_ = c;
     have_ = true;
+    recent_bests_.push_back(c);
+    if (recent_bests_.size() > kRecentBests) recent_bests_.erase(recent_bests_.begin());
   }
   return last_;
 }

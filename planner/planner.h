@@ -75,6 +75,10 @@ struct PlanOptions {
   // fails on fragmentation), the search also tries it evicting every block
   // but the task's inputs first (ModnnRules::defragment_around_task).
   bool defragment_around_task = true;
+  // Where the best plan waits for copies in, the search simulates it again
+  // loading each offloaded block as early as the arena its simulation left
+  // free allows, and keeps the faster (ModnnRules::load_ahead).
+  bool load_ahead = true;
   // Batch normalisation: what the rounds of a model with batchnorm layers may
   // be (statistics are per round). prefer_one: one round, full-batch
   // statistics as plain training computes them, whenever a plan of one round

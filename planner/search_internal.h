@@ -68,6 +68,9 @@ class Search {
   bool have() const { return have_; }
   PlanResult& best() { return best_; }
   const Candidate& best_candidate() const { return best_candidate_; }
+  // The last few candidates that were the best when simulated, oldest first
+  // (the best last): plans a post-pass may improve more than the best.
+  const std::vector<Candidate>& recent_bests() const { return recent_bests_; }
   const std::string& first_failure() const { return first_failure_; }
   int32_t simulations() const { return simulations_; }
 
@@ -81,6 +84,8 @@ class Search {
   bool have_ = false;
   PlanResult best_, last_;
   Candidate best_candidate_;
+  std::vector<Candidate> recent_bests_;
+  static constexpr size_t kRecentBests = 4;
   std::string first_failure_;
   int32_t simulations_ = 0;
   std::map<std::pair<int64_t, bool>, double> round_ms_;  // (sub-batch, dynamic) -> its tasks at their fastest

@@ -79,6 +79,21 @@ struct ModnnRules {
   // rest only if that does not make the room. Which is faster depends on the
   // plan, so the search tries this where its best plan defragmented.
   bool defragment_around_task = false;
+  // Loads ahead into room known to be free (mplan): the arena in use at each
+  // unrolled position of an earlier simulation with these rules
+  // (arena_in_use_by_position). A block on the host is loaded, in the order
+  // of need, as soon as the copy engine in is idle and its bytes fit beside
+  // that profile from now up to its use: Eq. 4 starts a copy just in time,
+  // and on-demand loads start it when the task that needs it runs, while the
+  // arena may have had room for it long before (ResNet-50's backward pass at
+  // a quarter of its memory waits for layer1's 392 MiB outputs with half the
+  // arena free). Null: off.
+  std::shared_ptr<const std::vector<int64_t>> load_ahead;
+  // With load_ahead: beside the profile, room is also kept for the largest
+  // block made up to the use, so that a block loaded ahead does not split
+  // the range a later allocation needs (the profile counts bytes, not
+  // holes). Which is faster depends on the plan, so the search tries both.
+  bool load_ahead_margin = false;
   // Per block (by BlockId; empty: every block by the rules), a choice made
   // for the whole iteration, as Checkmate's and Beaumont et al.'s solvers
   // make it, by the search's refinement (planner/block_refinement.h): a
@@ -87,6 +102,12 @@ struct ModnnRules {
   std::shared_ptr<const std::vector<BlockChoice>> block_choices;
 };
 std::unique_ptr<Decider> make_modnn_decider(const ModnnRules& rules);
+// The reserved arena bytes in use at each unrolled position (round r, task k
+// at r * tasks + k) of a simulated plan: the most at once from the frees
+// after the position before to its compute step (its inputs, outputs,
+// workspace and recomputations), the wd pool's workspaces left out
+// (ModnnRules::load_ahead).
+std::vector<int64_t> arena_in_use_by_position(const Plan& plan, int64_t pool_offset_bytes);
 
 // vDNN §III-C: whose input feature maps are offloaded in the forward pass.
 enum class VdnnOffload { none, conv, all };

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <limits>
+#include <set>
+#include <utility>
 #include <vector>
 
 #include "planner/deciders/deciders.h"
@@ -13,6 +15,9 @@
 
 namespace mplan {
 namespace {
+
+// How far ahead (tasks) ModnnRules::load_ahead looks for the next load.
+constexpr int64_t kLoadAheadTasks = 256;
 
 class ModnnDecider final : public Decider {
  public:
@@ -62,6 +67,7 @@ class ModnnDecider final : public Decider {
   // makes it, else -1 (none, or the forward pass reads it again).
   static int32_t next_backward_use(const IterationSim& sim, BlockId b, int32_t k);
   void drop_cheap_blocks(IterationSim& sim, int32_t r, int32_t k) const;
+  void load_ahead(IterationSim& sim, double t_end_ms);
   void apply_block_choices(IterationSim& sim, int32_t r, int32_t k) const;
   int64_t excess_bytes(IterationSim& sim, int32_t r) const;
   // Missing inputs of the task at unrolled position p (loads and the loads
@@ -74,6 +80,8 @@ class ModnnDecider final : public Decider {
   int64_t early_bytes_ = 0;
   int64_t early_target_bytes_ = 0;
   bool drop_early_ = false;
+  // load_ahead: the bytes loaded ahead at each position, beyond the profile.
+  std::vector<int64_t> ahead_bytes_;
 };
 
 bool ModnnDecider::recompute_is_free_of_extensions(const IterationSim& sim, BlockId b) {
@@ -223,6 +231,7 @@ size_t ModnnDecider::choose_option(IterationSim& sim, int32_t r, int32_t k, cons
 // the last s that must start now are issued (moDNN stops at the first s that
 // need not start, even when a later, larger one must).
 void ModnnDecider::before_issue(IterationSim& sim, int32_t r, int32_t k, double task_ms) {
+  if (rules_.load_ahead) load_ahead(sim, sim.timeline().free_at_ms(kComputeSlot) + task_ms);
   if (!rules_.prefetch) return;
   const int64_t here = sim.here();
   int64_t t_need = 0;
@@ -259,6 +268,66 @@ void ModnnDecider::before_issue(IterationSim& sim, int32_t r, int32_t k, double 
                                    RoomRequest::Purpose::prefetch}))
         return;  // lines 21-25
     }
+  }
+}
+
+// ModnnRules::load_ahead: the inputs on the host of the next task that has
+// any, once Eq. 4 with the copy queue says they must start (their copies and
+// those of the tasks after it no longer fit before the task starts), the
+// copy engine in is idle by the end of the running task, and their bytes fit
+// beside the profile from here up to that task (and in one free range now),
+// so that nothing the earlier simulation placed in between loses its room;
+// never by evicting. One task's inputs at a time, in the order of need.
+void ModnnDecider::load_ahead(IterationSim& sim, double t_end_ms) {
+  const std::vector<int64_t>& in_use = *rules_.load_ahead;
+  const int64_t here = sim.here();
+  if (in_use.size() != static_cast<size_t>(sim.last_pos() + 1)) return;  // another plan's profile
+  if (ahead_bytes_.empty()) ahead_bytes_.assign(in_use.size(), 0);
+  if (sim.timeline().free_at_ms(sim.timeline().h2d_slot()) > t_end_ms) return;
+  // Eq. 4 with the copy queue: the loads of the next tasks in order, until
+  // one must start now (EST from the fastest options: recomputations left
+  // out, so it errs early).
+  const int64_t last = std::min(sim.last_pos(), here + kLoadAheadTasks);
+  double est_ms = t_end_ms, queued_ms = 0;
+  int64_t first = -1;
+  std::vector<int32_t> first_missing;
+  bool urgent = false;
+  std::vector<int32_t> counted;  // instances whose copies queued_ms holds
+  for (int64_t p = here + 1; p <= last && !urgent; ++p) {
+    std::vector<int32_t> missing;
+    int64_t need = 0;
+    missing_at(sim, p, &missing, &need);
+    for (int32_t i : missing)
+      if (std::find(counted.begin(), counted.end(), i) == counted.end()) {
+        counted.push_back(i);
+        queued_ms += sim.cost().host_to_device_ms(sim.instance_bytes(i));
+      }
+    if (!missing.empty() && first < 0) {
+      first = p;
+      first_missing = std::move(missing);
+    }
+    urgent = first >= 0 && t_end_ms + queued_ms > est_ms;
+    est_ms += sim.fast_time(p);
+  }
+  if (!urgent) return;
+  const int64_t capacity = sim.memory().capacity_bytes();
+  int64_t margin = 0;  // ModnnRules::load_ahead_margin: the largest block made in between
+  for (int64_t q = here; q < first && rules_.load_ahead_margin; ++q) {
+    const auto rq = static_cast<int32_t>(q / sim.task_count());
+    const auto kq = static_cast<int32_t>(q % sim.task_count());
+    for (BlockId b : sim.outputs_at(kq))
+      margin = std::max(margin, sim.reserved_bytes(sim.instance_bytes(sim.instance(rq, b))));
+  }
+  for (int32_t i : first_missing) {
+    if (sim.state(i).buffer != kNoBuffer) continue;
+    const int64_t bytes = sim.reserved_bytes(sim.instance_bytes(i));
+    for (int64_t q = here; q < first; ++q)
+      if (in_use[q] + ahead_bytes_[q] + bytes + margin > capacity) return;
+    if (!sim.memory().fits(sim.instance_bytes(i))) return;
+    if (!sim.load(i, RoomRequest{sim.instance_bytes(i), sim.timeline().h2d_slot(), first,
+                                 RoomRequest::Purpose::prefetch}))
+      return;
+    for (int64_t q = here; q < first; ++q) ahead_bytes_[q] += bytes;
   }
 }
 
@@ -326,5 +395,32 @@ void ModnnDecider::after_task(IterationSim& sim, int32_t r, int32_t k) {
 }  // namespace
 
 std::unique_ptr<Decider> make_modnn_decider(const ModnnRules& rules) { return std::make_unique<ModnnDecider>(rules); }
+
+std::vector<int64_t> arena_in_use_by_position(const Plan& plan, int64_t pool_offset_bytes) {
+  std::vector<int64_t> in_use;
+  std::set<std::pair<TaskId, int32_t>> seen;  // (task, round): a micro-batched task has several steps
+  int64_t live = 0, most = 0;
+  auto counted = [&](const Step& s) {
+    const Buffer& b = plan.buffers[static_cast<size_t>(s.buffer)];
+    return b.resident || b.offset >= pool_offset_bytes ? 0 : align_up(b.bytes);
+  };
+  bool window_open = true;  // no allocation since the last compute step: frees still lower the window's start
+  for (const Step& s : plan.steps) {
+    if (s.kind == StepKind::alloc) {
+      window_open = false;
+      most = std::max(most, live += counted(s));
+    }
+    if (s.kind == StepKind::free) {
+      live -= counted(s);
+      if (window_open) most = live;
+    }
+    if (s.kind != StepKind::compute || s.recompute || s.round == kOnceRound) continue;
+    if (seen.insert({s.task, s.round}).second) in_use.push_back(most);
+    else in_use.back() = std::max(in_use.back(), most);
+    most = live;
+    window_open = true;
+  }
+  return in_use;
+}
 
 }  // namespace mplan

@@ -14,7 +14,7 @@
 //   (the simulator reserves its workspace, asking make_room if needed; when
 //    anything fails it cancels the attempt, defragments if the decider says
 //    so and tries once more, else the plan is infeasible)
-//   before_issue       moDNN Algorithm 1 lines 15-27 (prefetch for later tasks); vDNN's offloads
+//   before_issue       moDNN Algorithm 1 lines 15-27 (prefetch for later tasks); vDNN's offloads; mplan's loads ahead
 //   (the simulator issues the task's compute step)
 //   after_task         early offloads, drops, releases
 //   (the simulator frees what no later task needs)

@@ -107,6 +107,10 @@ TEST_F(CompilePolicy, PlannerLeversAreRefusedWhereAPolicyHasNone) {
                                 "--no-early-drops", "-o", path("d")});
   EXPECT_NE(drops.exit_code, 0) << drops.describe();
   EXPECT_TRUE(contains(drops.err, "--no-early-drops is a lever")) << drops.describe();
+  const MplanRun ahead = mplan({"compile", example_model("cifar_small"), "--budget", "64MiB", "--policy", "modnn",
+                                "--no-load-ahead", "-o", path("a")});
+  EXPECT_NE(ahead.exit_code, 0) << ahead.describe();
+  EXPECT_TRUE(contains(ahead.err, "--no-load-ahead is a lever")) << ahead.describe();
   const MplanRun convolutions = mplan({"compile", example_model("cifar_small"), "--budget", "64MiB", "--policy",
                                        "modnn", "--no-recompute-convolutions", "-o", path("c")});
   EXPECT_NE(convolutions.exit_code, 0) << convolutions.describe();
@@ -133,6 +137,23 @@ TEST_F(CompilePolicy, NoEarlyDropsLeavesTheDropsToWhenRoomIsNeeded) {
   };
   EXPECT_EQ(offloads("with", {}), 0);
   EXPECT_GT(offloads("without", {"--no-early-drops"}), 0);
+}
+
+// cifar_small (batch 32) on its H200 profile in 2.8 MiB: the plan loads
+// blocks ahead into free room, and --no-load-ahead leaves them to be loaded
+// when their task needs them.
+TEST_F(CompilePolicy, NoLoadAheadLoadsWhenTheTaskNeedsIt) {
+  auto policy = [&](const std::string& dir, const std::vector<std::string>& extra) {
+    std::vector<std::string> args = {"compile", example_model("cifar_small"), "--profile",
+                                     std::string(MPLAN_SOURCE_DIR) + "/examples/profiles/cifar_small-h200.json",
+                                     "--budget", "2.8MiB", "--plan-only", "-o", path(dir)};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const MplanRun r = mplan(args);
+    EXPECT_EQ(r.exit_code, 0) << r.describe();
+    return r.out;
+  };
+  EXPECT_TRUE(contains(policy("with", {}), "loads ahead into free room"));
+  EXPECT_FALSE(contains(policy("without", {"--no-load-ahead"}), "loads ahead into free room"));
 }
 
 TEST_F(CompilePolicy, BatchnormWithOneValuePerChannelIsRefusedWithTheLeastBudget) {

@@ -12,15 +12,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
-#include <memory>
 #include <string>
 
-#include "driver/planned_model.h"
-#include "frontend/parse.h"
-#include "planner/planner.h"
-#include "planner/verify.h"
-#include "profiler/profile.h"
-#include "tdfg/tdfg.h"
+#include "tests/planner/h200_plan.h"
 
 namespace mplan {
 namespace {
@@ -31,24 +25,9 @@ namespace {
 constexpr int64_t kBudget = 2754428751;
 
 PlanResult plan_resnet34(bool around_task) {
-  Result<Model> model = load_model(std::string(MPLAN_SOURCE_DIR) + "/examples/models/resnet34.yaml");
-  EXPECT_TRUE(model.ok());
-  Result<Profile> profile = load_profile(std::string(MPLAN_SOURCE_DIR) + "/examples/profiles/resnet34-h200.json");
-  EXPECT_TRUE(profile.ok());
-  if (!model.ok() || !profile.ok()) return {};
-  const Tdfg tdfg = build_tdfg(*model);
-  Result<std::unique_ptr<RecordedCostModel>> cost = RecordedCostModel::create(*profile, tdfg, {}, "resnet34");
-  EXPECT_TRUE(cost.ok());
-  if (!cost.ok()) return {};
   PlanOptions o;
-  o.budget_bytes = kBudget;
-  o.batchnorm_rounds = PlanOptions::BatchnormRounds::one;
   o.defragment_around_task = around_task;
-  driver::PlannedModel planned = driver::plan_model(
-      *model, true, o, [&](const Tdfg& candidate) { return plan_iteration(candidate, **cost, o); });
-  EXPECT_TRUE(planned.planned.feasible) << planned.planned.note;
-  if (planned.planned.feasible) EXPECT_TRUE(verify_plan(planned.planned.plan, planned.tdfg).empty());
-  return std::move(planned.planned);
+  return testing::plan_one_round_on_the_h200("resnet34", kBudget, o);
 }
 
 TEST(Defragmentation, AroundTheTaskKeepsItsInputsWhereThatIsFaster) {

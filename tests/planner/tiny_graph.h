@@ -72,6 +72,32 @@ inline std::unique_ptr<TinyGraph> tiny_graph(const std::vector<std::pair<std::st
   return g;
 }
 
+// A block A made first and needed again at the end; the tasks between need
+// the room it holds, so it is offloaded (when T2 allocates) and brought back:
+//
+//   X(256) -T0-> A(512K) -T1-> B(1536K) -T2-> C(512K) -T3..-> D(512K) -T4(D, A)-> E(256)
+//
+// Arena 2 MiB + 512: T2 needs B and C (2 MiB) beside A -> A goes to the host.
+// From T3 on only C and D are live (1 MiB), so A fits again; line 16's
+// prediction (T4's need + the running task's <= the arena) allows its prefetch.
+inline std::unique_ptr<TinyGraph> offload_then_reuse(int middle_tasks) {
+  constexpr int64_t K = 1024;
+  std::vector<std::pair<std::string, int64_t>> blocks = {{"X", 256}, {"A", 512 * K}, {"B", 1536 * K},
+                                                         {"C", 512 * K}, {"D", 512 * K}, {"E", 256}};
+  std::vector<TinyTask> tasks = {{"T0", {0}, {1}}, {"T1", {1}, {2}}, {"T2", {2}, {3}}};
+  // T3a, T3b, ...: C -> C' -> ... small steps that keep C and D's room.
+  BlockId c = 3;
+  for (int i = 0; i < middle_tasks; ++i) {
+    blocks.push_back({"M" + std::to_string(i), 256});
+    const auto m = static_cast<BlockId>(blocks.size() - 1);
+    tasks.push_back({"T3" + std::string(1, static_cast<char>('a' + i)), {c}, {m}});
+    c = m;
+  }
+  tasks.push_back({"T3", {c}, {4}});
+  tasks.push_back({"T4", {4, 1}, {5}});
+  return tiny_graph(blocks, tasks);
+}
+
 // moDNN's decider with `rules` over the simulator: one round of one sample.
 inline PlanResult simulate_modnn(const Tdfg& tdfg, const CostModel& cost, int64_t arena_bytes, const ModnnRules& rules,
                                 int copy_engines = 2) {
