@@ -39,7 +39,6 @@ std::string rules_text(const ModnnRules& r, bool stacked) {
   if (!r.refetch_cost) parts.push_back("no re-fetch cost");
   else if (!r.eq5_refetch) parts.push_back("Eq. 5's T_off as published");
   if (stacked) parts.push_back("large blocks stacked");
-  if (r.load_ahead) parts.push_back(kLoadAheadText);
   std::string out;
   for (const std::string& p : parts) out += (out.empty() ? "" : ", ") + p;
   return out.empty() ? "offloading only" : out;
@@ -99,9 +98,10 @@ class SchedulerSearch {
   // the same again defragmenting around the task
   // (ModnnRules::defragment_around_task), the faster kept.
   void search_defragmenting(Search& search, Sizes which);
-  // Where the best plan of `search` waits for copies in, the same again
-  // with its blocks loaded ahead into the room it left free
-  // (ModnnRules::load_ahead), while that is faster.
+  // The recent best plans of `search` again with their blocks loaded ahead
+  // into the room each left free (ModnnRules::load_ahead), then from the new
+  // best's own profile while faster; the best that loads ahead refined once
+  // more. Its label names it (loads_ahead_from), not rules_text.
   void load_ahead(Search& search);
   // `c`, whose simulation is `plan`, again with its loads ahead of that
   // plan's profile, with and without the margin (ModnnRules::load_ahead).

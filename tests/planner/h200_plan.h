@@ -34,7 +34,9 @@ inline PlanResult plan_one_round_on_the_h200(const std::string& stem, int64_t bu
   driver::PlannedModel planned = driver::plan_model(
       *model, true, options, [&](const Tdfg& candidate) { return plan_iteration(candidate, **cost, options); });
   EXPECT_TRUE(planned.planned.feasible) << planned.planned.note;
-  if (planned.planned.feasible) EXPECT_TRUE(verify_plan(planned.planned.plan, planned.tdfg).empty());
+  if (planned.planned.feasible) {
+    EXPECT_TRUE(verify_plan(planned.planned.plan, planned.tdfg).empty());
+  }
   return std::move(planned.planned);
 }
 
