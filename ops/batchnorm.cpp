@@ -55,10 +55,11 @@ SavedBytes saved(const Layer&, const std::vector<Shape>& inputs, const Shape&) {
 BackwardNeeds bp1_needs(const Layer&) { return {.inputs = true, .weight = true, .saved = true}; }
 BackwardNeeds bp2_needs(const Layer&) { return {.inputs = true, .saved = true}; }  // dgamma needs x_hat
 
-// Statistics pass, then normalise (cuDNN's training forward).
+// Statistics pass, then normalise (cuDNN's training forward); recomputed,
+// the normalisation alone with the saved statistics.
 std::vector<WorkEstimate> work(const OpTask& task, int64_t b) {
   const double x = elements(task.inputs.at(0), b) * task.element_bytes;
-  if (task.kind == TaskKind::FP) return {streaming(3 * x, 2)};
+  if (task.kind == TaskKind::FP) return {task.recompute ? streaming(2 * x) : streaming(3 * x, 2)};
   if (task.kind == TaskKind::BP2) return {streaming(2 * x)};  // dgamma, dbeta: reduce X and dY
   return {streaming(3 * x, 1)};                               // dX from X, dY and the reductions
 }

@@ -125,6 +125,9 @@ struct OpTask {
   // Bytes of an element of its activations (the output's type, ops/precision.h):
   // what the work estimates move per element.
   double element_bytes = 4;
+  // FP run again from what it saved (OpSpec::recompute_from_saved): its
+  // work, and its kernels, are the recomputation's.
+  bool recompute = false;
 };
 
 // ---- runtime ------------------------------------------------------------------------

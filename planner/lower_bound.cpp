@@ -95,10 +95,16 @@ RoundTasks round_tasks(const Tdfg& tdfg, const CostModel& cost, MicroOptions& mi
     const Block& block = tdfg.blocks[b];
     if (block.resident || block.writers.empty()) continue;
     double ms = 0;
-    for (TaskId w : block.writers)
-      ms += tdfg.tasks[w].kind == TaskKind::FP
-                ? least_task_ms(tdfg, cost, micro, w, samples, std::numeric_limits<int64_t>::max(), nullptr)
-                : kInfinity;
+    for (TaskId w : block.writers) {
+      if (tdfg.tasks[w].kind != TaskKind::FP) {
+        ms = kInfinity;
+        break;
+      }
+      // Run again at its fastest, as a recomputation (CostModel::recompute_ms).
+      const double first_ms =
+          least_task_ms(tdfg, cost, micro, w, samples, std::numeric_limits<int64_t>::max(), nullptr);
+      ms += cost.recompute_ms(tdfg, w, samples, TaskOption{"", first_ms, 0});
+    }
     out.rerun_ms[b] = ms;
   }
   return out;

@@ -45,7 +45,7 @@ std::vector<TaskOption> with_weight_cast(std::vector<TaskOption> options, const 
   return options;
 }
 
-std::vector<KernelWork> task_work(const TaskShape& s, int64_t b) {
+std::vector<KernelWork> task_work(const TaskShape& s, int64_t b, bool recompute) {
   if (s.kind == TaskKind::update) {
     // One kernel per weighted layer: read W and dW, write W, zero dW for the
     // next iteration's accumulation (4 floats a parameter), and read and
@@ -64,7 +64,7 @@ std::vector<KernelWork> task_work(const TaskShape& s, int64_t b) {
   MPLAN_CHECK(spec.work != nullptr, fmt::format("task_work: no model for {} {}", spec.name, task_kind_name(s.kind)));
   std::vector<KernelWork> phases;
   const Layer layer = task_layer(s);
-  const OpTask task{layer, s.inputs, s.output, s.kind, static_cast<double>(element_bytes(s.dtype))};
+  const OpTask task{layer, s.inputs, s.output, s.kind, static_cast<double>(element_bytes(s.dtype)), recompute};
   for (const WorkEstimate& w : spec.work(task, b)) {
     KernelWork work =
         w.work_class == WorkClass::gemm ? gemm(w.flops, w.bytes, w.parallel_items) : streaming(w.bytes, 1, w.flops);
@@ -132,6 +132,11 @@ std::vector<TaskOption> AnalyticCostModel::options(const Tdfg& tdfg, TaskId t, i
   std::lock_guard<std::mutex> lock(mutex_);
   cache_.emplace(cache_key, result);
   return result;
+}
+
+std::optional<double> AnalyticCostModel::recompute_from_saved_ms(const Tdfg& tdfg, TaskId t, int64_t sub_batch) const {
+  const TaskShape& shape = keys_.shape(keys_.key(tdfg, t));
+  return time_ms(device_, task_work(shape, sub_batch, /*recompute=*/true), math_, StreamState::busy);
 }
 
 Status check_math_mode(const Device& device, MathMode math) {

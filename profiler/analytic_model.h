@@ -32,7 +32,8 @@ std::vector<TaskOption> analytic_options(const Device& device, const TaskShape& 
 // The kernels of a task that is not a convolution: the op table's estimate
 // (memory-bound ops by bytes moved, linear layers as cuBLAS GEMMs;
 // docs/design.md), and the update's (one SGD kernel per weighted layer).
-std::vector<KernelWork> task_work(const TaskShape& shape, int64_t sub_batch);
+// With `recompute`, an FP task's recomputation (OpTask::recompute).
+std::vector<KernelWork> task_work(const TaskShape& shape, int64_t sub_batch, bool recompute = false);
 
 // A task that casts weights into a 16-bit copy where it uses them
 // (TaskShape::copied_parameters on FP or BP1): the cast's kernel (read 4,
@@ -61,6 +62,8 @@ class AnalyticCostModel final : public CostModel {
   explicit AnalyticCostModel(Device device, std::optional<MathMode> math = std::nullopt);
 
   std::vector<TaskOption> options(const Tdfg& tdfg, TaskId t, int64_t sub_batch) const override;
+  // The recomputation's own work (task_work with `recompute`).
+  std::optional<double> recompute_from_saved_ms(const Tdfg& tdfg, TaskId t, int64_t sub_batch) const override;
   double host_to_device_ms(int64_t bytes) const override { return analytic_copy_ms(device_, bytes, true); }
   double device_to_host_ms(int64_t bytes) const override { return analytic_copy_ms(device_, bytes, false); }
   int copy_engines() const override { return device_.copy_engines; }

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "profiler/analytic_model.h"
+
 namespace mplan {
 
 std::string describe_cost_model(const CostModelInfo& info) {
@@ -12,6 +14,25 @@ std::string describe_cost_model(const CostModelInfo& info) {
                        info.math_mode, info.expected_error.empty() ? "unknown" : info.expected_error);
   if (info.kind == "measured") return fmt::format("measured, math {}", info.math_mode);
   return fmt::format("{}, math {}", info.kind, info.math_mode);
+}
+
+bool recomputes_from_saved(const Tdfg& tdfg, TaskId t) {
+  const Task& task = tdfg.tasks.at(t);
+  return task.kind == TaskKind::FP && !task.recompute_writes.empty() && op_spec(task.op).recompute_from_saved;
+}
+
+double recompute_traffic_ratio(const TaskShape& shape, int64_t sub_batch) {
+  if (shape.kind != TaskKind::FP || !op_spec(shape.op).recompute_from_saved) return 1.0;
+  double first = 0, again = 0;
+  for (const KernelWork& w : task_work(shape, sub_batch)) first += w.bytes;
+  for (const KernelWork& w : task_work(shape, sub_batch, /*recompute=*/true)) again += w.bytes;
+  return first > 0 ? std::min(1.0, again / first) : 1.0;
+}
+
+double CostModel::recompute_ms(const Tdfg& tdfg, TaskId t, int64_t sub_batch, const TaskOption& first_run) const {
+  if (!recomputes_from_saved(tdfg, t)) return first_run.time_ms;
+  if (const std::optional<double> own = recompute_from_saved_ms(tdfg, t, sub_batch)) return *own;
+  return first_run.time_ms * recompute_traffic_ratio(describe_task(tdfg, t), sub_batch);
 }
 
 TaskOption fastest_option(const CostModel& model, const Tdfg& tdfg, TaskId t, int64_t sub_batch) {

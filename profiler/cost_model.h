@@ -6,10 +6,12 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/error.h"
+#include "profiler/signature.h"
 #include "tdfg/tdfg.h"
 
 namespace mplan {
@@ -44,6 +46,22 @@ class CostModel {
   // empty for a task of the TDFG (non-conv tasks have one, "default").
   virtual std::vector<TaskOption> options(const Tdfg& tdfg, TaskId t, int64_t sub_batch) const = 0;
 
+  // Time of task t run again at sub-batch b after a first run with
+  // `first_run` (SuperNeurons §3.4 recomputation; Task::recompute_reads and
+  // recompute_writes). The same kernel on the same inputs takes the first
+  // run's time, except where the op recomputes from what it saved
+  // (OpSpec::recompute_from_saved: batch norm normalises with the saved
+  // statistics and skips their pass): then the model's own figure
+  // (recompute_from_saved_ms), else the first run's time scaled by the ratio
+  // of the two runs' memory traffic (the op table's work; these are
+  // streaming kernels), as for a compact backward the profile lacks.
+  virtual double recompute_ms(const Tdfg& tdfg, TaskId t, int64_t sub_batch, const TaskOption& first_run) const;
+
+  // The model's own time of a recomputation from saved state (asked only for
+  // tasks where recomputes_from_saved holds); nothing where it has none (a
+  // profile from before such times were recorded).
+  virtual std::optional<double> recompute_from_saved_ms(const Tdfg&, TaskId, int64_t) const { return std::nullopt; }
+
   // Time of one copy of `bytes` bytes from pinned host memory to the device,
   // and back.
   virtual double host_to_device_ms(int64_t bytes) const = 0;
@@ -71,6 +89,14 @@ class CostModel {
   // or each would time its kernels beside the other's.
   virtual bool measures_when_asked() const { return false; }
 };
+
+// Whether task t's recomputation runs other kernels than its first run: an
+// FP task of an op with OpSpec::recompute_from_saved.
+bool recomputes_from_saved(const Tdfg& tdfg, TaskId t);
+
+// The ratio of the bytes a recomputation from saved state moves to the bytes
+// its first run moves, by the op table's work (1 for other tasks).
+double recompute_traffic_ratio(const TaskShape& shape, int64_t sub_batch);
 
 // The fastest option of a task (options(...).front()).
 TaskOption fastest_option(const CostModel& model, const Tdfg& tdfg, TaskId t, int64_t sub_batch);

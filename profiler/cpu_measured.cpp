@@ -13,6 +13,7 @@
 
 #include <unistd.h>
 
+#include "profiler/profile.h"
 #include "profiler/task_invocation.h"
 #include "runtime/ops.h"
 
@@ -156,6 +157,24 @@ std::vector<TaskOption> CpuMeasuredCostModel::options(const Tdfg& tdfg, TaskId t
     return cache_[cache_key] = measure_cpu_task(shape, sub_batch, options_);
   } catch (const MeasurementTooLarge& e) {
     throw MeasurementTooLarge(fmt::format("task {} at sub-batch {}: {}", tdfg.tasks.at(t).name, sub_batch, e.what()));
+  }
+}
+
+std::optional<double> CpuMeasuredCostModel::recompute_from_saved_ms(const Tdfg& tdfg, TaskId t,
+                                                                    int64_t sub_batch) const {
+  const TaskShape& shape = keys_.shape(keys_.key(tdfg, t));
+  const std::string cache_key = task_signature(shape) + " " + kRecomputeKind + "@" + std::to_string(sub_batch);
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = cache_.find(cache_key);
+  if (it != cache_.end()) return it->second.front().time_ms;
+  ++measurements_;
+  try {
+    const double ms = time_invocation(invoke_recomputation(shape, sub_batch), options_);
+    cache_[cache_key] = {{"default", ms, 0}};
+    return ms;
+  } catch (const MeasurementTooLarge& e) {
+    throw MeasurementTooLarge(
+        fmt::format("recomputing task {} at sub-batch {}: {}", tdfg.tasks.at(t).name, sub_batch, e.what()));
   }
 }
 

@@ -47,6 +47,8 @@ class CpuMeasuredCostModel final : public CostModel {
 
   bool measures_when_asked() const override { return true; }
   std::vector<TaskOption> options(const Tdfg& tdfg, TaskId t, int64_t sub_batch) const override;
+  // Times the recomputation's own kernels (invoke_recomputation).
+  std::optional<double> recompute_from_saved_ms(const Tdfg& tdfg, TaskId t, int64_t sub_batch) const override;
   // memcpy between two host buffers: the CPU backend's copies (a line fitted
   // from a small and a large copy, measured once).
   double host_to_device_ms(int64_t bytes) const override;

@@ -19,6 +19,12 @@ class ForwardingCostModel : public CostModel {
   std::vector<TaskOption> options(const Tdfg& tdfg, TaskId t, int64_t sub_batch) const override {
     return source_.options(tdfg, t, sub_batch);
   }
+  double recompute_ms(const Tdfg& tdfg, TaskId t, int64_t sub_batch, const TaskOption& first_run) const override {
+    return source_.recompute_ms(tdfg, t, sub_batch, first_run);
+  }
+  std::optional<double> recompute_from_saved_ms(const Tdfg& tdfg, TaskId t, int64_t sub_batch) const override {
+    return source_.recompute_from_saved_ms(tdfg, t, sub_batch);
+  }
   double host_to_device_ms(int64_t bytes) const override { return source_.host_to_device_ms(bytes); }
   double device_to_host_ms(int64_t bytes) const override { return source_.device_to_host_ms(bytes); }
   int copy_engines() const override { return source_.copy_engines(); }

@@ -29,6 +29,12 @@ class ResultsCostModel final : public CostModel {
     MPLAN_CHECK(it != options_.end(), "merge_results: a task without a result (checked before)");
     return it->second;
   }
+  // Results from a job file without recomputation jobs have none.
+  std::optional<double> recompute_from_saved_ms(const Tdfg& tdfg, TaskId t, int64_t sub_batch) const override {
+    auto it = options_.find(recompute_job_key(describe_task(tdfg, t), sub_batch));
+    if (it == options_.end()) return std::nullopt;
+    return it->second.front().time_ms;
+  }
   double host_to_device_ms(int64_t bytes) const override { return h2d_.time_ms(bytes); }
   double device_to_host_ms(int64_t bytes) const override { return d2h_.time_ms(bytes); }
   int copy_engines() const override { return 2; }
@@ -71,10 +77,23 @@ Result<TransferLine> fit_copies(const std::vector<rt::CopyTiming>& copies, bool 
   return line;
 }
 
+rt::Job make_job(const std::string& key, const TaskInvocation& task) {
+  rt::Job job;
+  job.key = key;
+  job.slot_bytes = task.slot_bytes;
+  for (const TensorRef& ref : task.invocation.tensors) job.slot_roles.push_back(tensor_role_name(ref.role));
+  job.calls = task.invocation.calls;
+  return job;
+}
+
 }  // namespace
 
 std::string job_key(const TaskShape& shape, int64_t sub_batch) {
   return task_signature(shape) + "@" + std::to_string(shape.kind == TaskKind::update ? 0 : sub_batch);
+}
+
+std::string recompute_job_key(const TaskShape& shape, int64_t sub_batch) {
+  return layer_signature(shape) + " " + kRecomputeKind + "@" + std::to_string(sub_batch);
 }
 
 rt::JobFile make_jobs(const Tdfg& tdfg, const std::vector<int64_t>& sub_batches, int32_t repeats, int32_t warmup,
@@ -97,12 +116,10 @@ rt::JobFile make_jobs(const Tdfg& tdfg, const std::vector<int64_t>& sub_batches,
       if (!seen.insert(key).second) continue;
       const TaskInvocation task =
           invoke_task_shape(shape, shape.kind == TaskKind::update ? 1 : b, 0, 0, sixteen_bit_kernels);
-      rt::Job job;
-      job.key = key;
-      job.slot_bytes = task.slot_bytes;
-      for (const TensorRef& ref : task.invocation.tensors) job.slot_roles.push_back(tensor_role_name(ref.role));
-      job.calls = task.invocation.calls;
-      jobs.jobs.push_back(std::move(job));
+      jobs.jobs.push_back(make_job(key, task));
+      // Its recomputation from saved state: other kernels, timed apart.
+      if (recomputes_from_saved(tdfg, t))
+        jobs.jobs.push_back(make_job(recompute_job_key(shape, b), invoke_recomputation(shape, b, sixteen_bit_kernels)));
     }
   }
   return jobs;

@@ -21,9 +21,13 @@ namespace mplan {
 // The key a task's result is filed under: its task signature and sub-batch
 // (the update, which does not depend on the sub-batch, at 0).
 std::string job_key(const TaskShape& shape, int64_t sub_batch);
+// The key of an FP task's recomputation from saved state (batch norm's
+// normalisation alone; profiler/task_invocation.h invoke_recomputation).
+std::string recompute_job_key(const TaskShape& shape, int64_t sub_batch);
 
-// One job per distinct task signature and sub-batch of the TDFG, plus copy
-// sizes from 64 KiB to 256 MiB. A 16-bit model's jobs are its program's
+// One job per distinct task signature and sub-batch of the TDFG, one more
+// for each FP task that recomputes from saved state, plus copy sizes from
+// 64 KiB to 256 MiB. A 16-bit model's jobs are its program's
 // calls (profiler/task_invocation.h): the casts, and the 16-bit kernels of
 // its convolutions and linear layers where `sixteen_bit_kernels` (the CUDA
 // program's; the CPU program brackets the float kernels).

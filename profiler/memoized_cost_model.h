@@ -22,11 +22,18 @@ class MemoizedCostModel final : public ForwardingCostModel {
   MemoizedCostModel(const CostModel& source, const Tdfg& tdfg);
 
   std::vector<TaskOption> options(const Tdfg& tdfg, TaskId t, int64_t sub_batch) const override;
+  // Remembered per task and sub-batch: a task that recomputes from saved
+  // state has no algorithms, so its one option is the first run's.
+  double recompute_ms(const Tdfg& tdfg, TaskId t, int64_t sub_batch, const TaskOption& first_run) const override;
 
  private:
   const Tdfg& tdfg_;
   // Per task: sub-batch -> its options, as the source gave them.
   mutable std::vector<std::unordered_map<int64_t, std::vector<TaskOption>>> options_;
+  // Per task: whether it recomputes from saved state; sub-batch -> the
+  // source's time of its recomputation.
+  std::vector<bool> from_saved_;
+  mutable std::vector<std::unordered_map<int64_t, double>> recompute_ms_;
 };
 
 }  // namespace mplan

@@ -169,6 +169,13 @@ Profile make_profile(const Tdfg& tdfg, const CostModel& model, const std::vector
     auto& series = entry.tasks[task_kind_name(task.kind)];
     if (!series.empty()) continue;  // an identical layer was profiled already
     for (int64_t b : profile.sub_batches) series[b] = model.options(tdfg, t, b);
+    if (!recomputes_from_saved(tdfg, t)) continue;
+    // Its recomputation, where the model has a time of its own at every size.
+    std::map<int64_t, std::vector<TaskOption>> again;
+    for (int64_t b : profile.sub_batches)
+      if (const std::optional<double> ms = model.recompute_from_saved_ms(tdfg, t, b))
+        again[b] = {TaskOption{"default", *ms, 0}};
+    if (again.size() == profile.sub_batches.size()) entry.tasks[kRecomputeKind] = std::move(again);
   }
   return profile;
 }
@@ -294,8 +301,8 @@ Result<Profile> parse_profile(const std::string& text, const std::string& file) 
     MPLAN_TRY_ASSIGN(tasks, r.member(node, at, "tasks", json::value_t::object));
     for (const auto& [kind, by_b] : tasks.items()) {
       const std::string kind_at = at + ".tasks." + kind;
-      if (kind != "FP" && kind != "BP1" && kind != "BP2" && kind != "update")
-        return r.error(kind_at, "expected a task kind: FP, BP1, BP2 or update");
+      if (kind != "FP" && kind != "BP1" && kind != "BP2" && kind != "update" && kind != kRecomputeKind)
+        return r.error(kind_at, "expected a task kind: FP, BP1, BP2, update or recompute");
       if (!by_b.is_object()) return r.error(kind_at, "expected an object of sub-batches");
       auto& series = entry.tasks[kind];
       for (const auto& [b_text, options] : by_b.items()) {
@@ -529,9 +536,9 @@ const RecordedCostModel::Series& RecordedCostModel::series(const Tdfg& tdfg, Tas
   return *it->second;
 }
 
-std::vector<TaskOption> RecordedCostModel::options(const Tdfg& tdfg, TaskId t, int64_t sub_batch) const {
-  const TaskShape& shape = keys_.shape(keys_.key(tdfg, t));
-  const Series& s = series(tdfg, t, shape);
+// A series' options at sub-batch b: interpolated between recorded sizes,
+// scaled past the largest (docs/profile-format.md).
+std::vector<TaskOption> RecordedCostModel::options_at(const Series& s, int64_t sub_batch) {
   auto exact = s.find(sub_batch);
   auto upper = s.lower_bound(sub_batch);
   std::vector<TaskOption> result;
@@ -562,6 +569,12 @@ std::vector<TaskOption> RecordedCostModel::options(const Tdfg& tdfg, TaskId t, i
                             std::max(lo.workspace_bytes, hi.workspace_bytes)});
     if (result.empty()) result = upper->second;
   }
+  return result;
+}
+
+std::vector<TaskOption> RecordedCostModel::options(const Tdfg& tdfg, TaskId t, int64_t sub_batch) const {
+  const TaskShape& shape = keys_.shape(keys_.key(tdfg, t));
+  std::vector<TaskOption> result = options_at(series(tdfg, t, shape), sub_batch);
   // A compact task the profile lacks: the plain form's times, scaled by the
   // ratio of the two forms' memory traffic (these are streaming kernels).
   if (shape.layer.compact_backward && !by_task_signature_.count(task_signature(shape))) {
@@ -592,6 +605,16 @@ std::vector<TaskOption> RecordedCostModel::options(const Tdfg& tdfg, TaskId t, i
     return a.time_ms != b.time_ms ? a.time_ms < b.time_ms : a.workspace_bytes < b.workspace_bytes;
   });
   return result;
+}
+
+std::optional<double> RecordedCostModel::recompute_from_saved_ms(const Tdfg& tdfg, TaskId t, int64_t sub_batch) const {
+  const TaskShape& shape = keys_.shape(keys_.key(tdfg, t));
+  auto listed = [&](const TaskShape& s) { return by_task_signature_.count(task_signature(s)) > 0; };
+  auto it = by_task_signature_.find(layer_signature(listed_form(shape, listed)) + " " + kRecomputeKind);
+  if (it == by_task_signature_.end()) return std::nullopt;
+  const std::vector<TaskOption> options = options_at(*it->second, sub_batch);
+  if (options.empty()) return std::nullopt;
+  return options.front().time_ms;
 }
 
 std::string RecordedCostModel::describe() const {

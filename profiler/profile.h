@@ -25,10 +25,15 @@ struct TransferLine {
   }
 };
 
+// The task kind of a layer's recomputation from saved state in a profile
+// (CostModel::recompute_from_saved_ms): batch norm's normalisation alone.
+inline constexpr const char* kRecomputeKind = "recompute";
+
 struct ProfileEntry {
   std::string signature;            // layer_signature(): op, shapes and parameters
   std::vector<std::string> layers;  // names of the model's layers with this signature (for people)
-  // Task kind name ("FP", "BP1", "BP2", "update") -> sub-batch -> options, fastest first.
+  // Task kind name ("FP", "BP1", "BP2", "update", and "recompute" for an FP
+  // that recomputes from saved state) -> sub-batch -> options, fastest first.
   std::map<std::string, std::map<int64_t, std::vector<TaskOption>>> tasks;
 };
 
@@ -112,6 +117,8 @@ class RecordedCostModel final : public CostModel {
                                                            const std::string& file);
 
   std::vector<TaskOption> options(const Tdfg& tdfg, TaskId t, int64_t sub_batch) const override;
+  // The layer's "recompute" series where the profile has one.
+  std::optional<double> recompute_from_saved_ms(const Tdfg& tdfg, TaskId t, int64_t sub_batch) const override;
   double host_to_device_ms(int64_t bytes) const override { return profile_.host_to_device.time_ms(bytes); }
   double device_to_host_ms(int64_t bytes) const override { return profile_.device_to_host.time_ms(bytes); }
   int copy_engines() const override { return profile_.copy_engines; }
@@ -127,6 +134,7 @@ class RecordedCostModel final : public CostModel {
   using Series = std::map<int64_t, std::vector<TaskOption>>;
   RecordedCostModel(Profile profile, std::string file);
   const Series& series(const Tdfg& tdfg, TaskId t, const TaskShape& shape) const;
+  static std::vector<TaskOption> options_at(const Series& series, int64_t sub_batch);
 
   Profile profile_;
   std::string file_;

@@ -88,10 +88,8 @@ int64_t slot_bytes(const TaskShape& s, const TensorRef& ref, int64_t n, int64_t 
   return 0;
 }
 
-}  // namespace
-
-TaskInvocation invoke_task_shape(const TaskShape& shape, int64_t n, rt::ConvAlgoId algorithm,
-                                 int64_t workspace_bytes, bool sixteen_bit_kernels) {
+TaskInvocation invoke(const TaskShape& shape, int64_t n, rt::ConvAlgoId algorithm, int64_t workspace_bytes,
+                      bool sixteen_bit_kernels, bool recompute) {
   TaskInvocation result;
   if (shape.kind == TaskKind::update) {
     // One SGD step per weighted layer, as the program runs it
@@ -145,9 +143,10 @@ TaskInvocation invoke_task_shape(const TaskShape& shape, int64_t n, rt::ConvAlgo
     ctx.accumulates_input_gradient.assign(shape.inputs.size(), false);
     ctx.algorithm = algorithm;
     ctx.workspace_bytes = workspace_bytes;
+    ctx.recompute = recompute;
     const OpSpec& spec = op_spec(shape.op);
     const Layer layer = task_layer(shape);
-    const OpTask task{layer, shape.inputs, shape.output, shape.kind};
+    const OpTask task{layer, shape.inputs, shape.output, shape.kind, 4, recompute};
     spec.invoke(task, ctx, result.invocation);
     // A kernel's own scratch (batch norm's BP1 per-channel sums) is its
     // workspace slot; a convolution's is the algorithm's, given by the caller.
@@ -168,6 +167,19 @@ TaskInvocation invoke_task_shape(const TaskShape& shape, int64_t n, rt::ConvAlgo
     result.slot_bytes.push_back(lowered.scratch_bytes);
   }
   return result;
+}
+
+}  // namespace
+
+TaskInvocation invoke_task_shape(const TaskShape& shape, int64_t n, rt::ConvAlgoId algorithm,
+                                 int64_t workspace_bytes, bool sixteen_bit_kernels) {
+  return invoke(shape, n, algorithm, workspace_bytes, sixteen_bit_kernels, /*recompute=*/false);
+}
+
+TaskInvocation invoke_recomputation(const TaskShape& shape, int64_t n, bool sixteen_bit_kernels) {
+  MPLAN_CHECK(shape.kind == TaskKind::FP && !op_spec(shape.op).has_algorithms,
+              "invoke_recomputation: an FP task without algorithms");
+  return invoke(shape, n, 0, 0, sixteen_bit_kernels, /*recompute=*/true);
 }
 
 int64_t task_scratch_bytes(const TaskShape& shape, int64_t b) {

@@ -31,6 +31,12 @@ struct TaskInvocation {
 TaskInvocation invoke_task_shape(const TaskShape& shape, int64_t n, rt::ConvAlgoId algorithm,
                                  int64_t workspace_bytes, bool sixteen_bit_kernels = false);
 
+// The kernels of an FP task (of an op without algorithms) run again from
+// what it saved (InvocationContext::recompute): batch norm's normalisation
+// with the saved statistics. What the kernel profiler and the CPU profiler
+// time as the task's recomputation (CostModel::recompute_from_saved_ms).
+TaskInvocation invoke_recomputation(const TaskShape& shape, int64_t n, bool sixteen_bit_kernels = false);
+
 // The scratch a task of an op without algorithms needs at sub-batch b (the op
 // table's scratch_bytes: batch norm's BP1 sums, attention's BP1 row sums);
 // 0 for the update and for ops with none. A plan gives it as the task's

@@ -112,11 +112,18 @@ bool IterationSim::droppable(int32_t inst) const {
 double IterationSim::recompute_ms(int32_t inst) {
   double ms = 0;
   const int32_t r = round_of(inst);
-  for (TaskId w : tdfg_.blocks[block_of(inst)].writers) {
-    const int32_t chosen = choice_at(w, r);
-    ms += chosen >= 0 ? choices_[static_cast<size_t>(chosen)].time_ms : options_of(w, r).front().time_ms;
-  }
+  for (TaskId w : tdfg_.blocks[block_of(inst)].writers) ms += rerun_option(w, r, choice_at(w, r)).time_ms;
   return ms;
+}
+
+TaskOption IterationSim::rerun_option(TaskId t, int32_t r, int32_t chosen) {
+  TaskOption option = options_of(t, r).front();
+  if (chosen >= 0) {
+    const TaskChoice& c = choices_[static_cast<size_t>(chosen)];
+    option = TaskOption{c.algorithm, c.time_ms, c.workspace_bytes};
+  }
+  option.time_ms = cost_.recompute_ms(tdfg_, t, sub_batch(r), option);
+  return option;
 }
 
 int32_t& IterationSim::choice_at(TaskId t, int32_t r) {
@@ -388,17 +395,11 @@ bool IterationSim::recompute(int32_t inst) {
   std::vector<TaskOption> rerun;
   std::vector<std::optional<Reservation>> workspaces;
   for (TaskId w : writers) {
-    const int32_t chosen = choice_at(w, r);
-    if (chosen < 0) {
-      rerun.push_back(options_of(w, r).front());
-      workspaces.emplace_back();
-      continue;
-    }
-    const TaskChoice& c = choices_[static_cast<size_t>(chosen)];
-    rerun.push_back(TaskOption{c.algorithm, c.time_ms, c.workspace_bytes});
+    rerun.push_back(rerun_option(w, r, choice_at(w, r)));
     workspaces.emplace_back();
-    if (c.workspace_bytes == 0) continue;
-    workspaces.back() = reserve(RoomRequest{c.workspace_bytes, kComputeSlot, here(), RoomRequest::Purpose::workspace});
+    if (rerun.back().workspace_bytes == 0) continue;
+    workspaces.back() =
+        reserve(RoomRequest{rerun.back().workspace_bytes, kComputeSlot, here(), RoomRequest::Purpose::workspace});
     if (!workspaces.back()) {
       for (const std::optional<Reservation>& w2 : workspaces)
         if (w2) cancel(*w2);

@@ -165,8 +165,12 @@ class IterationSim {
   // recompute signature (a convolution's only in the undivided workspace
   // mode) that a backward task reads.
   bool recomputable(BlockId b) const;
-  // Simulated time of recomputing the instance: its writers' times.
+  // Simulated time of recomputing the instance: its writers' reruns (rerun_option).
   double recompute_ms(int32_t inst);
+  // The option task t reruns with in round r: its first run's (`chosen`, a
+  // choice; -1: not run yet, its fastest), timed as a recomputation
+  // (CostModel::recompute_ms).
+  TaskOption rerun_option(TaskId t, int32_t r, int32_t chosen);
   // Whether the running task (or a recomputation for it) uses the instance.
   bool locked(int32_t inst) const { return locked_.count(inst) != 0; }
   // Whether an arena segment's owner is a buffer (else a reservation of the task being prepared).

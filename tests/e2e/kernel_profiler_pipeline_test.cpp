@@ -199,6 +199,16 @@ TEST(KernelProfilerPipeline, EveryOpsJobsRunAndMerge) {
   }
   Result<Profile> profile = merge_results(tdfg, results, sub_batches, "times.json");
   ASSERT_TRUE(profile.ok()) << profile.error().to_string();
+  // A batch norm's recomputation (its normalisation alone) is timed apart
+  // and recorded under "recompute".
+  int recomputations = 0;
+  for (const ProfileEntry& e : profile->entries) {
+    if (e.signature.rfind("batchnorm ", 0) != 0) continue;
+    ++recomputations;
+    ASSERT_EQ(e.tasks.count(kRecomputeKind), 1u) << e.signature;
+    EXPECT_EQ(e.tasks.at(kRecomputeKind).size(), sub_batches.size()) << e.signature;
+  }
+  EXPECT_GT(recomputations, 0);
 #endif
 }
 

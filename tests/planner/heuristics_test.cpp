@@ -407,6 +407,41 @@ TEST(EarlyDrop, AnOutputDearerThanTheRatioIsKeptAndTheCopiedBlockLeaves) {
   EXPECT_EQ(testing::count_steps_of(off.plan, StepKind::prefetch, /*A=*/1), 1);
 }
 
+// A batch norm recomputes from its saved statistics (OpSpec::
+// recompute_from_saved): the normalisation alone, priced by the cost model's
+// CostModel::recompute_ms, not by its first run. T1 as a batch norm that
+// takes 1 ms (dearer than the ratio allows) but recomputes in 0.1 ms is
+// dropped early as the cheap T1 above is, and its recomputation takes 0.1 ms.
+TEST(EarlyDrop, ABatchNormIsPricedByItsRecomputationNotItsFirstRun) {
+  auto g = early_drops_graph();
+  g->tdfg.tasks[/*T1=*/1].op = Op::batchnorm;
+  FakeCost cost;
+  for (const char* t : {"T0", "T1", "T2", "T3"}) cost.table[t] = {TaskOption{"default", 1.0, 0}};
+  ModnnRules rules = testing::published_rules();
+  rules.refetch_cost = true;
+  rules.lookahead_tasks = 1;
+  rules.recompute = true;
+  rules.early_offload = true;
+  rules.early_drop_ratio = 0.5;
+  cost.recompute_table["T1"] = 1.0;
+  const PlanResult dear = simulate_modnn(g->tdfg, cost, 3 * MiB + 1024, rules);
+  ASSERT_TRUE(dear.feasible) << dear.note;
+  EXPECT_EQ(dear.recomputed_tasks, 0);
+  cost.recompute_table["T1"] = 0.1;
+  const PlanResult r = simulate_modnn(g->tdfg, cost, 3 * MiB + 1024, rules);
+  ASSERT_TRUE(r.feasible) << r.note;
+  EXPECT_EQ(r.recomputed_tasks, 1);
+  EXPECT_EQ(testing::count_steps_of(r.plan, StepKind::prefetch, /*A=*/1), 0);
+  int recomputations = 0;
+  for (const Step& s : r.plan.steps) {
+    if (s.kind != StepKind::compute || !s.recompute) continue;
+    ++recomputations;
+    EXPECT_EQ(s.task, 1);
+    EXPECT_NEAR(s.end_ms - s.start_ms, 0.1, 1e-9);
+  }
+  EXPECT_EQ(recomputations, 1);
+}
+
 TEST(EarlyDrop, NothingIsDroppedInARoundThatFits) {
   // 5 MiB hold every block from its first use to its last: M stays, however cheap.
   PlanResult r = run_early_drops(0.1, 0.5, 5 * MiB);

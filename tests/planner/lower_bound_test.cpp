@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <string>
 
 #include "frontend/parse.h"
@@ -114,12 +115,18 @@ TEST(LowerBound, IsTheBestPartitionOfTheBatchEnumerated) {
   }
 }
 
-// The K40's analytic model with copies `slowdown` times slower.
+// The K40's analytic model with copies `slowdown` times slower, and batch
+// norm's recomputation at `recompute_fraction` of its forward where given.
 class SlowCopies final : public CostModel {
  public:
-  SlowCopies(const CostModel& inner, double slowdown) : inner_(inner), slowdown_(slowdown) {}
+  SlowCopies(const CostModel& inner, double slowdown, std::optional<double> recompute_fraction = std::nullopt)
+      : inner_(inner), slowdown_(slowdown), recompute_fraction_(recompute_fraction) {}
   std::vector<TaskOption> options(const Tdfg& tdfg, TaskId t, int64_t b) const override {
     return inner_.options(tdfg, t, b);
+  }
+  std::optional<double> recompute_from_saved_ms(const Tdfg& tdfg, TaskId t, int64_t b) const override {
+    if (!recompute_fraction_) return inner_.recompute_from_saved_ms(tdfg, t, b);
+    return *recompute_fraction_ * inner_.options(tdfg, t, b).front().time_ms;
   }
   double host_to_device_ms(int64_t bytes) const override { return slowdown_ * inner_.host_to_device_ms(bytes); }
   double device_to_host_ms(int64_t bytes) const override { return slowdown_ * inner_.device_to_host_ms(bytes); }
@@ -130,6 +137,7 @@ class SlowCopies final : public CostModel {
  private:
   const CostModel& inner_;
   double slowdown_;
+  std::optional<double> recompute_fraction_;
 };
 
 // cifar_resnet in one round of its whole batch, in an arena that holds its
@@ -173,6 +181,23 @@ TEST(LowerBound, CountsWhatMakingRoomCosts) {
   std::printf("cifar_resnet, one round in %lld bytes, copies 100x slower: bound %.3f ms (compute %.3f), "
               "plan %.3f ms\n",
               static_cast<long long>(arena), tight.ms, tight.compute_ms, r.plan.summary.simulated_ms);
+  // Recomputing a batch norm's output costs what the cost model says its
+  // recomputation costs (CostModel::recompute_ms), not its forward: cheaper
+  // recomputations lower the bound, which stays below the plan.
+  for (double fraction : {1.0, 0.05}) {
+    SCOPED_TRACE(fraction);
+    const SlowCopies priced(k40_cost, 100.0, fraction);
+    const IterationLowerBound bound = iteration_lower_bound(l.tdfg, priced, arena, batch, batch);
+    ASSERT_TRUE(bound.found);
+    const PlanResult plan = plan_iteration(l.tdfg, priced, o);
+    ASSERT_TRUE(plan.feasible) << plan.note;
+    EXPECT_GE(plan.plan.summary.simulated_ms, bound.ms);
+    if (fraction < 1) {
+      const IterationLowerBound dear = iteration_lower_bound(l.tdfg, SlowCopies(k40_cost, 100.0, 1.0), arena, batch,
+                                                             batch);
+      EXPECT_LT(bound.ms, dear.ms - 1e-6);
+    }
+  }
 }
 
 // On the H200 profiles, where copies are slow beside the compute and the

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
@@ -28,8 +29,17 @@ namespace mplan::testing {
 class FakeCost final : public CostModel {
  public:
   std::map<std::string, std::vector<TaskOption>> table;
+  // The time of a recomputation from saved state, by task name (tasks whose
+  // op recomputes from saved state, OpSpec::recompute_from_saved).
+  std::map<std::string, double> recompute_table;
   int engines = 2;
   double copy_ms_per_mb = 1.0;
+
+  std::optional<double> recompute_from_saved_ms(const Tdfg& tdfg, TaskId t, int64_t) const override {
+    auto it = recompute_table.find(tdfg.tasks[t].name);
+    if (it == recompute_table.end()) return std::nullopt;
+    return it->second;
+  }
 
   std::vector<TaskOption> options(const Tdfg& tdfg, TaskId t, int64_t sub_batch) const override {
     const Task& task = tdfg.tasks[t];

@@ -164,9 +164,10 @@ TEST(Batchnorm, OneRoundWhenTheBatchFitsEvenIfSplittingSimulatesFaster) {
 
 TEST(Batchnorm, SplitOnlyWhereOneRoundCostsMoreThanTheTolerance) {
   // ResNet-50 (batch 128) on the K40: at 8 GiB one round needs no copies, so
-  // it is one round; at 2 GiB one round would offload and recompute and be
-  // far slower (+27% with the per-architecture cost model, docs/cost-model.md) than
-  // four rounds: split, and the plan says why.
+  // it is one round; at 1.5 GiB one round would offload and recompute and be
+  // far slower (+38% with the per-architecture cost model, docs/cost-model.md,
+  // 2026-11-30) than five rounds: split, and the plan says why. (At 2 GiB one
+  // round costs +9.6% over four rounds, within the tolerance: one round.)
   Loaded l = load("resnet50");
   const AnalyticCostModel cost = device("k40");
   PlanOptions o;
@@ -174,7 +175,7 @@ TEST(Batchnorm, SplitOnlyWhereOneRoundCostsMoreThanTheTolerance) {
   Result<Plan> roomy = plan_iteration(l.tdfg, cost, o).take_plan();
   ASSERT_TRUE(roomy.ok()) << roomy.error().to_string();
   EXPECT_EQ(roomy->sub_batches.size(), 1u);
-  o.budget_bytes = 2 * 1024 * kMiB;
+  o.budget_bytes = 1536 * kMiB;
   Result<Plan> tight = plan_iteration(l.tdfg, cost, o).take_plan();
   ASSERT_TRUE(tight.ok()) << tight.error().to_string();
   EXPECT_GT(tight->sub_batches.size(), 1u);
@@ -412,10 +413,13 @@ TEST(Search, NeverWorseThanEarlyDropsOnTheH200) {
 
 // The refinement (planner/mplan_search.cpp, refine_blocks): ResNet-50 (batch
 // 128, H200 profile) in one round at a fifth of its unlimited plan's memory,
-// where the best plan of the rules stalls on layer1's copies (+86% over the
+// where the best plan of the rules stalls on layer1's copies (+84% over the
 // ideal, 2026-11-30; +121% before the search defragmented around the task).
 // Dropping or offloading single large blocks right after their last forward
-// use, each kept where the simulation is faster, takes it to +63%.
+// use, each kept where the simulation is faster, takes it to +67% (250.4 ms
+// to 226.8 ms; the refinement is a local search, so the figure moves with
+// the cost model's prices: +63% before batch norm's recomputation was priced
+// as the normalisation alone).
 // Where the round fits, nothing is refined.
 TEST(Refinement, FixedBlocksBeatTheRulesWhereTheyStallOnTheH200) {
   const auto h = one_round_on_the_h200("resnet50", 1, 5);
@@ -430,7 +434,7 @@ TEST(Refinement, FixedBlocksBeatTheRulesWhereTheyStallOnTheH200) {
   o.refine_blocks = false;
   const PlanResult rules = plan_iteration(h->l.tdfg, *h->cost, o);
   ASSERT_TRUE(rules.feasible) << rules.note;
-  EXPECT_LT(refined.plan.summary.simulated_ms, 0.9 * rules.plan.summary.simulated_ms);
+  EXPECT_LT(refined.plan.summary.simulated_ms, 0.92 * rules.plan.summary.simulated_ms);
   EXPECT_NE(refined.note.find("after their last forward use"), std::string::npos) << refined.note;
   EXPECT_EQ(rules.note.find("after their last forward use"), std::string::npos) << rules.note;
   // Both choices pay somewhere: some blocks are recomputed, others copied.
