@@ -545,6 +545,21 @@ constexpr int64_t kRefinementTaskRuns = int64_t{1} << 18;
 // ms either way).
 constexpr int64_t kStartTaskRuns = kRefinementTaskRuns / 2;
 
+// "6 blocks dropped, 2 offloaded after their last forward use": what a
+// refinement's choices fix, for a candidate's label.
+std::string refinement_counts(const std::vector<BlockChoice>& choices) {
+  const auto count = [&](BlockChoice q) { return std::count(choices.begin(), choices.end(), q); };
+  return fmt::format("{} blocks dropped, {} offloaded after their last forward use", count(BlockChoice::drop),
+                     count(BlockChoice::offload));
+}
+
+// A candidate's label from its rules: its sizes, then its rules and its
+// refinement's counts in brackets.
+std::string label_from_rules(const Candidate& c) {
+  return c.label.substr(0, c.label.find(" [")) + " [" + rules_text(c.rules, c.large_block_bytes > 0) +
+         (c.rules.block_choices ? ", " + refinement_counts(*c.rules.block_choices) : "") + "]";
+}
+
 // The refinement is a local search, so it finds what lies near its start.
 // Besides the best plan it starts from the same rounds without the
 // recomputation rules (the refinement then chooses each drop itself), in
@@ -565,7 +580,6 @@ void SchedulerSearch::refine_blocks(Search& search, Sizes which) {
   if (refined_starts_.insert(start_key(best)).second) refine_from(search, best, kRefinementTaskRuns);
   if (!opt_.refine_other_starts) return;
   auto start = [&](Candidate c, bool recompute_rules) {
-    const std::string sizes = c.label.substr(0, c.label.find(" ["));
     if (!recompute_rules) {
       c.rules.recompute = false;
       c.rules.recompute_convolutions = false;
@@ -573,7 +587,7 @@ void SchedulerSearch::refine_blocks(Search& search, Sizes which) {
     }
     c.rules.block_choices = nullptr;
     c.decider = modnn_factory(c.rules);
-    c.label = sizes + " [" + rules_text(c.rules, c.large_block_bytes > 0) + "]";
+    c.label = label_from_rules(c);
     return c;
   };
   std::vector<Candidate> starts;
@@ -604,14 +618,6 @@ void SchedulerSearch::refine_blocks(Search& search, Sizes which) {
     refine_from(side, side.best_candidate(), kStartTaskRuns);
     search.consider(side.best_candidate());
   }
-}
-
-// "6 blocks dropped, 2 offloaded after their last forward use": what a
-// refinement's choices fix, for a candidate's label.
-std::string refinement_counts(const std::vector<BlockChoice>& choices) {
-  const auto count = [&](BlockChoice q) { return std::count(choices.begin(), choices.end(), q); };
-  return fmt::format("{} blocks dropped, {} offloaded after their last forward use", count(BlockChoice::drop),
-                     count(BlockChoice::offload));
 }
 
 // A candidate's label without the refinement's counts ("..., 6 blocks dropped,
@@ -686,8 +692,8 @@ void SchedulerSearch::refine_from(Search& search, Candidate c, int64_t task_runs
 // best plan's profile, while that is faster. Not only the best: a plan a
 // little slower may wait for more that can move. ResNet-50 (batch 128, H200
 // profile) at a quarter of its memory, one round: layer1's backward pass
-// waited 13 ms for its 392 MiB outputs with half the arena free; 176.6 ms
-// before, 162.2 ms after, 164.9 ms loading ahead of the best plan alone.
+// waited 13 ms for its 392 MiB outputs with half the arena free; 175.2 ms
+// before, 160.7 ms after (2026-11-30).
 void SchedulerSearch::load_ahead(Search& search) {
   if (published_ || !opt_.load_ahead || !search.have()) return;
   std::vector<Candidate> starts = search.recent_bests();  // the best last
@@ -696,13 +702,12 @@ void SchedulerSearch::load_ahead(Search& search) {
   // A best plan that prefetches by Eq. 4 may leave no load to move ahead, and
   // its rules loading on demand, each load moved ahead, may do better:
   // ResNet-50 (batch 128, K40) at 2 GiB in rounds of 64, 2528.9 ms
-  // prefetching, 2518.7 ms from loads on demand moved ahead and refined.
+  // prefetching, 2514.8 ms from loads on demand moved ahead and refined.
   if (starts.back().rules.prefetch) {
     Candidate c = starts.back();
     c.rules.prefetch = false;
     c.decider = modnn_factory(c.rules);
-    c.label = c.label.substr(0, c.label.find(" [")) + " [" + rules_text(c.rules, c.large_block_bytes > 0) +
-              (c.rules.block_choices ? ", " + refinement_counts(*c.rules.block_choices) : "") + "]";
+    c.label = label_from_rules(c);
     starts.insert(starts.begin(), std::move(c));
   }
   for (size_t s = 0; s + 1 < starts.size(); ++s) {

@@ -13,7 +13,7 @@
 
 #include <unistd.h>
 
-#include "profiler/profile.h"
+#include "profiler/kernel_jobs.h"
 #include "profiler/task_invocation.h"
 #include "runtime/ops.h"
 
@@ -163,7 +163,7 @@ std::vector<TaskOption> CpuMeasuredCostModel::options(const Tdfg& tdfg, TaskId t
 std::optional<double> CpuMeasuredCostModel::recompute_from_saved_ms(const Tdfg& tdfg, TaskId t,
                                                                     int64_t sub_batch) const {
   const TaskShape& shape = keys_.shape(keys_.key(tdfg, t));
-  const std::string cache_key = task_signature(shape) + " " + kRecomputeKind + "@" + std::to_string(sub_batch);
+  const std::string cache_key = recompute_job_key(shape, sub_batch);
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = cache_.find(cache_key);
   if (it != cache_.end()) return it->second.front().time_ms;

@@ -33,9 +33,9 @@ PLANNER = [
     # ---- moDNN Algorithm 1 (planner/deciders/modnn_decider.cpp, offload_scheme.cpp) ----
     ("prefetch-ahead disabled",
      "planner/deciders/modnn_decider.cpp",
-     "void ModnnDecider::before_issue(IterationSim& sim, int32_t r, int32_t k, double task_ms) {\n"
+     "  if (rules_.load_ahead) load_ahead(sim, sim.timeline().free_at_ms(kComputeSlot) + task_ms);\n"
      "  if (!rules_.prefetch) return;",
-     "void ModnnDecider::before_issue(IterationSim& sim, int32_t r, int32_t k, double task_ms) {\n"
+     "  if (rules_.load_ahead) load_ahead(sim, sim.timeline().free_at_ms(kComputeSlot) + task_ms);\n"
      "  return;",
      ["planner"]),
     ("Eq. 4 inverted",
@@ -179,8 +179,9 @@ PLANNER = [
      ["planner:Refinement.APlanRefinedTwice*"]),
     ("memoized cost model answers every sub-batch with the first it was asked",
      "profiler/memoized_cost_model.cpp",
-     "  auto it = of_task.find(sub_batch);",
-     "  auto it = of_task.empty() ? of_task.end() : of_task.begin();",
+     "  auto it = of_task.find(sub_batch);\n  if (it == of_task.end()) it = of_task.emplace(sub_batch, source_.options(",
+     "  auto it = of_task.empty() ? of_task.end() : of_task.begin();\n"
+     "  if (it == of_task.end()) it = of_task.emplace(sub_batch, source_.options(",
      ["profiler:MemoizedCostModel.*"]),
     ("refinement takes starts in either placement for the same",
      "planner/mplan_search.cpp",
@@ -290,8 +291,8 @@ PLANNER = [
      ["planner"]),
     ("a recomputed convolution reruns the leanest option",
      "planner/sim/iteration_sim.cpp",
-     "    const int32_t chosen = choice_at(w, r);\n    if (chosen < 0) {",
-     "    const int32_t chosen = -1;\n    if (chosen < 0) {",
+     "    rerun.push_back(rerun_option(w, r, choice_at(w, r)));",
+     "    rerun.push_back(rerun_option(w, r, -1));",
      ["planner"]),
     ("convolutions recomputed in the workspace pool",
      "planner/sim/iteration_sim.cpp",

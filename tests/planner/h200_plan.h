@@ -40,4 +40,10 @@ inline PlanResult plan_one_round_on_the_h200(const std::string& stem, int64_t bu
   return std::move(planned.planned);
 }
 
+// The plan made with a lever names it in its policy line; the plan without does not.
+inline void expect_only_the_first_names(const PlanResult& with, const PlanResult& without, const std::string& lever) {
+  EXPECT_NE(with.note.find(lever), std::string::npos) << with.note;
+  EXPECT_EQ(without.note.find(lever), std::string::npos) << without.note;
+}
+
 }  // namespace mplan::testing
