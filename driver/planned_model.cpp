@@ -28,14 +28,17 @@ Model with_copies_where_used(Model model) {
   return model;
 }
 
-// Whether `a` is the better plan: feasible, then (prefer_one) one round
-// within the tolerance of a split plan, then faster.
+// Whether `a` is the better plan: feasible, then one round against a split
+// plan (with `one`, always: the split is only the fallback where no plan of
+// one round fits; with `prefer_one`, within the tolerance), then faster.
 bool better(const PlannedModel& a, const PlannedModel& b, const PlanOptions& options) {
   if (a.planned.feasible != b.planned.feasible) return a.planned.feasible;
   if (!a.planned.feasible) return false;
   const size_t rounds_a = a.planned.plan.sub_batches.size(), rounds_b = b.planned.plan.sub_batches.size();
-  if (options.batchnorm_rounds == PlanOptions::BatchnormRounds::prefer_one && rounds_a != rounds_b &&
-      (rounds_a == 1 || rounds_b == 1) && has_batch_statistics(a.tdfg)) {
+  const bool one_against_split =
+      rounds_a != rounds_b && (rounds_a == 1 || rounds_b == 1) && has_batch_statistics(a.tdfg);
+  if (one_against_split && options.batchnorm_rounds == PlanOptions::BatchnormRounds::one) return rounds_a == 1;
+  if (one_against_split && options.batchnorm_rounds == PlanOptions::BatchnormRounds::prefer_one) {
     const PlannedModel& one = rounds_a == 1 ? a : b;
     const PlannedModel& split = rounds_a == 1 ? b : a;
     const bool one_wins =

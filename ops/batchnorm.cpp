@@ -134,6 +134,7 @@ extern const OpSpec batchnorm_spec = {
     .bp1_needs = bp1_needs,
     .bp2_needs = bp2_needs,
     .forward_updates_state = true,
+    .bp1_in_place = true,
     .recompute_from_saved = true,
     .batch_statistics = true,
     .paper_class = PaperClass::cheap,

@@ -217,6 +217,12 @@ struct OpSpec {
   bool forward_updates_state = false;
   // In-place FP and BP1 (dX written into dY's block) where the TDFG allows.
   InPlace in_place = InPlace::never;
+  // BP1 alone in place: it may write dX over the dY it reads, where the TDFG
+  // allows (the input has no other consumer), though FP keeps its own output.
+  // Batch norm: dX comes from dY and per-channel sums taken first, each
+  // element of dY read before its dX is written, so the backward pass keeps
+  // one gradient tensor where it kept two.
+  bool bp1_in_place = false;
   // A recomputed FP (SuperNeurons §3.4) reads the saved block instead of
   // writing it and leaves the state alone: batch norm normalises again with
   // the saved mean and inverse std (its invoke with ctx.recompute), so the

@@ -169,6 +169,7 @@ void batchnorm_forward_inference(const Context& ctx, const float* x, const float
                                  const float* running_mean, const float* running_var, float* y, int64_t n,
                                  int64_t c, int64_t hw, float eps);
 // dx (BP1). workspace: 2*c floats for the per-channel sums of dy and dy*x_hat.
+// dx may be dy itself (in place, not accumulating): the sums are taken first.
 void batchnorm_backward_data(const Context& ctx, const float* x, const float* gamma, const float* save_mean,
                              const float* save_invstd, const float* dy, float* dx, float* workspace, int64_t n,
                              int64_t c, int64_t hw, bool accumulate);

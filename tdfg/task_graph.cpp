@@ -21,6 +21,31 @@ bool contains(const std::vector<TaskId>& list, TaskId t) {
   return std::find(list.begin(), list.end(), t) != list.end();
 }
 
+// Whether t writes dX over the gradient block it reads (an in-place BP1):
+// the block then holds dY of t's layer before t and dX after it.
+bool rewrites_gradient(const Tdfg& tdfg, TaskId t, const Block& block) {
+  const Task& task = tdfg.tasks[t];
+  return task.kind == TaskKind::BP1 && task.in_place && block.kind == BlockKind::gradient;
+}
+
+// The edges of a gradient block's in-place rewriter w: after the writers that
+// make the block's first value (its creator and the accumulating BP1s of the
+// top layer's consumers) and the rewriters of the layers above w's; after the
+// readers of the gradient of w's layer or one above (BP2(w's layer) reads
+// the dY that w overwrites), before the readers of the layers below.
+void add_rewriter_edges(const Tdfg& tdfg, const Block& block, BlockId b, TaskId w, std::vector<TaskEdge>& edges) {
+  const LayerId layer = tdfg.tasks[w].layer;
+  for (TaskId other : block.writers) {
+    if (other == w) continue;
+    if (!rewrites_gradient(tdfg, other, block) || tdfg.tasks[other].layer > layer) edges.push_back({other, w, b});
+  }
+  for (TaskId r : block.readers) {
+    if (contains(block.writers, r)) continue;
+    if (tdfg.tasks[r].layer >= layer) edges.push_back({r, w, b});
+    else edges.push_back({w, r, b});
+  }
+}
+
 }  // namespace
 
 std::vector<TaskEdge> dependency_edges(const Tdfg& tdfg) {
@@ -43,6 +68,10 @@ std::vector<TaskEdge> dependency_edges(const Tdfg& tdfg) {
       continue;
     }
     for (TaskId w : block.writers) {
+      if (rewrites_gradient(tdfg, w, block)) {
+        add_rewriter_edges(tdfg, block, b, w, edges);
+        continue;
+      }
       const bool creates = !contains(block.readers, w);
       for (TaskId other : block.writers)
         if (creates && other != w && contains(block.readers, other)) edges.push_back({w, other, b});

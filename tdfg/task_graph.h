@@ -24,6 +24,10 @@ struct TaskEdge {
 //  - non-resident block: its creating writer (the one that does not also read
 //    it) before every accumulating writer, and every writer before every task
 //    that only reads it;
+//  - but a gradient block's in-place BP1 (Task::in_place), which writes dX
+//    over its layer's dY: after every writer that does not rewrite it and
+//    every rewriter of a layer above, after the readers of its own layer's
+//    gradient or one above (BP2 of its layer), before those of layers below;
 //  - resident block written by the update: every other task that touches it
 //    before the update (the update is the only one that replaces W).
 // Sorted by (before, after, block), without duplicates.

@@ -160,11 +160,13 @@ class Builder {
   void find_in_place() {
     const LayerId n = layer_count();
     in_place_.assign(n, false);
+    bp1_in_place_.assign(n, false);
     if (!options_.in_place) return;
     std::vector<int> consumers(n, 0);
     for (LayerId l = 0; l < n; ++l)
       for (LayerId in : layer(l).inputs)
         if (in != kModelInput) ++consumers[in];
+    find_bp1_in_place(consumers);
     // root_[l]: the layer whose FP creates l's output block.
     root_.assign(n, 0);
     for (LayerId l = 0; l < n; ++l) {
@@ -185,6 +187,20 @@ class Builder {
       }
       in_place_[l] = true;
       root_[l] = root_[p];
+    }
+  }
+
+  // BP1 alone in place (OpSpec::bp1_in_place, batch norm): BP1(l) writes dX
+  // over dY[l] where l's one input p has no other consumer, so that dY[p] is
+  // dX of l alone. BP2(l), which reads dY[l] too, runs before BP1(l) (the
+  // task order), and the dependency edges say so (tdfg/task_graph.h).
+  void find_bp1_in_place(const std::vector<int>& consumers) {
+    if (options_.evaluation) return;
+    for (LayerId l = 0; l < layer_count(); ++l) {
+      const Layer& ly = layer(l);
+      if (!op_spec(ly.op).bp1_in_place || ly.inputs.size() != 1 || ly.inputs[0] == kModelInput) continue;
+      const LayerId p = ly.inputs[0];
+      bp1_in_place_[l] = consumers[p] == 1 && !is_loss(p);
     }
   }
 
@@ -282,8 +298,11 @@ class Builder {
     for (LayerId l = 0; l < layer_count(); ++l) {
       if (!has_gradient_block(l)) continue;
       const LayerId p = layer(l).inputs.empty() ? kModelInput : layer(l).inputs[0];
-      if (in_place_[l] && tdfg_.gradient_of[p] != kNoBlock) {
-        // BP1(l) writes dX into dY[l]: one block, named like the output.
+      if ((in_place_[l] || bp1_in_place_[l]) && tdfg_.gradient_of[p] != kNoBlock) {
+        // BP1(l) writes dX into dY[l]: one block, named after every layer that shares it.
+        MPLAN_CHECK(tdfg_.blocks[tdfg_.gradient_of[p]].bytes_per_sample ==
+                        layer(l).output.elements() * element_bytes(types.gradient[l]),
+                    "build_tdfg: layer '" + layer(l).name + "' writes its input's gradient in place at another size");
         tdfg_.gradient_of[l] = tdfg_.gradient_of[p];
         std::string& name = tdfg_.blocks[tdfg_.gradient_of[l]].name;
         name.insert(name.size() - 1, "+" + layer(l).name);
@@ -381,7 +400,8 @@ class Builder {
   void add_bp1(LayerId l) {
     const TaskId t = add_task(TaskKind::BP1, l);
     tdfg_.bp1_of[l] = t;
-    tdfg_.tasks[t].in_place = in_place_[l] && tdfg_.gradient_of[l] == tdfg_.gradient_of[layer(l).inputs[0]];
+    tdfg_.tasks[t].in_place =
+        (in_place_[l] || bp1_in_place_[l]) && tdfg_.gradient_of[l] == tdfg_.gradient_of[layer(l).inputs[0]];
     read_needs(t, l, bp1_needs(layer(l)));
     for (LayerId in : distinct_inputs(l)) {
       if (in == kModelInput || !needs_gradient_[in]) continue;
@@ -435,6 +455,7 @@ class Builder {
   std::vector<bool> needs_gradient_;
   std::vector<bool> receives_gradient_;
   std::vector<bool> in_place_;
+  std::vector<bool> bp1_in_place_;
   std::vector<LayerId> root_;
 };
 

@@ -87,7 +87,8 @@ struct Task {
   bool batch_statistics = false;
   // FP(relu) or FP(flatten) computed in place: it reads and writes the one
   // block its input and output share (TdfgOptions::in_place); its BP1 writes
-  // dX into dY's block the same way.
+  // dX into dY's block the same way. BP1(batchnorm) may be in place alone
+  // (OpSpec::bp1_in_place): it writes dX over dY, after BP2 read dY.
   bool in_place = false;
   // How the task runs again when a block it writes is recomputed
   // (SuperNeurons §3.4): what the recomputation reads and writes. Both empty
@@ -139,7 +140,11 @@ struct TdfgOptions {
   // dY's block; a flatten (a view) does the same whenever its input has no
   // other consumer. The two layers then share one output block, named
   // "Y[a+b]" (and one gradient block, "dY[a+b]"), created by the first
-  // layer's FP and rewritten by the in-place FP.
+  // layer's FP and rewritten by the in-place FP. A batch norm whose input has
+  // no other consumer writes its BP1's dX over dY the same way
+  // (OpSpec::bp1_in_place), though its output keeps its own block: its input
+  // and output gradients are one block, "dY[conv+bn]", and its BP2, which
+  // reads dY too, runs first.
   bool in_place = true;
   // The evaluation pass instead of a training step (docs/generated-program.md,
   // "Evaluation"): FP tasks alone, no gradients and no update. Batch norm

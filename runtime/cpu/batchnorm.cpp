@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "runtime/check.h"
 #include "runtime/cpu/kernels.h"
 #include "runtime/cpu/vectorize.h"
 #include "runtime/cpu/op_profile.h"
@@ -124,6 +125,19 @@ MPLAN_VECTOR_CLONES void block_input_gradient(const float* __restrict x, const f
   }
 }
 
+// The same with dx written over dy (batch norm's BP1 in place, the TDFG's
+// OpSpec::bp1_in_place): each element read before it is written.
+MPLAN_VECTOR_CLONES void block_input_gradient_in_place(const float* __restrict x, float* __restrict gradient,
+                                                       int64_t channels, int64_t hw, const float* mean,
+                                                       const float* a, const float* b, const float* c0) {
+  for (int64_t c = 0; c < channels; ++c) {
+    const float m = mean[c], ka = a[c], kb = b[c], kc = c0[c];
+    const float* xc = x + c * hw;
+    float* gc = gradient + c * hw;
+    for (int64_t i = 0; i < hw; ++i) gc[i] = ka * gc[i] + kb * (xc[i] - m) + kc;
+  }
+}
+
 // One block of channels [c0, c0 + cb): their gradient sums, sum(dy) and sum(dy * x_hat).
 struct BlockGradientSums {
   double sum_dy[kBlock] = {}, sum_dy_xhat[kBlock] = {};
@@ -152,9 +166,14 @@ void block_dx(const float* x, const float* dy, float* dx, const float* gamma, co
     b[j] = static_cast<float>(-k * invstd * (sums.sum_dy_xhat[j] / count));
     c_term[j] = static_cast<float>(-k * (sums.sum_dy[j] / count));
   }
+  const bool in_place = dx == dy;
+  MPLAN_RT_CHECK(!(in_place && accumulate), "batch norm's BP1 adds dx to the dy it overwrites");
   for (int64_t i = 0; i < n; ++i) {
     const int64_t at = (i * c + c0) * hw;
-    block_input_gradient(x + at, dy + at, dx + at, cb, hw, sums.mean, a, b, c_term, accumulate);
+    if (in_place)
+      block_input_gradient_in_place(x + at, dx + at, cb, hw, sums.mean, a, b, c_term);
+    else
+      block_input_gradient(x + at, dy + at, dx + at, cb, hw, sums.mean, a, b, c_term, accumulate);
   }
 }
 

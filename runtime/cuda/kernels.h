@@ -117,7 +117,8 @@ void batchnorm_forward_saved(const float* x, const float* gamma, const float* be
 void batchnorm_forward_inference(const float* x, const float* gamma, const float* beta, const float* running_mean,
                                  const float* running_var, float* y, int64_t n, int64_t c, int64_t hw, float eps,
                                  cudaStream_t stream);
-// workspace: 2*c floats (sum of dy*x_hat, then sum of dy, per channel).
+// workspace: 2*c floats (sum of dy*x_hat, then sum of dy, per channel). dx may
+// be dy itself (in place, not accumulating): the sums kernel runs first.
 void batchnorm_backward_data(const float* x, const float* gamma, const float* save_mean, const float* save_invstd,
                              const float* dy, float* dx, float* workspace, int64_t n, int64_t c, int64_t hw,
                              bool accumulate, cudaStream_t stream);

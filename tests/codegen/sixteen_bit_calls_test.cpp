@@ -167,13 +167,14 @@ TEST(SixteenBitCalls, OtherOpsComputeInTheirBlocksType) {
 TEST(SixteenBitCalls, AGradientOfTwoConsumersIsRoundedBeforeItIsAdded) {
   const Planned p = plan_at("bf16", 2);
   // act's output feeds conv2 and the add: the later of their BP1s adds to
-  // dY[bn+act] what it computes, rounded first, and rounds the sum.
+  // dY[conv+bn+act] (batch norm's BP1 writes in place) what it computes,
+  // rounded first, and rounds the sum.
   int adding = 0, writing = 0;
   for (const char* task : {"BP1(conv2)", "BP1(sum)"}) {
     const StepCasts step = casts_of(p, task);
     for (const CallCasts& c : step)
       for (const CastOperand& o : c.operands) {
-        if (!o.written || block_of(p, step.calls, o)->name != "dY[bn+act]") continue;
+        if (!o.written || block_of(p, step.calls, o)->name != "dY[conv+bn+act]") continue;
         EXPECT_EQ(o.stored, DataType::bfloat16) << task;
         EXPECT_EQ(o.result_type, DataType::bfloat16) << task;
         EXPECT_EQ(o.zeroed, o.adds) << task;

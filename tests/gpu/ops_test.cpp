@@ -322,6 +322,15 @@ void check_batchnorm(int64_t n, int64_t c, int64_t hw) {
         << "backward data, accumulate " << accumulate;
   }
   {
+    // In place (the TDFG's bp1_in_place): dx written over dy, as out of place.
+    DeviceBuffer out_of_place(all * sizeof(float)), in_place(dy), workspace(2 * c * sizeof(float));
+    rt::batchnorm_backward_data(kInline, dx_in.f32(), dgamma_in.f32(), smean.f32(), sinvstd.f32(), ddy.f32(),
+                                out_of_place.f32(), workspace.f32(), n, c, hw, false);
+    rt::batchnorm_backward_data(kInline, dx_in.f32(), dgamma_in.f32(), smean.f32(), sinvstd.f32(), in_place.f32(),
+                                in_place.f32(), workspace.f32(), n, c, hw, false);
+    EXPECT_EQ(in_place.download(all), out_of_place.download(all)) << "backward data in place";
+  }
+  {
     std::vector<float> dgamma = random_floats(c, 8), dbeta = random_floats(c, 9);
     DeviceBuffer gdgamma(dgamma), gdbeta(dbeta);
     rt::cpu::batchnorm_backward_params(x.data(), mean.data(), invstd.data(), dy.data(), dgamma.data(), dbeta.data(),

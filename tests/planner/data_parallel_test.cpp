@@ -388,7 +388,7 @@ double candidate_ms(const RankPlans& r, const std::string& label) {
 
 TEST(MplanSearch, PlansForTheSharedLinkWhereEveryRankCopiesAtOnce) {
   RankPlans alone;
-  const RankPlans search = search_on_paper_machine("cifar_densenet", 32 << 20, &alone);
+  const RankPlans search = search_on_paper_machine("cifar_densenet", 24 << 20, &alone);
   EXPECT_EQ(search.policy, "shared link");
   EXPECT_LT(search.timing.step_ms, 0.99 * alone.timing.step_ms);
   EXPECT_LT(search.timing.step_ms, candidate_ms(search, "half the shared link"));

@@ -583,5 +583,44 @@ TEST(Defragmentation, EvictsEverythingThenReloadsTheInputs) {
   }
 }
 
+// Around the task (ModnnRules::defragment_around_task): T0 makes P, A and Q
+// (512K each) in a row above X's 256 bytes, which X leaves free; T1 reads A
+// and writes E (1 MiB). P and Q, not used since they were made, may not
+// leave by the offloading scheme, and the top holds 512K: T1 fails on
+// fragmentation. Evicting P and Q but not T1's input A frees 1 MiB in one
+// piece above A, so A stays; moDNN's defragmentation evicts A too and loads
+// it back for T1, a round trip more. Both bring P and Q back for T2.
+//   T0: X -> P, A, Q;  T1: A -> E;  T2: P, Q, E -> F
+TEST(Defragmentation, AroundTheTaskKeepsItsInputsOnTheDevice) {
+  auto g = tiny_graph({{"X", 256}, {"P", 512 * K}, {"A", 512 * K}, {"Q", 512 * K}, {"E", MiB}, {"F", 256}},
+                      {{"T0", {0}, {1, 2, 3}}, {"T1", {2}, {4}}, {"T2", {1, 3, 4}, {5}}});
+  FakeCost cost;
+  const int64_t arena = 2 * MiB + 1024;
+  ModnnRules around = testing::published_rules();
+  around.defragment_around_task = true;
+  const PlanResult kept = simulate_modnn(g->tdfg, cost, arena, around);
+  const PlanResult moved = simulate_modnn(g->tdfg, cost, arena, testing::published_rules());
+  ASSERT_TRUE(kept.feasible) << kept.note;
+  ASSERT_TRUE(moved.feasible) << moved.note;
+  EXPECT_EQ(kept.plan.summary.defragmentation_count, 1);
+  EXPECT_EQ(moved.plan.summary.defragmentation_count, 1);
+  const BlockId a = 2;
+  EXPECT_EQ(testing::count_steps_of(kept.plan, StepKind::offload, a), 0);
+  EXPECT_EQ(testing::count_steps_of(moved.plan, StepKind::offload, a), 1);
+  EXPECT_EQ(testing::count_steps_of(moved.plan, StepKind::prefetch, a), 1);
+  for (BlockId b : {1, 3}) {
+    EXPECT_EQ(testing::count_steps_of(kept.plan, StepKind::offload, b), 1) << b;
+    EXPECT_EQ(testing::count_steps_of(kept.plan, StepKind::prefetch, b), 1) << b;
+  }
+  EXPECT_LT(kept.plan.summary.simulated_ms, moved.plan.summary.simulated_ms);
+  // mplan's search, at the batch of one sample the graph has, finds it.
+  PlanOptions o;
+  o.budget_bytes = arena;
+  o.sub_batch = 1;
+  const PlanResult searched = plan_iteration(g->tdfg, cost, o);
+  ASSERT_TRUE(searched.feasible) << searched.note;
+  EXPECT_NE(searched.note.find("defragmenting around the task"), std::string::npos) << searched.note;
+}
+
 }  // namespace
 }  // namespace mplan

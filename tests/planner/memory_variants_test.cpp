@@ -91,9 +91,9 @@ TEST(MemoryVariants, RefusedWhereTheyCostTimeAndMemoryIsPlentiful) {
 TEST(MemoryVariants, TakenWhereTheRoomTheyFreeIsWorthTheirCost) {
   const Scenario s = stem();
   const PenalisedCompact cost(s.analytic, 0.12);
-  // At 4 GiB the plain model is planned (the test above). The budget is the
-  // compact model's own need, less than the plain one's: there the plain model
-  // must offload or recompute.
+  // At 4 GiB the plain model is planned (the test above). The budget is a
+  // quarter of the way from the compact model's own need to the plain one's:
+  // there the plain model must offload or recompute.
   const driver::PlannedModel plain_roomy = plan(s.model, cost, int64_t{4} << 30);
   PlanOptions options;
   options.budget_bytes = int64_t{4} << 30;
@@ -102,14 +102,40 @@ TEST(MemoryVariants, TakenWhereTheRoomTheyFreeIsWorthTheirCost) {
   const Tdfg compact_tdfg = build_tdfg(compact);
   const PlanResult roomy = plan_iteration(compact_tdfg, cost, options);
   ASSERT_TRUE(roomy.feasible);
-  const int64_t budget = roomy.plan.resident_region_bytes + roomy.plan.summary.peak_arena_bytes;
-  ASSERT_LT(budget, need(plain_roomy)) << "the variants free memory";
+  const int64_t compact_need = roomy.plan.resident_region_bytes + roomy.plan.summary.peak_arena_bytes;
+  ASSERT_LT(compact_need, need(plain_roomy)) << "the variants free memory";
+  const int64_t budget = compact_need + (need(plain_roomy) - compact_need) / 4;
 
   const driver::PlannedModel p = plan(s.model, cost, budget);
   ASSERT_TRUE(p.planned.feasible) << p.planned.note;
   EXPECT_EQ(p.compact_layers, (std::vector<std::string>{"relu1", "pool1"})) << driver::variants_text(p);
   EXPECT_LT(p.planned.iteration_ms(), p.other_ms) << "the plain model's plan at this budget is slower";
   EXPECT_NE(driver::variants_text(p).find("relu1, pool1"), std::string::npos) << driver::variants_text(p);
+}
+
+TEST(MemoryVariants, TakenWhereOnlyTheyKeepOneRound) {
+  // At the compact model's own need the plain model fits no round of the
+  // whole batch (its pool's backward reads the ReLU's output beside both
+  // gradients) and splits it, faster than the compact model's one round; with
+  // --batchnorm one the split is only the fallback, so the variants are taken.
+  const Scenario s = stem();
+  const PenalisedCompact cost(s.analytic, 0.12);
+  PlanOptions options;
+  options.budget_bytes = int64_t{4} << 30;
+  options.batchnorm_rounds = PlanOptions::BatchnormRounds::one;
+  const Model compact = with_compact_backward(s.model, compact_backward_layers(s.model));
+  const PlanResult roomy = plan_iteration(build_tdfg(compact), cost, options);
+  ASSERT_TRUE(roomy.feasible);
+  const int64_t budget = roomy.plan.resident_region_bytes + roomy.plan.summary.peak_arena_bytes;
+  const driver::PlannedModel p = plan(s.model, cost, budget);
+  ASSERT_TRUE(p.planned.feasible) << p.planned.note;
+  EXPECT_EQ(p.compact_layers, (std::vector<std::string>{"relu1", "pool1"})) << driver::variants_text(p);
+  EXPECT_EQ(p.planned.plan.sub_batches.size(), 1u);
+  options.budget_bytes = budget;
+  const PlanResult plain = plan_iteration(build_tdfg(s.model), cost, options);
+  ASSERT_TRUE(plain.feasible) << plain.note;
+  EXPECT_GT(plain.plan.sub_batches.size(), 1u) << "the plain model keeps one round at this budget";
+  EXPECT_LT(p.other_ms, p.planned.iteration_ms()) << "the split is slower: not the case this test is for";
 }
 
 TEST(MemoryVariants, PlanningBothModelsAtOnceChoosesTheSamePlan) {

@@ -435,7 +435,8 @@ TEST(PlanFormatDoc, EveryOpHasARowInOpsDefOrder) {
           return spec->op;
       return Op::relu;
     }();
-    EXPECT_EQ(plain(r.at(8)), in_place_name(op_spec(op).in_place)) << key;
+    const OpSpec& spec = op_spec(op);
+    EXPECT_EQ(plain(r.at(8)), spec.bp1_in_place ? "BP1 only" : in_place_name(spec.in_place)) << key;
   }
 }
 
@@ -474,6 +475,7 @@ TEST(PlanFormatDoc, OpTableGivesEveryTasksReadsAndWritesInOrder) {
         ASSERT_NE(fp, kNoTask);
         check(fp, 1, false);
         if (tdfg.tasks[fp].in_place) shared.insert(key);
+        if (tdfg.bp1_of[l] != kNoTask && tdfg.tasks[tdfg.bp1_of[l]].in_place) shared.insert(key);
         if (is_none(row[3])) EXPECT_EQ(tdfg.bp1_of[l], kNoTask) << "the row has no BP1";
         else if (tdfg.bp1_of[l] != kNoTask) check(tdfg.bp1_of[l], 3, false);
         if (is_none(row[5])) EXPECT_EQ(tdfg.bp2_of[l], kNoTask) << "the row has no BP2";

@@ -148,6 +148,11 @@ TEST(CpuFastPaths, BatchnormBlocksAndChunksMatchADoubleReference) {
   batchnorm_backward_params(x.data(), mean.data(), invstd.data(), dy.data(), dgamma_split.data(),
                             dbeta_split.data(), n, c, hw, /*accumulate=*/true);
   EXPECT_EQ(dx_split, dx);
+  // BP1 in place (the TDFG's bp1_in_place): dx written over dy, bit for bit the same.
+  std::vector<float> in_place = dy;
+  batchnorm_backward_data(x.data(), gamma.data(), mean.data(), invstd.data(), in_place.data(), in_place.data(), n, c,
+                          hw, /*accumulate=*/false);
+  EXPECT_EQ(in_place, dx);
   for (int64_t ch = 0; ch < c; ++ch) {  // the sums are added in double, then rounded once
     EXPECT_NEAR(dgamma_split[ch], 1.0f + dgamma[ch], 1e-6 * (1.0 + std::fabs(dgamma[ch])));
     EXPECT_NEAR(dbeta_split[ch], 2.0f + dbeta[ch], 1e-6 * (1.0 + std::fabs(dbeta[ch])));

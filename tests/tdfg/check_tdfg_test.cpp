@@ -53,6 +53,29 @@ TEST(CheckTdfg, DependencyEdgesOfTheResidualGradient) {
                                         {find_task(tdfg, "BP1(fc)"), tdfg.update_task, w}}));
 }
 
+TEST(CheckTdfg, DependencyEdgesOfABatchNormGradientInPlace) {
+  // conv0 -> bn -> r -> flat -> fc: BP1 of flat, r and bn each rewrite the
+  // one gradient block in turn; BP2(bn) reads bn's dY, so it runs after the
+  // rewriters above bn and before BP1(bn); BP2(conv0) reads what BP1(bn) left.
+  Model model = make_model(Shape{{1, 4, 4}}, 3,
+                           {testing::conv("conv0", 2, 3, 1), plain("bn", Op::batchnorm), plain("r", Op::relu),
+                            plain("flat", Op::flatten), testing::linear("fc", 3), plain("loss", Op::softmax_xent)});
+  Tdfg tdfg = build_tdfg(model);
+  const BlockId grad = find_block(tdfg, "dY[conv0+bn+r+flat]");
+  ASSERT_NE(grad, kNoBlock);
+  const TaskId fc = find_task(tdfg, "BP1(fc)"), flat = find_task(tdfg, "BP1(flat)"), r = find_task(tdfg, "BP1(r)");
+  const TaskId bn2 = find_task(tdfg, "BP2(bn)"), bn1 = find_task(tdfg, "BP1(bn)");
+  const TaskId conv2 = find_task(tdfg, "BP2(conv0)");
+  std::vector<TaskEdge> expected{{fc, flat, grad},  {fc, r, grad},     {fc, bn2, grad},    {fc, bn1, grad},
+                                 {fc, conv2, grad}, {flat, r, grad},   {flat, bn2, grad},  {flat, bn1, grad},
+                                 {flat, conv2, grad}, {r, bn2, grad},  {r, bn1, grad},     {r, conv2, grad},
+                                 {bn2, bn1, grad},  {bn1, conv2, grad}};
+  std::vector<TaskEdge> got;
+  for (const TaskEdge& e : dependency_edges(tdfg))
+    if (e.block == grad) got.push_back(e);
+  EXPECT_EQ(got, expected);
+}
+
 TEST(CheckTdfg, FindsAReadListedOnOneSideOnly) {
   Model model = residual_model();
   Tdfg tdfg = build_tdfg(model);
@@ -135,6 +158,34 @@ TEST(CheckTdfg, FindsAnOrderAgainstTheDependencies) {
   EXPECT_NE(message(status).find("early must run before late"), std::string::npos)
       << message(status);
   EXPECT_FALSE(check_tdfg(tdfg).ok());
+}
+
+// A hand-made in-place rewrite of a gradient listed before a task that reads
+// the gradient it overwrites. Table (layer 1 is batch norm, layer 2 above it):
+//   task 0 "BP1(top)": layer 2, writes b0 (creates dY)
+//   task 1 "BP1(bn)":  layer 1, in place: reads b0, writes dX over it
+//   task 2 "BP2(bn)":  layer 1, reads b0 (needs dY, which task 1 overwrote)
+//   task 3 update
+// Without the in-place flag task 1 is an accumulating writer, and the order holds.
+TEST(CheckTdfg, FindsAReadOfAGradientAfterItsInPlaceRewrite) {
+  Tdfg tdfg;
+  tdfg.tasks = {Task{"BP1(top)", TaskKind::BP1, 2, Op::relu, {}, {0}},
+                Task{"BP1(bn)", TaskKind::BP1, 1, Op::batchnorm, {0}, {0}},
+                Task{"BP2(bn)", TaskKind::BP2, 1, Op::batchnorm, {0}, {}},
+                Task{"update", TaskKind::update, kModelInput, Op::relu, {}, {}}};
+  tdfg.tasks[1].in_place = true;
+  Block b0;
+  b0.name = "dY[p+bn]";
+  b0.kind = BlockKind::gradient;
+  b0.bytes_per_sample = 4;
+  b0.writers = {0, 1};
+  b0.readers = {1, 2};
+  tdfg.blocks = {b0};
+  tdfg.update_task = 3;
+  const Status status = check_task_order(tdfg);
+  EXPECT_NE(message(status).find("BP2(bn) must run before BP1(bn)"), std::string::npos) << message(status);
+  tdfg.tasks[1].in_place = false;
+  EXPECT_TRUE(check_task_order(tdfg).ok()) << message(check_task_order(tdfg));
 }
 
 TEST(TdfgToDot, DrawsEveryTaskAndBlock) {

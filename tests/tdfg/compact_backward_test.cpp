@@ -115,7 +115,7 @@ TEST(CompactBackward, TheCompactTasksReadTheRecordInsteadOfTheTensors) {
     for (BlockId b : g.tasks[t].reads) names.push_back(g.blocks[b].name);
     return names;
   };
-  EXPECT_EQ(reads(tdfg, tdfg.bp1_of[relu]), (Names{"saved[relu1]", "dY[bn1+relu1]"}));
+  EXPECT_EQ(reads(tdfg, tdfg.bp1_of[relu]), (Names{"saved[relu1]", "dY[conv1+bn1+relu1]"}));
   EXPECT_EQ(reads(tdfg, tdfg.bp1_of[pool]), (Names{"saved[pool1]", "dY[pool1]"}));
   // No backward task reads the ReLU's output, nor the pool's input (the same block).
   for (TaskId r : tdfg.blocks[tdfg.output_of[relu]].readers)
@@ -125,7 +125,7 @@ TEST(CompactBackward, TheCompactTasksReadTheRecordInsteadOfTheTensors) {
   EXPECT_EQ(plain.saved_of[relu], kNoBlock);
   EXPECT_EQ(plain.saved_of[pool], kNoBlock);
   EXPECT_EQ(reads(plain, plain.bp1_of[pool]), (Names{"Y[bn1+relu1]", "Y[pool1]", "dY[pool1]"}));
-  EXPECT_EQ(reads(plain, plain.bp1_of[relu]), (Names{"Y[bn1+relu1]", "dY[bn1+relu1]"}));
+  EXPECT_EQ(reads(plain, plain.bp1_of[relu]), (Names{"Y[bn1+relu1]", "dY[conv1+bn1+relu1]"}));
 }
 
 TEST(CompactBackward, TheDigestIgnoresTheVariants) {

@@ -111,6 +111,40 @@ TEST(InPlace, ReluAfterBatchnormSharesItsBlock) {
   EXPECT_EQ(tdfg.output_of[model.find("r")], tdfg.output_of[model.find("bn")]);
 }
 
+TEST(InPlace, BatchnormWritesItsInputGradientOverItsOwn) {
+  // Batch norm's FP keeps its own output (its backward reads its input), but
+  // its BP1 writes dX over dY: conv0's gradient, bn's and the ReLU's are one
+  // block, read by BP2(bn) before BP1(bn) rewrites it.
+  Model model = chain({plain("bn", Op::batchnorm), plain("r", Op::relu)});
+  Tdfg tdfg = checked(model);
+  const LayerId conv0 = model.find("conv0"), bn = model.find("bn");
+  EXPECT_NE(tdfg.output_of[bn], tdfg.output_of[conv0]);
+  EXPECT_EQ(tdfg.gradient_of[bn], tdfg.gradient_of[conv0]);
+  EXPECT_EQ(tdfg.blocks[tdfg.gradient_of[bn]].name, "dY[conv0+bn+r+flat]");
+  EXPECT_FALSE(task(tdfg, "FP(bn)").in_place);
+  const Task& bp1 = task(tdfg, "BP1(bn)");
+  EXPECT_TRUE(bp1.in_place);
+  EXPECT_EQ(block_names(tdfg, bp1.reads), (Names{"Y[conv0]", "W[bn]", "saved[bn]", "dY[conv0+bn+r+flat]"}));
+  EXPECT_EQ(block_names(tdfg, bp1.writes), Names{"dY[conv0+bn+r+flat]"});
+  EXPECT_LT(find_task(tdfg, "BP2(bn)"), find_task(tdfg, "BP1(bn)"));
+  // Without in-place sharing: dY[conv0] and dY[bn+...] apart.
+  Tdfg separate = checked(model, /*in_place=*/false);
+  EXPECT_NE(separate.gradient_of[bn], separate.gradient_of[conv0]);
+  EXPECT_FALSE(separate.tasks[separate.bp1_of[bn]].in_place);
+}
+
+TEST(InPlace, BatchnormOfAnInputWithTwoConsumersKeepsItsGradient) {
+  // conv0 feeds bn and the residual add: dY[conv0] sums both consumers' dX.
+  Model model = make_model(Shape{{1, 4, 4}}, 3,
+                           {testing::conv("conv0", 2, 3, 1), plain("bn", Op::batchnorm),
+                            plain("sum", Op::add, {"bn", "conv0"}), plain("flat", Op::flatten),
+                            testing::linear("fc", 3), plain("loss", Op::softmax_xent)});
+  Tdfg tdfg = checked(model);
+  const LayerId bn = model.find("bn");
+  EXPECT_NE(tdfg.gradient_of[bn], tdfg.gradient_of[model.find("conv0")]);
+  EXPECT_FALSE(tdfg.tasks[tdfg.bp1_of[bn]].in_place);
+}
+
 TEST(RecomputeSignature, ForwardTasksButTheLoss) {
   Model model = chain({plain("bn", Op::batchnorm), plain("r", Op::relu), plain("drop", Op::dropout)});
   Tdfg tdfg = checked(model);

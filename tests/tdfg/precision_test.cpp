@@ -60,7 +60,7 @@ TEST(BlockTypes, ConvolutionChainInSixteenBits) {
     EXPECT_EQ(tdfg.blocks[tdfg.output_of[model.find("flat")]].dtype, low);
     EXPECT_EQ(block(tdfg, "Y[fc]").dtype, low);
     EXPECT_EQ(block(tdfg, "dY[fc]").dtype, low);
-    EXPECT_EQ(block(tdfg, "dY[conv]").bytes_per_sample, 4 * 8 * 8 * 2);
+    EXPECT_EQ(block(tdfg, "dY[conv+bn+act]").bytes_per_sample, 4 * 8 * 8 * 2);  // batch norm's BP1 in place
     // fp32 master weights and their 16-bit copy; fp32 gradients and state.
     const int64_t conv_params = 4 * 3 * 3 * 3 + 4;
     EXPECT_EQ(block(tdfg, "W[conv]").fixed_bytes, conv_params * 6);
