@@ -93,12 +93,16 @@ TEST(InPlace, ReluAfterReluKeepsItsOwnBlock) {
   EXPECT_NE(tdfg.output_of[model.find("r2")], tdfg.output_of[model.find("r1")]);
 }
 
+// conv0 -> `name` (op) -> sum [name, conv0] -> flat -> fc: conv0 has two consumers.
+Model residual(const std::string& name, Op op) {
+  return make_model(Shape{{1, 4, 4}}, 3,
+                    {testing::conv("conv0", 2, 3, 1), plain(name, op), plain("sum", Op::add, {name, "conv0"}),
+                     plain("flat", Op::flatten), testing::linear("fc", 3), plain("loss", Op::softmax_xent)});
+}
+
 TEST(InPlace, ReluOfAnInputWithTwoConsumersKeepsItsOwnBlock) {
   // conv0 feeds r and the residual add: its gradient sums both, and add reads it after r.
-  Model model = make_model(Shape{{1, 4, 4}}, 3,
-                           {testing::conv("conv0", 2, 3, 1), plain("r", Op::relu),
-                            plain("sum", Op::add, {"r", "conv0"}), plain("flat", Op::flatten),
-                            testing::linear("fc", 3), plain("loss", Op::softmax_xent)});
+  Model model = residual("r", Op::relu);
   Tdfg tdfg = checked(model);
   EXPECT_NE(tdfg.output_of[model.find("r")], tdfg.output_of[model.find("conv0")]);
   EXPECT_NE(tdfg.gradient_of[model.find("r")], tdfg.gradient_of[model.find("conv0")]);
@@ -135,10 +139,7 @@ TEST(InPlace, BatchnormWritesItsInputGradientOverItsOwn) {
 
 TEST(InPlace, BatchnormOfAnInputWithTwoConsumersKeepsItsGradient) {
   // conv0 feeds bn and the residual add: dY[conv0] sums both consumers' dX.
-  Model model = make_model(Shape{{1, 4, 4}}, 3,
-                           {testing::conv("conv0", 2, 3, 1), plain("bn", Op::batchnorm),
-                            plain("sum", Op::add, {"bn", "conv0"}), plain("flat", Op::flatten),
-                            testing::linear("fc", 3), plain("loss", Op::softmax_xent)});
+  Model model = residual("bn", Op::batchnorm);
   Tdfg tdfg = checked(model);
   const LayerId bn = model.find("bn");
   EXPECT_NE(tdfg.gradient_of[bn], tdfg.gradient_of[model.find("conv0")]);
