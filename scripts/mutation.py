@@ -293,7 +293,7 @@ PLANNER = [
      "planner/sim/iteration_sim.cpp",
      "    rerun.push_back(rerun_option(w, r, choice_at(w, r)));",
      "    rerun.push_back(rerun_option(w, r, -1));",
-     ["planner"]),
+     ["planner:ConvRecompute.*"]),
     ("convolutions recomputed in the workspace pool",
      "planner/sim/iteration_sim.cpp",
      "  return opt_.workspace_pool_bytes == 0 && opt_.fixed_configurations.empty() && !opt_.micro_batch_dynamic;",

@@ -158,26 +158,65 @@ TEST(ConvRecompute, WhereTheCopyHidesConvolutionOutputsAreOffloadedNotRecomputed
   EXPECT_GT(offloaded, 0);
 }
 
-// Every recomputed convolution reruns the algorithm its first run chose
-// (codegen reads it from the choice), with a workspace at least that large.
-TEST(ConvRecompute, ARecomputedConvolutionHasItsFirstRunsWorkspace) {
-  const TightResnet50& r = tight_resnet50();
-  int checked = 0;
-  for (const Step& s : r.plan.steps) {
-    if (s.kind != StepKind::compute || !s.recompute || !r.tdfg.tasks[static_cast<size_t>(s.task)].has_algorithms)
+// What the recomputed convolutions of a plan rerun.
+struct RecomputedConvolutions {
+  int checked = 0, with_workspace = 0, not_fastest = 0;
+};
+
+// Every recomputed convolution of `plan` reruns the algorithm its first run
+// chose (codegen reads it from the choice), in that choice's time and with
+// a workspace at least that large.
+void check_reruns(const Plan& plan, const Tdfg& tdfg, const CostModel& cost, RecomputedConvolutions* seen) {
+  for (const Step& s : plan.steps) {
+    if (s.kind != StepKind::compute || !s.recompute || !tdfg.tasks[static_cast<size_t>(s.task)].has_algorithms)
       continue;
-    for (const TaskChoice& c : r.plan.choices) {
+    for (const TaskChoice& c : plan.choices) {
       if (c.task != s.task || c.round != s.round) continue;
       if (c.workspace_bytes == 0) {
         EXPECT_EQ(s.workspace, kNoBuffer) << "step " << s.index;
       } else {
         ASSERT_GE(s.workspace, 0) << "step " << s.index;
-        EXPECT_GE(r.plan.buffers[static_cast<size_t>(s.workspace)].bytes, c.workspace_bytes) << "step " << s.index;
+        EXPECT_GE(plan.buffers[static_cast<size_t>(s.workspace)].bytes, c.workspace_bytes) << "step " << s.index;
+        ++seen->with_workspace;
       }
-      ++checked;
+      EXPECT_NEAR(s.end_ms - s.start_ms, c.time_ms, 1e-9 * c.time_ms) << "step " << s.index;
+      seen->not_fastest += c.algorithm != cost.options(tdfg, s.task, c.sub_batch).front().algorithm;
+      ++seen->checked;
     }
   }
-  EXPECT_GT(checked, 0);
+}
+
+// In ResNet-50's plan at M / 2 and at M / 3 without early drops on the H200
+// (which recompute convolutions whose algorithm needs a workspace), and in
+// ResNet-18's at half its memory, one round, on the K40 (whose recomputed
+// convolutions first ran a leaner option than their fastest, for room).
+TEST(ConvRecompute, ARecomputedConvolutionHasItsFirstRunsWorkspace) {
+  const TightResnet50& r = tight_resnet50();
+  ASSERT_TRUE(r.cost);
+  const PlanResult third = plan_at(r, r.memory_bytes / 3, WorkspaceUse::undivided, /*recompute_convolutions=*/true,
+                                   /*early_drops=*/false);
+  ASSERT_TRUE(third.feasible) << third.note;
+  RecomputedConvolutions seen;
+  check_reruns(r.plan, r.tdfg, *r.cost, &seen);
+  check_reruns(third.plan, r.tdfg, *r.cost, &seen);
+  Result<Model> model = load_model(std::string(MPLAN_SOURCE_DIR) + "/examples/models/resnet18.yaml");
+  ASSERT_TRUE(model.ok());
+  const Tdfg tdfg = build_tdfg(*model);
+  Result<Device> device = load_device("k40");
+  ASSERT_TRUE(device.ok());
+  const AnalyticCostModel cost(*device);
+  PlanOptions o;
+  o.budget_bytes = cost.device_memory_bytes();
+  const PlanResult unlimited = plan_iteration(tdfg, cost, o);
+  ASSERT_TRUE(unlimited.feasible) << unlimited.note;
+  o.budget_bytes = (unlimited.plan.resident_region_bytes + unlimited.plan.summary.peak_arena_bytes) / 2;
+  o.batchnorm_rounds = PlanOptions::BatchnormRounds::one;
+  const PlanResult half = plan_iteration(tdfg, cost, o);
+  ASSERT_TRUE(half.feasible) << half.note;
+  check_reruns(half.plan, tdfg, cost, &seen);
+  EXPECT_GT(seen.checked, 0);
+  EXPECT_GT(seen.with_workspace, 0) << "no recomputed convolution whose algorithm needs a workspace";
+  EXPECT_GT(seen.not_fastest, 0) << "every recomputed convolution's first run took its fastest option";
 }
 
 // At M / 3 without early drops the plan recomputes a convolution whose
