@@ -214,8 +214,9 @@ TEST(LoadAhead, Resnet50sBackwardPassStopsWaitingForLayer1OnTheH200) {
   // before it, 160.7 ms against 175.2 ms; before batch norm's recomputation
   // was priced as the normalisation alone, 162.2 ms against 176.6 ms, and
   // 164.9 ms loading ahead of the best plan alone (not of the plans that
-  // were the best before it, Search::recent_bests).
-  EXPECT_LT(ahead.plan.summary.simulated_ms, 0.975 * demand.plan.summary.simulated_ms);
+  // were the best before it, Search::recent_bests). Without refining the
+  // plan that loads ahead once more, 159.8 ms: the bound pins that too.
+  EXPECT_LT(ahead.plan.summary.simulated_ms, 0.965 * demand.plan.summary.simulated_ms);
   EXPECT_LT(ahead.plan.summary.stall_ms, 0.5 * demand.plan.summary.stall_ms);
 }
 
