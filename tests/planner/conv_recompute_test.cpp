@@ -126,28 +126,48 @@ TEST(ConvRecompute, WithoutRecomputedConvolutionsThePlanIsSlower) {
   EXPECT_GT(cheap_only.plan.summary.simulated_ms, 1.15 * r.plan.summary.simulated_ms);
 }
 
+// `stem` planned in one round on the K40's analytic model at `percent` of
+// its unlimited plan's memory (resident region plus arena peak).
+struct K40OneRound {
+  std::unique_ptr<Model> model;
+  Tdfg tdfg;
+  std::unique_ptr<AnalyticCostModel> cost;
+  PlanResult planned;
+};
+
+std::unique_ptr<K40OneRound> k40_one_round(const std::string& stem, int64_t percent, bool refine_blocks = true) {
+  Result<Model> model = load_model(std::string(MPLAN_SOURCE_DIR) + "/examples/models/" + stem + ".yaml");
+  Result<Device> device = load_device("k40");
+  EXPECT_TRUE(model.ok() && device.ok());
+  if (!model.ok() || !device.ok()) return nullptr;
+  auto out = std::make_unique<K40OneRound>();
+  out->model = std::make_unique<Model>(std::move(model).value());
+  out->tdfg = build_tdfg(*out->model);
+  out->cost = std::make_unique<AnalyticCostModel>(*device);
+  PlanOptions o;
+  o.budget_bytes = out->cost->device_memory_bytes();
+  const PlanResult unlimited = plan_iteration(out->tdfg, *out->cost, o);
+  EXPECT_TRUE(unlimited.feasible) << unlimited.note;
+  if (!unlimited.feasible) return nullptr;
+  o.budget_bytes = (unlimited.plan.resident_region_bytes + unlimited.plan.summary.peak_arena_bytes) * percent / 100;
+  o.batchnorm_rounds = PlanOptions::BatchnormRounds::one;
+  o.refine_blocks = refine_blocks;
+  out->planned = plan_iteration(out->tdfg, *out->cost, o);
+  EXPECT_TRUE(out->planned.feasible) << out->planned.note;
+  if (!out->planned.feasible) return nullptr;
+  return out;
+}
+
 // The reverse: on the K40, whose convolutions are slow beside its PCIe link,
 // cifar_resnet in one round at 0.6 of its memory offloads convolution
 // outputs (the copies hide under the compute stream) and recomputes none.
 // This is the rules' price per victim; the refinement, which may fix a
 // single block's choice either way by simulation, is left out.
 TEST(ConvRecompute, WhereTheCopyHidesConvolutionOutputsAreOffloadedNotRecomputed) {
-  Result<Model> model = load_model(std::string(MPLAN_SOURCE_DIR) + "/examples/models/cifar_resnet.yaml");
-  ASSERT_TRUE(model.ok());
-  const Tdfg tdfg = build_tdfg(*model);
-  Result<Device> device = load_device("k40");
-  ASSERT_TRUE(device.ok());
-  const AnalyticCostModel cost(*device);
-  PlanOptions unlimited;
-  unlimited.budget_bytes = cost.device_memory_bytes();
-  const PlanResult u = plan_iteration(tdfg, cost, unlimited);
-  ASSERT_TRUE(u.feasible) << u.note;
-  PlanOptions o;
-  o.budget_bytes = (u.plan.resident_region_bytes + u.plan.summary.peak_arena_bytes) * 60 / 100;
-  o.batchnorm_rounds = PlanOptions::BatchnormRounds::one;
-  o.refine_blocks = false;
-  const PlanResult r = plan_iteration(tdfg, cost, o);
-  ASSERT_TRUE(r.feasible) << r.note;
+  const auto k40 = k40_one_round("cifar_resnet", 60, /*refine_blocks=*/false);
+  ASSERT_TRUE(k40);
+  const Tdfg& tdfg = k40->tdfg;
+  const PlanResult& r = k40->planned;
   EXPECT_FALSE(recomputes_a_convolution(r.plan, tdfg));
   int offloaded = 0;
   for (const Step& s : r.plan.steps) {
@@ -199,21 +219,9 @@ TEST(ConvRecompute, ARecomputedConvolutionHasItsFirstRunsWorkspace) {
   RecomputedConvolutions seen;
   check_reruns(r.plan, r.tdfg, *r.cost, &seen);
   check_reruns(third.plan, r.tdfg, *r.cost, &seen);
-  Result<Model> model = load_model(std::string(MPLAN_SOURCE_DIR) + "/examples/models/resnet18.yaml");
-  ASSERT_TRUE(model.ok());
-  const Tdfg tdfg = build_tdfg(*model);
-  Result<Device> device = load_device("k40");
-  ASSERT_TRUE(device.ok());
-  const AnalyticCostModel cost(*device);
-  PlanOptions o;
-  o.budget_bytes = cost.device_memory_bytes();
-  const PlanResult unlimited = plan_iteration(tdfg, cost, o);
-  ASSERT_TRUE(unlimited.feasible) << unlimited.note;
-  o.budget_bytes = (unlimited.plan.resident_region_bytes + unlimited.plan.summary.peak_arena_bytes) / 2;
-  o.batchnorm_rounds = PlanOptions::BatchnormRounds::one;
-  const PlanResult half = plan_iteration(tdfg, cost, o);
-  ASSERT_TRUE(half.feasible) << half.note;
-  check_reruns(half.plan, tdfg, cost, &seen);
+  const auto half = k40_one_round("resnet18", 50);
+  ASSERT_TRUE(half);
+  check_reruns(half->planned.plan, half->tdfg, *half->cost, &seen);
   EXPECT_GT(seen.checked, 0);
   EXPECT_GT(seen.with_workspace, 0) << "no recomputed convolution whose algorithm needs a workspace";
   EXPECT_GT(seen.not_fastest, 0) << "every recomputed convolution's first run took its fastest option";
