@@ -52,6 +52,7 @@ extern const OpSpec add_spec = {
     .max_inputs = -1,
     .infer_shape = infer_shape,
     .bp1_needs = bp1_needs,
+    .bp1_in_place = true,
     .work = work,
     .invoke = invoke,
 };

@@ -221,7 +221,8 @@ struct OpSpec {
   // allows (the input has no other consumer), though FP keeps its own output.
   // Batch norm: dX comes from dY and per-channel sums taken first, each
   // element of dY read before its dX is written, so the backward pass keeps
-  // one gradient tensor where it kept two.
+  // one gradient tensor where it kept two. Add: the gradient of one input is
+  // dY itself, so BP1 writes only the other inputs' gradients.
   bool bp1_in_place = false;
   // A recomputed FP (SuperNeurons §3.4) reads the saved block instead of
   // writing it and leaves the state alone: batch norm normalises again with

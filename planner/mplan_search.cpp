@@ -98,6 +98,10 @@ class SchedulerSearch {
   // the same again defragmenting around the task
   // (ModnnRules::defragment_around_task), the faster kept.
   void search_defragmenting(Search& search, Sizes which);
+  // search_defragmenting; where its best plan still defragmented, that plan
+  // refined again stacking only the largest blocks
+  // (PlanOptions::coarse_large_block_divisor), the faster kept.
+  void search_placements(Search& search, Sizes which);
   // The recent best plans of `search` again with their blocks loaded ahead
   // into the room each left free (ModnnRules::load_ahead), then from the new
   // best's own profile while faster; the best that loads ahead refined once
@@ -106,9 +110,9 @@ class SchedulerSearch {
   // `c`, whose simulation is `plan`, again with its loads ahead of that
   // plan's profile, with and without the margin (ModnnRules::load_ahead).
   void loads_ahead_from(Search& search, Candidate c, const Plan& plan);
-  // search_defragmenting, then load_ahead: the whole search of `which`.
+  // search_placements, then load_ahead: the whole search of `which`.
   void search_plans(Search& search, Sizes which) {
-    search_defragmenting(search, which);
+    search_placements(search, which);
     load_ahead(search);
   }
   // One candidate: every lever on first; where that plan could improve, the
@@ -120,6 +124,12 @@ class SchedulerSearch {
   // Refines `c`, a plan of `search`, within `task_runs` simulated task runs,
   // keeping what is better in `search`.
   void refine_from(Search& search, Candidate c, int64_t task_runs);
+  // `c` without its per-block choices, and without the recomputation rules
+  // unless `recompute_rules`: a start of the refinement.
+  Candidate refinement_start(Candidate c, bool recompute_rules) const;
+  // Refines the start `c` in a search of its own (unless it was refined
+  // from before) and keeps the result in `search` where it is better.
+  void refine_start(Search& search, const Candidate& c);
   Error batchnorm_refusal(const std::string& why) const;
 
   const bool published_;
@@ -579,19 +589,8 @@ void SchedulerSearch::refine_blocks(Search& search, Sizes which) {
   const Candidate best = search.best_candidate();
   if (refined_starts_.insert(start_key(best)).second) refine_from(search, best, kRefinementTaskRuns);
   if (!opt_.refine_other_starts) return;
-  auto start = [&](Candidate c, bool recompute_rules) {
-    if (!recompute_rules) {
-      c.rules.recompute = false;
-      c.rules.recompute_convolutions = false;
-      c.rules.early_drop_ratio = 0;
-    }
-    c.rules.block_choices = nullptr;
-    c.decider = modnn_factory(c.rules);
-    c.label = label_from_rules(c);
-    return c;
-  };
   std::vector<Candidate> starts;
-  if (best.rules.recompute) starts.push_back(start(best, false));
+  if (best.rules.recompute) starts.push_back(refinement_start(best, false));
   // Without the recomputation rules in the other placement too (best fit or
   // large blocks stacked): where the blocks the refinement drops leave their
   // holes matters as much as which it drops (search_candidate).
@@ -599,25 +598,18 @@ void SchedulerSearch::refine_blocks(Search& search, Sizes which) {
     Candidate other = best;
     const int64_t stacked = blocks_arena_of(best.pool_bytes) / opt_.large_block_divisor;
     other.large_block_bytes = best.large_block_bytes > 0 ? 0 : stacked;
-    starts.push_back(start(other, false));
+    starts.push_back(refinement_start(other, false));
   }
   if (which == Sizes::all && best.rounds.size() > 1 && opt_.sub_batch == 0 &&
       largest_feasible_sub_batch(tdfg_, cost_, blocks_arena_of(best.pool_bytes), batch_) >= batch_) {
     if (std::optional<Candidate> whole = candidate(batch_, best.pool_bytes)) {
       whole->rules = best.rules;
       whole->large_block_bytes = best.large_block_bytes;
-      starts.push_back(start(*whole, best.rules.recompute));
-      if (best.rules.recompute) starts.push_back(start(*whole, false));
+      starts.push_back(refinement_start(*whole, best.rules.recompute));
+      if (best.rules.recompute) starts.push_back(refinement_start(*whole, false));
     }
   }
-  for (const Candidate& c : starts) {
-    if (!refined_starts_.insert(start_key(c)).second) continue;
-    Search side(tdfg_, cost_, arena_, copy_engines_, opt_.screen_sub_batches);
-    side.consider(c);
-    if (!side.have() || !could_improve(side.best())) continue;
-    refine_from(side, side.best_candidate(), kStartTaskRuns);
-    search.consider(side.best_candidate());
-  }
+  for (const Candidate& c : starts) refine_start(search, c);
 }
 
 // A candidate's label without the refinement's counts ("..., 6 blocks dropped,
@@ -626,6 +618,53 @@ std::string without_refinement(const std::string& label) {
   const size_t at = label.find(" blocks dropped, ");
   if (at == std::string::npos) return label;
   return label.substr(0, label.rfind(", ", at)) + "]";
+}
+
+Candidate SchedulerSearch::refinement_start(Candidate c, bool recompute_rules) const {
+  if (!recompute_rules) {
+    c.rules.recompute = false;
+    c.rules.recompute_convolutions = false;
+    c.rules.early_drop_ratio = 0;
+  }
+  c.rules.block_choices = nullptr;
+  c.decider = modnn_factory(c.rules);
+  c.label = label_from_rules(c);
+  return c;
+}
+
+void SchedulerSearch::refine_start(Search& search, const Candidate& c) {
+  if (!refined_starts_.insert(start_key(c)).second) return;
+  Search side(tdfg_, cost_, arena_, copy_engines_, opt_.screen_sub_batches);
+  side.consider(c);
+  if (!side.have()) return;
+  // A start that needs no lever is kept as it is.
+  if (could_improve(side.best())) refine_from(side, side.best_candidate(), kStartTaskRuns);
+  search.consider(side.best_candidate());
+}
+
+// The stacked placement puts every block of a sixteenth of the arena at its
+// top, and a block that large may be short-lived. ResNet-18 (batch 256,
+// H200 profile) at 0.33 of its memory, one round, with its memory-saving
+// variants: the input batch (147 MiB of a 1.60 GiB arena) stacks at the
+// top, the stem's 784 MiB convolution output below it, and once the batch is
+// evicted the room below is 78 MiB short of the batch norm's 784 MiB output;
+// the best plan defragmented twice (168.6 ms, +134% over the unlimited
+// plan). Stacked from a quarter of the arena, the batch lies at the bottom
+// and the output at the top, with the room in one piece below it. Stacking
+// that coarse is slower elsewhere (googlenet at 0.2 of its memory: 87.1 ms
+// from a sixteenth, 103.5 ms from a quarter), so it is a start of the
+// refinement only where the best plan still defragmented, with and without
+// the recomputation rules, each refined in a search of its own.
+void SchedulerSearch::search_placements(Search& search, Sizes which) {
+  search_defragmenting(search, which);
+  const int coarse = opt_.coarse_large_block_divisor;
+  if (published_ || !opt_.refine_blocks || !opt_.refine_other_starts || coarse <= 0 || !search.have() ||
+      search.best().plan.summary.defragmentation_count == 0)
+    return;
+  Candidate best = search.best_candidate();
+  best.large_block_bytes = blocks_arena_of(best.pool_bytes) / coarse;
+  refine_start(search, refinement_start(best, false));
+  if (best.rules.recompute) refine_start(search, refinement_start(best, true));
 }
 
 void SchedulerSearch::refine_from(Search& search, Candidate c, int64_t task_runs) {

@@ -53,6 +53,11 @@ struct PlanOptions {
   // small blocks do not split the room large ones need; the search keeps
   // that placement where it is strictly faster than plain best fit. 0: best fit only.
   int large_block_divisor = 16;
+  // Where the best plan of that placement still defragmented, the search is
+  // made again stacking only blocks of at least 1/coarse_large_block_divisor
+  // of the arena, and the faster kept (planner/mplan_search.cpp,
+  // search_placements). 0: not.
+  int coarse_large_block_divisor = 4;
   // mplan's levers (ModnnRules in planner/deciders/deciders.h): drop and
   // recompute cheap blocks where that costs less than offloading them, and
   // copy long-lived blocks to the host early when the round does not fit.

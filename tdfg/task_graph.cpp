@@ -21,11 +21,14 @@ bool contains(const std::vector<TaskId>& list, TaskId t) {
   return std::find(list.begin(), list.end(), t) != list.end();
 }
 
-// Whether t writes dX over the gradient block it reads (an in-place BP1):
-// the block then holds dY of t's layer before t and dX after it.
-bool rewrites_gradient(const Tdfg& tdfg, TaskId t, const Block& block) {
+// Whether t writes dX over the gradient block b it reads (an in-place BP1):
+// the block then holds dY of t's layer before t and dX after it. An
+// in-place add's BP1 writes its other inputs' gradients as any BP1 does.
+bool rewrites_gradient(const Tdfg& tdfg, TaskId t, BlockId b) {
   const Task& task = tdfg.tasks[t];
-  return task.kind == TaskKind::BP1 && task.in_place && block.kind == BlockKind::gradient;
+  return task.kind == TaskKind::BP1 && task.in_place && tdfg.blocks[b].kind == BlockKind::gradient &&
+         task.layer >= 0 && static_cast<size_t>(task.layer) < tdfg.gradient_of.size() &&
+         tdfg.gradient_of[static_cast<size_t>(task.layer)] == b;
 }
 
 // The edges of a gradient block's in-place rewriter w: after the writers that
@@ -37,7 +40,7 @@ void add_rewriter_edges(const Tdfg& tdfg, const Block& block, BlockId b, TaskId 
   const LayerId layer = tdfg.tasks[w].layer;
   for (TaskId other : block.writers) {
     if (other == w) continue;
-    if (!rewrites_gradient(tdfg, other, block) || tdfg.tasks[other].layer > layer) edges.push_back({other, w, b});
+    if (!rewrites_gradient(tdfg, other, b) || tdfg.tasks[other].layer > layer) edges.push_back({other, w, b});
   }
   for (TaskId r : block.readers) {
     if (contains(block.writers, r)) continue;
@@ -68,7 +71,7 @@ std::vector<TaskEdge> dependency_edges(const Tdfg& tdfg) {
       continue;
     }
     for (TaskId w : block.writers) {
-      if (rewrites_gradient(tdfg, w, block)) {
+      if (rewrites_gradient(tdfg, w, b)) {
         add_rewriter_edges(tdfg, block, b, w, edges);
         continue;
       }

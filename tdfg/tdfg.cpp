@@ -161,6 +161,7 @@ class Builder {
     const LayerId n = layer_count();
     in_place_.assign(n, false);
     bp1_in_place_.assign(n, false);
+    in_place_input_.assign(n, 0);
     if (!options_.in_place) return;
     std::vector<int> consumers(n, 0);
     for (LayerId l = 0; l < n; ++l)
@@ -173,34 +174,44 @@ class Builder {
       root_[l] = l;
       const Layer& ly = layer(l);
       const InPlace mode = op_spec(ly.op).in_place;
-      if (mode == InPlace::never) continue;
-      if (ly.inputs.size() != 1 || ly.inputs[0] == kModelInput) continue;
+      if (mode == InPlace::never || ly.inputs.size() != 1 || ly.inputs[0] == kModelInput) continue;
       const LayerId p = ly.inputs[0];
       if (consumers[p] != 1 || is_loss(p)) continue;
-      if (mode == InPlace::overwrites_input && !options_.evaluation) {
-        bool output_read_backward = false;
-        for (LayerId q = root_[p]; q <= p; ++q) {
-          if (root_[q] != root_[p]) continue;
-          output_read_backward = output_read_backward || bp1_needs(layer(q)).output || bp2_needs(layer(q)).output;
-        }
-        if (output_read_backward) continue;
-      }
+      if (mode == InPlace::overwrites_input && !options_.evaluation && output_read_backward(p)) continue;
       in_place_[l] = true;
       root_[l] = root_[p];
     }
   }
 
-  // BP1 alone in place (OpSpec::bp1_in_place, batch norm): BP1(l) writes dX
-  // over dY[l] where l's one input p has no other consumer, so that dY[p] is
-  // dX of l alone. BP2(l), which reads dY[l] too, runs before BP1(l) (the
-  // task order), and the dependency edges say so (tdfg/task_graph.h).
+  // Whether a backward task reads p's output, counting every layer that
+  // already shares p's block (an in-place layer would overwrite it).
+  bool output_read_backward(LayerId p) const {
+    for (LayerId q = root_[p]; q <= p; ++q)
+      if (root_[q] == root_[p] && (bp1_needs(layer(q)).output || bp2_needs(layer(q)).output)) return true;
+    return false;
+  }
+
+  // The input whose block an in-place layer l shares (its output and its gradient).
+  LayerId in_place_input(LayerId l) const { return layer(l).inputs[static_cast<size_t>(in_place_input_[l])]; }
+
+  // BP1 alone in place (OpSpec::bp1_in_place: batch norm, add): BP1(l)
+  // writes dX over dY[l] where an input p of l has no other consumer, so
+  // that dY[p] is dX of l alone; an add's dX of that input is dY itself. Of
+  // an add's inputs, the first such of dY's type (in_place_input_). BP2(l),
+  // which reads dY[l] too, runs before BP1(l) (the task order), and the
+  // dependency edges say so (tdfg/task_graph.h).
   void find_bp1_in_place(const std::vector<int>& consumers) {
     if (options_.evaluation) return;
+    const LayerTypes types = layer_types(model_);
     for (LayerId l = 0; l < layer_count(); ++l) {
       const Layer& ly = layer(l);
-      if (!op_spec(ly.op).bp1_in_place || ly.inputs.size() != 1 || ly.inputs[0] == kModelInput) continue;
-      const LayerId p = ly.inputs[0];
-      bp1_in_place_[l] = consumers[p] == 1 && !is_loss(p);
+      if (!op_spec(ly.op).bp1_in_place) continue;
+      for (size_t k = 0; k < ly.inputs.size() && !bp1_in_place_[l]; ++k) {
+        const LayerId p = ly.inputs[k];
+        if (p == kModelInput || consumers[p] != 1 || is_loss(p) || types.gradient[p] != types.gradient[l]) continue;
+        bp1_in_place_[l] = true;
+        in_place_input_[l] = static_cast<int>(k);
+      }
     }
   }
 
@@ -266,7 +277,7 @@ class Builder {
                                       state_elements * dtype, true);
       if (in_place_[l]) {
         // Shares its input's block; the name lists every layer that writes it.
-        const BlockId shared = tdfg_.output_of[ly.inputs[0]];
+        const BlockId shared = tdfg_.output_of[in_place_input(l)];
         MPLAN_CHECK(tdfg_.blocks[shared].bytes_per_sample == ly.output.elements() * element_bytes(types.output[l]),
                     "build_tdfg: in-place layer '" + ly.name + "' changes its input's size");
         tdfg_.output_of[l] = shared;
@@ -297,7 +308,7 @@ class Builder {
     }
     for (LayerId l = 0; l < layer_count(); ++l) {
       if (!has_gradient_block(l)) continue;
-      const LayerId p = layer(l).inputs.empty() ? kModelInput : layer(l).inputs[0];
+      const LayerId p = layer(l).inputs.empty() ? kModelInput : in_place_input(l);
       if ((in_place_[l] || bp1_in_place_[l]) && tdfg_.gradient_of[p] != kNoBlock) {
         // BP1(l) writes dX into dY[l]: one block, named after every layer that shares it.
         MPLAN_CHECK(tdfg_.blocks[tdfg_.gradient_of[p]].bytes_per_sample ==
@@ -401,7 +412,7 @@ class Builder {
     const TaskId t = add_task(TaskKind::BP1, l);
     tdfg_.bp1_of[l] = t;
     tdfg_.tasks[t].in_place =
-        (in_place_[l] || bp1_in_place_[l]) && tdfg_.gradient_of[l] == tdfg_.gradient_of[layer(l).inputs[0]];
+        (in_place_[l] || bp1_in_place_[l]) && tdfg_.gradient_of[l] == tdfg_.gradient_of[in_place_input(l)];
     read_needs(t, l, bp1_needs(layer(l)));
     for (LayerId in : distinct_inputs(l)) {
       if (in == kModelInput || !needs_gradient_[in]) continue;
@@ -456,6 +467,7 @@ class Builder {
   std::vector<bool> receives_gradient_;
   std::vector<bool> in_place_;
   std::vector<bool> bp1_in_place_;
+  std::vector<int> in_place_input_;  // per layer: the index in its inputs of the one it shares
   std::vector<LayerId> root_;
 };
 

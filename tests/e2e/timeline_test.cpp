@@ -69,8 +69,8 @@ TEST(Timeline, EveryCopyAndComputeWaitOfTheStepInThePlansOrder) {
   EXPECT_NE(r.output.find("timeline: step "), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("the compute stream's "), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("of stall)"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("timeline: d2h: " + std::to_string(offload_bytes.size()) + " copies"), std::string::npos)
-      << r.output;
+  const std::string copies = std::to_string(offload_bytes.size()) + (offload_bytes.size() == 1 ? " copy," : " copies,");
+  EXPECT_NE(r.output.find("timeline: d2h: " + copies), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("timeline: step 2 written to " + csv), std::string::npos) << r.output;
   for (const auto& entry : std::filesystem::directory_iterator(c.dir))
     EXPECT_EQ(entry.path().filename().string().find("timeline.csv.partial"), std::string::npos) << entry.path();

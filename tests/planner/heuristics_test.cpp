@@ -622,5 +622,37 @@ TEST(Defragmentation, AroundTheTaskKeepsItsInputsOnTheDevice) {
   EXPECT_NE(searched.note.find("defragmenting around the task"), std::string::npos) << searched.note;
 }
 
+// A short-lived block of a sixteenth of the arena splits the room (ResNet-18's
+// input batch before its stem's batch norm, planner/mplan_search.cpp,
+// search_placements). Arena 16 MiB; X (2 MiB) is read by T0 alone, Y (7 MiB)
+// by T1 and T2, Z takes 7.5 MiB:
+//   T0: X -> Y;  T1: Y -> Z;  T2: Y, Z -> F
+// Best fit puts X at [0, 2) and Y at [2, 9); stacking from a sixteenth puts
+// X at [14, 16) and Y at [7, 14). Either way, once X is freed the largest
+// free piece is 7 MiB and T1 fails on fragmentation: the plan defragments
+// and Y goes out and back. Stacking from a quarter leaves X at the bottom and
+// Y at [9, 16): Z fits below Y, no copy at all.
+TEST(Placement, CoarseStackingWhereTheBestPlanDefragmented) {
+  auto g = tiny_graph({{"X", 2 * MiB}, {"Y", 7 * MiB}, {"Z", 7 * MiB + 512 * K}, {"F", 256}},
+                      {{"T0", {0}, {1}}, {"T1", {1}, {2}}, {"T2", {1, 2}, {3}}});
+  FakeCost cost;
+  PlanOptions o;
+  o.budget_bytes = 16 * MiB;
+  o.sub_batch = 1;
+  const PlanResult coarse = plan_iteration(g->tdfg, cost, o);
+  o.coarse_large_block_divisor = 0;
+  const PlanResult sixteenth = plan_iteration(g->tdfg, cost, o);
+  ASSERT_TRUE(coarse.feasible) << coarse.note;
+  ASSERT_TRUE(sixteenth.feasible) << sixteenth.note;
+  EXPECT_GE(sixteenth.plan.summary.defragmentation_count, 1);
+  EXPECT_GT(sixteenth.plan.summary.bytes_to_host, 0);
+  EXPECT_EQ(coarse.plan.summary.defragmentation_count, 0);
+  EXPECT_EQ(coarse.plan.summary.bytes_to_host, 0);
+  EXPECT_EQ(coarse.plan.summary.prefetch_count, 0);
+  EXPECT_LT(coarse.plan.summary.simulated_ms, sixteenth.plan.summary.simulated_ms);
+  for (const Buffer& b : coarse.plan.buffers)
+    if (b.block == /*Y=*/1) EXPECT_EQ(b.offset, 9 * MiB);
+}
+
 }  // namespace
 }  // namespace mplan

@@ -146,6 +146,51 @@ TEST(InPlace, BatchnormOfAnInputWithTwoConsumersKeepsItsGradient) {
   EXPECT_FALSE(tdfg.tasks[tdfg.bp1_of[bn]].in_place);
 }
 
+TEST(InPlace, AddTakesTheGradientOfItsInputWithOneConsumerAsItsOwn) {
+  // conv0 -> bn -> sum [bn, conv0]: bn's output goes to the add alone, so its
+  // gradient is the add's dY itself: one block, which BP1(sum) leaves as it
+  // is, writing conv0's gradient beside it. The add's FP keeps its own output.
+  Model model = residual("bn", Op::batchnorm);
+  Tdfg tdfg = checked(model);
+  const LayerId conv0 = model.find("conv0"), bn = model.find("bn"), sum = model.find("sum");
+  EXPECT_EQ(tdfg.gradient_of[sum], tdfg.gradient_of[bn]);
+  EXPECT_NE(tdfg.gradient_of[conv0], tdfg.gradient_of[sum]);
+  EXPECT_NE(tdfg.output_of[sum], tdfg.output_of[bn]);
+  EXPECT_EQ(tdfg.blocks[tdfg.gradient_of[sum]].name, "dY[bn+sum+flat]");
+  EXPECT_FALSE(task(tdfg, "FP(sum)").in_place);
+  const Task& bp1 = task(tdfg, "BP1(sum)");
+  EXPECT_TRUE(bp1.in_place);
+  EXPECT_EQ(block_names(tdfg, bp1.reads), Names{"dY[bn+sum+flat]"});
+  EXPECT_EQ(block_names(tdfg, bp1.writes), (Names{"dY[bn+sum+flat]", "dY[conv0]"}));
+  // The same with the inputs the other way round: the add's second input.
+  Model swapped = make_model(Shape{{1, 4, 4}}, 3,
+                             {testing::conv("conv0", 2, 3, 1), plain("bn", Op::batchnorm),
+                              plain("sum", Op::add, {"conv0", "bn"}), plain("flat", Op::flatten),
+                              testing::linear("fc", 3), plain("loss", Op::softmax_xent)});
+  Tdfg other = checked(swapped);
+  EXPECT_EQ(other.gradient_of[swapped.find("sum")], other.gradient_of[swapped.find("bn")]);
+  EXPECT_NE(other.gradient_of[swapped.find("sum")], other.gradient_of[swapped.find("conv0")]);
+  // Without in-place sharing every gradient has its block.
+  Tdfg separate = checked(model, /*in_place=*/false);
+  EXPECT_NE(separate.gradient_of[sum], separate.gradient_of[bn]);
+  EXPECT_FALSE(separate.tasks[separate.bp1_of[sum]].in_place);
+}
+
+TEST(InPlace, AddOfInputsWithOtherConsumersKeepsItsGradient) {
+  // sum [conv0, conv0] reads one tensor twice, and r's input conv0 feeds the add
+  // too: no input of either add is its alone.
+  Model model = make_model(Shape{{1, 4, 4}}, 3,
+                           {testing::conv("conv0", 2, 3, 1), plain("twice", Op::add, {"conv0", "conv0"}),
+                            plain("r", Op::relu), plain("sum", Op::add, {"r", "twice"}), plain("flat", Op::flatten),
+                            testing::linear("fc", 3), plain("loss", Op::softmax_xent)});
+  Tdfg tdfg = checked(model);
+  EXPECT_FALSE(task(tdfg, "BP1(twice)").in_place);
+  EXPECT_NE(tdfg.gradient_of[model.find("twice")], tdfg.gradient_of[model.find("conv0")]);
+  // r has one consumer: the second add takes its gradient.
+  EXPECT_TRUE(task(tdfg, "BP1(sum)").in_place);
+  EXPECT_EQ(tdfg.gradient_of[model.find("sum")], tdfg.gradient_of[model.find("r")]);
+}
+
 TEST(RecomputeSignature, ForwardTasksButTheLoss) {
   Model model = chain({plain("bn", Op::batchnorm), plain("r", Op::relu), plain("drop", Op::dropout)});
   Tdfg tdfg = checked(model);
