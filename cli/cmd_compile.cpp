@@ -189,6 +189,10 @@ void setup_compile(CLI::App& command) {
                    "Load offloaded blocks when their task needs them or just in time (mplan's planner otherwise "
                    "also simulates its best plans again loading each block ahead into the room their simulation "
                    "left free, and keeps the faster plan; docs/planner.md, \"Loads ahead\")");
+  command.add_flag("--no-compaction", o->no_compaction,
+                   "Never move blocks on the device to join free ranges (mplan's planner otherwise moves the "
+                   "blocks that split a range where that costs less than offloading them; docs/planner.md, "
+                   "\"Compaction\")");
   auto* batchnorm = command.add_option(
       "--batchnorm", o->batchnorm,
       "Rounds of a model with batchnorm layers (statistics are per round): prefer-one (default: one round, "

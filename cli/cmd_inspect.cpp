@@ -92,12 +92,17 @@ std::string header_text(const Plan& plan, const std::string& path) {
                      format_bytes_exact(s.bytes_to_device), s.prefetch_count, s.prefetch_count == 1 ? "" : "es",
                      format_bytes(s.input_bytes), s.input_load_count, s.input_load_count == 1 ? "" : "s");
   if (s.defragmentation_count > 0) out += fmt::format("defragmented  {} times\n", s.defragmentation_count);
+  if (s.move_count > 0)
+    out += fmt::format("compacted     {} in {} move{} on the device\n", format_bytes_exact(s.bytes_moved), s.move_count,
+                       s.move_count == 1 ? "" : "s");
   std::map<StepKind, int> kinds;
   for (const Step& st : plan.steps) ++kinds[st.kind];
-  out += fmt::format("steps         {} ({} compute, {} offload, {} prefetch, {} alloc, {} free), {} events, copy "
+  out += fmt::format("steps         {} ({} compute, {} offload, {} prefetch, {} alloc, {} free{}), {} events, copy "
                      "engines {}\n",
                      plan.steps.size(), kinds[StepKind::compute], kinds[StepKind::offload], kinds[StepKind::prefetch],
-                     kinds[StepKind::alloc], kinds[StepKind::free], plan.event_count, plan.copy_engines);
+                     kinds[StepKind::alloc], kinds[StepKind::free],
+                     kinds[StepKind::move] > 0 ? fmt::format(", {} move", kinds[StepKind::move]) : std::string(),
+                     plan.event_count, plan.copy_engines);
   out += fmt::format("planner       {:.1f} ms\n", s.planner_ms);
   for (size_t i = 0; i < s.notes.size(); ++i)
     out += fmt::format("{}{}\n", i == 0 ? "notes         " : "              ", s.notes[i]);

@@ -8,7 +8,7 @@ DebugPoisoning plan_debug_poisoning(const Plan& plan) {
   DebugPoisoning result;
   auto buffers_used = [](const Step& step) {
     std::vector<BufferId> used;
-    if (step.kind == StepKind::compute) {
+    if (step.kind == StepKind::compute || step.kind == StepKind::move) {
       used = step.reads;
       used.insert(used.end(), step.writes.begin(), step.writes.end());
       if (step.workspace != kNoBuffer) used.push_back(step.workspace);

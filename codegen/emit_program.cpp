@@ -352,6 +352,7 @@ class ProgramEmitter {
       case StepKind::prefetch: return (is_input_load(step) ? "load " : "prefetch ") + block_label(step.buffer);
       case StepKind::alloc: return "alloc " + block_label(step.buffer);
       case StepKind::free: return "free " + block_label(step.buffer);
+      case StepKind::move: return "move " + block_label(step.buffer);
     }
     return "";
   }
@@ -405,6 +406,9 @@ class ProgramEmitter {
       case StepKind::alloc:
         return fmt::format("alloc {} ({})", block_label(step.buffer), format_bytes(plan_.buffers[step.buffer].bytes));
       case StepKind::free: return "free " + block_label(step.buffer);
+      case StepKind::move:
+        return fmt::format("{} ({}) on the device", short_description(step),
+                           format_bytes(plan_.buffers[step.buffer].bytes));
     }
     return "";
   }
@@ -640,6 +644,11 @@ class ProgramEmitter {
                                     plan_.buffers[step.buffer].bytes));
         break;
       case StepKind::free: break;  // bookkeeping: the comment says it
+      case StepKind::move:
+        lines.push_back(fmt::format("p.move({}, {}, {}, {});", buffer_expr(fields, step.writes.at(0), base),
+                                    buffer_expr(fields, step.reads.at(0), base), plan_.buffers[step.buffer].bytes,
+                                    stream));
+        break;
     }
     if (auto it = poisoning_.records.find(step.index); it != poisoning_.records.end())
       for (int32_t e : it->second)

@@ -59,6 +59,7 @@ std::optional<Error> check_policy_flags(const CompileFlags& f, PolicyKind policy
                        : f.no_early_drops       ? "--no-early-drops"
                        : f.no_refinement        ? "--no-refinement"
                        : f.no_load_ahead        ? "--no-load-ahead"
+                       : f.no_compaction        ? "--no-compaction"
                        : f.batchnorm_given      ? "--batchnorm"
                                                 : nullptr;
     if (flag != nullptr)
@@ -74,6 +75,7 @@ std::optional<Error> check_policy_flags(const CompileFlags& f, PolicyKind policy
                        : f.no_early_drops            ? "--no-early-drops"
                        : f.no_refinement             ? "--no-refinement"
                        : f.no_load_ahead             ? "--no-load-ahead"
+                       : f.no_compaction             ? "--no-compaction"
                                                      : nullptr;
     if (flag != nullptr)
       return usage(fmt::format("{} is a lever of mplan's planner; --policy modnn has none to turn off", flag));
@@ -122,6 +124,7 @@ Result<PlanOptions> plan_options(const CompileFlags& f) {
   o.early_drops = !f.no_early_drops;
   o.refine_blocks = !f.no_refinement;
   o.load_ahead = !f.no_load_ahead;
+  o.compaction = !f.no_compaction;
   return o;
 }
 
@@ -378,10 +381,13 @@ std::string plan_summary_text(const Plan& plan, const std::string& device_line) 
   out += fmt::format("copies: {} offloads ({} to host), {} prefetches ({} to device), stall {:.3f} ms\n",
                      s.offload_count, format_bytes(s.bytes_to_host), s.prefetch_count,
                      format_bytes(s.bytes_to_device), s.stall_ms);
-  if (s.defragmentation_count > 0 || s.bytes_to_host > 0)
-    out += fmt::format("memory: peak live {}, fragmentation {:.1f}%, {} defragmentation{}\n",
+  if (s.defragmentation_count > 0 || s.bytes_to_host > 0 || s.move_count > 0)
+    out += fmt::format("memory: peak live {}, fragmentation {:.1f}%, {} defragmentation{}{}\n",
                        format_bytes(s.peak_live_bytes), 100.0 * s.fragmentation, s.defragmentation_count,
-                       s.defragmentation_count == 1 ? "" : "s");
+                       s.defragmentation_count == 1 ? "" : "s",
+                       s.move_count == 0 ? std::string()
+                                         : fmt::format(", {} move{} on the device ({})", s.move_count,
+                                                       s.move_count == 1 ? "" : "s", format_bytes(s.bytes_moved)));
   for (const std::string& note : s.notes) out += "note: " + note + "\n";
   out += fmt::format("verified: {} steps, {} buffers, {} events: no violations\n", plan.steps.size(),
                      plan.buffers.size(), plan.event_count);

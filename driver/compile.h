@@ -37,6 +37,7 @@ struct CompileFlags {
   bool no_recompute = false, no_recompute_convolutions = false, no_early_offload = false, no_early_drops = false;
   bool no_refinement = false;
   bool no_load_ahead = false;
+  bool no_compaction = false;
   bool no_memory_saving_variants = false;
   std::string batchnorm = "prefer-one";  // planner/planner.h BatchnormRounds
   bool batchnorm_given = false;

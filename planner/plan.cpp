@@ -11,6 +11,7 @@ const char* step_kind_name(StepKind kind) {
     case StepKind::prefetch: return "prefetch";
     case StepKind::alloc: return "alloc";
     case StepKind::free: return "free";
+    case StepKind::move: return "move";
   }
   return "?";
 }
@@ -27,8 +28,8 @@ const char* stream_kind_name(StreamKind kind) {
 }
 
 bool parse_step_kind(const std::string& name, StepKind* kind) {
-  for (StepKind k : {StepKind::compute, StepKind::offload, StepKind::prefetch, StepKind::alloc,
-                     StepKind::free}) {
+  for (StepKind k : {StepKind::compute, StepKind::offload, StepKind::prefetch, StepKind::alloc, StepKind::free,
+                     StepKind::move}) {
     if (name == step_kind_name(k)) {
       *kind = k;
       return true;

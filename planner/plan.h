@@ -40,6 +40,11 @@
 //   copies a host slot into a device buffer. A block instance is copied to the
 //   host only when the host has no current copy of it (never, or written
 //   since); later evictions of it are plain frees (moDNN §IV-B.1).
+// - move (compute stream) copies a block instance from one device buffer
+//   (reads[0]) to another of the same block and round (writes[0], also
+//   `buffer`), on the device: compaction, so that a later allocation finds
+//   one free range without a round trip over PCIe. Both buffers are live
+//   during the move (their ranges are disjoint); the source is freed after it.
 // - Blocks with no writer task (the input batch X and the labels) come from
 //   the host: each round's first use is preceded by a prefetch from the host
 //   slot of (block, round), which the program fills with that sub-batch's data.
@@ -73,7 +78,7 @@ inline int64_t align_down(int64_t bytes, int64_t alignment = kPlanAlignmentBytes
   return bytes / alignment * alignment;
 }
 
-enum class StepKind { compute, offload, prefetch, alloc, free };
+enum class StepKind { compute, offload, prefetch, alloc, free, move };
 // compute: the compute stream. h2d / d2h: one copy stream per direction
 // (copy_engines == 2). copy: the one shared copy stream (copy_engines == 1,
 // moDNN's StrmD). host: alloc and free.
@@ -137,11 +142,12 @@ struct Step {
   StreamKind stream = StreamKind::compute;
   TaskId task = kNoTask;        // compute: the task
   int32_t round = 0;            // compute: the round (kOnceRound for update); others: the buffer's round
-  // alloc / free: the buffer; offload: the device source; prefetch: the device destination.
+  // alloc / free: the buffer; offload: the device source; prefetch and move: the device destination.
   BufferId buffer = kNoBuffer;
   HostSlotId host_slot = kNoHostSlot;  // offload: destination; prefetch: source
   // compute: the buffers of Task::reads and Task::writes, in the same order
   // (resident blocks included), and the workspace (kNoBuffer if none).
+  // move: reads = {source}, writes = {destination}.
   std::vector<BufferId> reads;
   std::vector<BufferId> writes;
   BufferId workspace = kNoBuffer;
@@ -173,6 +179,9 @@ struct PlanSummary {
   int32_t input_load_count = 0;
   int64_t input_bytes = 0;
   int32_t defragmentation_count = 0;
+  // On-device moves (compaction) and the bytes they copied.
+  int32_t move_count = 0;
+  int64_t bytes_moved = 0;
   double stall_ms = 0;          // compute-stream time spent waiting for copies
   double planner_ms = 0;        // wall time the planner took
   std::vector<std::string> notes;  // e.g. "batchnorm statistics are per sub-batch"

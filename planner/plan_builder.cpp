@@ -97,6 +97,14 @@ SlotSteps FreedRanges::take(int64_t begin, int64_t end) {
   return users;
 }
 
+SlotSteps FreedRanges::users_in(int64_t begin, int64_t end) const {
+  SlotSteps users = kNoSlotSteps;
+  auto it = by_begin_.upper_bound(begin);
+  if (it != by_begin_.begin() && std::prev(it)->second.end > begin) --it;
+  for (; it != by_begin_.end() && it->first < end; ++it) users = merge_slot_steps(users, it->second.users);
+  return users;
+}
+
 Plan finish_plan(SimulatedParts parts, StreamTimeline& timeline, const MemoryManager& mm) {
   Plan plan;
   plan.arena_bytes = parts.arena_bytes;

@@ -63,6 +63,8 @@ class FreedRanges {
   // The users of every freed range [begin, end) overlaps; the overlapped
   // parts are forgotten (a later buffer there follows this one instead).
   SlotSteps take(int64_t begin, int64_t end);
+  // The users take(begin, end) would return, forgetting nothing.
+  SlotSteps users_in(int64_t begin, int64_t end) const;
 
  private:
   struct Range {

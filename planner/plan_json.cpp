@@ -38,6 +38,8 @@ Json summary_json(const PlanSummary& s) {
   j["input_load_count"] = s.input_load_count;
   j["input_bytes"] = s.input_bytes;
   j["defragmentation_count"] = s.defragmentation_count;
+  j["move_count"] = s.move_count;
+  j["bytes_moved"] = s.bytes_moved;
   j["stall_ms"] = s.stall_ms;
   j["planner_ms"] = s.planner_ms;
   j["notes"] = s.notes;
@@ -609,6 +611,8 @@ class Reader {
     s.input_load_count = int32_field(o, p, "input_load_count", 0);
     s.input_bytes = int_field(o, p, "input_bytes", 0);
     s.defragmentation_count = int32_field(o, p, "defragmentation_count", 0);
+    s.move_count = int32_field(o, p, "move_count", 0);
+    s.bytes_moved = int_field(o, p, "bytes_moved", 0);
     s.stall_ms = number_field(o, p, "stall_ms");
     s.planner_ms = number_field(o, p, "planner_ms");
     s.notes = texts(field(o, p, "notes"), "summary.notes");
@@ -706,6 +710,7 @@ bool same(const PlanSummary& a, const PlanSummary& b) {
          a.bytes_to_device == b.bytes_to_device && a.offload_count == b.offload_count &&
          a.prefetch_count == b.prefetch_count && a.input_load_count == b.input_load_count &&
          a.input_bytes == b.input_bytes && a.defragmentation_count == b.defragmentation_count &&
+         a.move_count == b.move_count && a.bytes_moved == b.bytes_moved &&
          same(a.stall_ms, b.stall_ms) && same(a.planner_ms, b.planner_ms) && a.notes == b.notes;
 }
 template <typename T>

@@ -40,6 +40,9 @@ struct PlanResult {
   // that did not fit, or Eq. 5's penalties): where it is 0 and nothing was
   // evicted, other placements and levers cannot make the plan faster.
   double slower_options_ms = 0;
+  // Allocations that found no free range long enough while the arena had
+  // the bytes free: where compaction could have made the room.
+  int32_t fragmented_allocations = 0;
   int32_t simulations = 0;  // iterations the search simulated, abandoned ones included
   double planner_ms = 0;    // wall time of plan_iteration
   WorkspaceReport workspace_report;  // mplan and modnn with a wd workspace mode

@@ -84,6 +84,9 @@ struct PlanOptions {
   // loading each offloaded block as early as the arena its simulation left
   // free allows, and keeps the faster (ModnnRules::load_ahead).
   bool load_ahead = true;
+  // Where no free range is long enough, move blocks on the device to make
+  // one when that costs less than offloading (ModnnRules::compaction).
+  bool compaction = true;
   // Batch normalisation: what the rounds of a model with batchnorm layers may
   // be (statistics are per round). prefer_one: one round, full-batch
   // statistics as plain training computes them, whenever a plan of one round

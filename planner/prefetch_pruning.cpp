@@ -25,6 +25,7 @@ std::vector<int32_t> unread_prefetch_of_buffer(const Plan& plan) {
         if (s.buffer >= 0) used[static_cast<size_t>(s.buffer)] = true;
         break;
       case StepKind::compute:
+      case StepKind::move:
         for (const std::vector<BufferId>* list : {&s.reads, &s.writes})
           for (BufferId b : *list)
             if (b >= 0) used[static_cast<size_t>(b)] = true;

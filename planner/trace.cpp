@@ -101,6 +101,7 @@ std::string plan_step_label(const Plan& plan, const Step& step) {
     case StepKind::prefetch: return "prefetch " + buffer_label(plan, step.buffer);
     case StepKind::alloc: return "alloc " + buffer_label(plan, step.buffer);
     case StepKind::free: return "free " + buffer_label(plan, step.buffer);
+    case StepKind::move: return "move " + buffer_label(plan, step.buffer);
   }
   return "?";
 }

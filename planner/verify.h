@@ -97,6 +97,8 @@ struct VerifiedFigures {
   int64_t bytes_loaded = 0;
   int32_t prefetch_count_at_least = 0;  // prefetches of blocks that tasks write
   int32_t input_instances = 0;    // (input block, round) instances loaded
+  int32_t move_count = 0;         // on-device moves (compaction)
+  int64_t bytes_moved = 0;
   // Legal but wasteful: prefetches whose buffer was freed before any step
   // read it (the bandwidth was spent for nothing), with what each was.
   int32_t prefetches_freed_unread = 0;

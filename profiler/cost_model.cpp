@@ -35,6 +35,26 @@ double CostModel::recompute_ms(const Tdfg& tdfg, TaskId t, int64_t sub_batch, co
   return first_run.time_ms * recompute_traffic_ratio(describe_task(tdfg, t), sub_batch);
 }
 
+double streaming_ms_per_byte(const CostModel& model, const Tdfg& tdfg, int64_t sub_batch) {
+  std::vector<double> large, all;
+  for (TaskId t = 0; t < static_cast<TaskId>(tdfg.tasks.size()); ++t) {
+    const Task& task = tdfg.tasks[t];
+    if (task.kind != TaskKind::FP || task.has_algorithms) continue;
+    double bytes = 0;
+    for (const std::vector<BlockId>* list : {&task.reads, &task.writes})
+      for (BlockId b : *list)
+        if (!tdfg.blocks[b].resident) bytes += static_cast<double>(tdfg.blocks[b].bytes(sub_batch));
+    if (bytes <= 0) continue;
+    const double per_byte = fastest_option(model, tdfg, t, sub_batch).time_ms / bytes;
+    all.push_back(per_byte);
+    if (bytes >= kStreamingTrafficBytes) large.push_back(per_byte);
+  }
+  std::vector<double>& rates = large.empty() ? all : large;
+  if (rates.empty()) return 0;
+  std::nth_element(rates.begin(), rates.begin() + static_cast<std::ptrdiff_t>(rates.size() / 2), rates.end());
+  return rates[rates.size() / 2];
+}
+
 TaskOption fastest_option(const CostModel& model, const Tdfg& tdfg, TaskId t, int64_t sub_batch) {
   std::vector<TaskOption> options = model.options(tdfg, t, sub_batch);
   MPLAN_CHECK(!options.empty(), "cost model gave no option for " + tdfg.tasks.at(t).name);

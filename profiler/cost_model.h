@@ -90,6 +90,17 @@ class CostModel {
   virtual bool measures_when_asked() const { return false; }
 };
 
+// The time a streaming kernel takes per byte of device-memory traffic on this
+// model: the median, over the forward tasks without an algorithm choice
+// (ReLU, batch norm, pooling, add...) that read and write at least
+// kStreamingTrafficBytes of non-resident blocks at the sub-batch, of their
+// fastest option's time over those bytes (all such tasks where none moves
+// that much; 0 where the TDFG has none). An on-device copy of n bytes moves
+// 2n (read and write): the planner's compaction prices it so, from the
+// model's (or the profile's) own kernels.
+inline constexpr double kStreamingTrafficBytes = 1 << 20;
+double streaming_ms_per_byte(const CostModel& model, const Tdfg& tdfg, int64_t sub_batch);
+
 // Whether task t's recomputation runs other kernels than its first run: an
 // FP task of an op with OpSpec::recompute_from_saved.
 bool recomputes_from_saved(const Tdfg& tdfg, TaskId t);

@@ -81,6 +81,8 @@ void host_free(HostMemory& memory);
 
 void copy_to_device_async(void* device_dst, const void* host_src, size_t bytes, Stream* stream);
 void copy_to_host_async(void* host_dst, const void* device_src, size_t bytes, Stream* stream);
+// Device memory to device memory (cudaMemcpyDeviceToDevice); the ranges must not overlap.
+void copy_on_device_async(void* device_dst, const void* device_src, size_t bytes, Stream* stream);
 // A few bytes (a round's loss) from device memory into host memory from
 // host_alloc, in the stream's order, by the stream's own work: on CUDA a
 // kernel stores through the pinned memory's device mapping. A copy

@@ -218,6 +218,12 @@ void Program::offload(int64_t device_offset, int64_t host_offset, int64_t bytes,
   if (timeline_.active()) timeline_.close(span, stream);
 }
 
+void Program::move(int64_t to_offset, int64_t from_offset, int64_t bytes, Stream* stream) {
+  MPLAN_RT_CHECK(to_offset + bytes <= from_offset || from_offset + bytes <= to_offset,
+                 "move: the two ranges overlap");
+  copy_on_device_async(this->bytes(to_offset), this->bytes(from_offset), static_cast<size_t>(bytes), stream);
+}
+
 void Program::read_loss(int32_t round, int64_t loss_offset) {
   MPLAN_RT_CHECK(round >= 0 && round < spec_.rounds, "read_loss: round out of range");
   const size_t floats = static_cast<size_t>(loss_floats());

@@ -162,6 +162,9 @@ class Program {
   // prefetch (host slot -> device) and offload (device -> host slot) on a copy stream.
   void prefetch(int64_t device_offset, int64_t host_offset, int64_t bytes, Stream* stream);
   void offload(int64_t device_offset, int64_t host_offset, int64_t bytes, Stream* stream);
+  // move: copies a block between two disjoint ranges of the device allocation
+  // (the plan's compaction), on the stream it is enqueued on (compute).
+  void move(int64_t to_offset, int64_t from_offset, int64_t bytes, Stream* stream);
   // After the round's loss step: copies the round's summed loss to the host.
   void read_loss(int32_t round, int64_t loss_offset);
   // The plan's events. A round whose class has an event it does not use has

@@ -152,7 +152,7 @@ class RanksSimulation {
     RankTiming& t = out_.ranks[static_cast<size_t>(r)];
     t.start_ms[static_cast<size_t>(step.index)] = now_;
     const double planned_ms = step.end_ms - step.start_ms;
-    if (step.kind == StepKind::compute) {
+    if (step.kind == StepKind::compute || step.kind == StepKind::move) {  // a move copies within the device
       compute_end_.emplace(now_ + planned_ms, std::make_pair(r, step.index));
       return;
     }

@@ -79,6 +79,13 @@ struct ModnnRules {
   // rest only if that does not make the room. Which is faster depends on the
   // plan, so the search tries this where its best plan defragmented.
   bool defragment_around_task = false;
+  // Compaction (planner/deciders/compaction.h): where an allocation finds
+  // no free range long enough, moving the blocks that split one on the
+  // device competes with the offloading scheme, and the cheaper is taken
+  // (the scheme's delay and later cost against the moves' delay); a load
+  // ahead that finds none moves blocks where that delays it less than its
+  // own copy takes.
+  bool compaction = false;
   // Loads ahead into room known to be free (mplan): the arena in use at each
   // unrolled position of an earlier simulation with these rules
   // (arena_in_use_by_position). A block on the host is loaded, in the order

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "planner/deciders/compaction.h"
 #include "planner/deciders/deciders.h"
 #include "planner/deciders/offload_scheme.h"
 
@@ -47,9 +48,15 @@ class ModnnDecider final : public Decider {
     return recompute_is_free_of_extensions(sim, b);
   }
 
-  // §IV-B.1: the scheme of least cost; none when no run of segments can be freed.
+  // §IV-B.1: the scheme of least cost; none when no run of segments can be
+  // freed. With compaction: moving blocks on the device where that costs less.
   std::optional<int64_t> make_room(IterationSim& sim, const RoomRequest& request) override {
     OffloadScheme scheme = finder_.find(sim, request);
+    if (rules_.compaction) {
+      const Compaction c = find_compaction(sim, request);
+      if (c.found && (!scheme.found || c.delay_ms < scheme.delay_ms + scheme.future_ms))
+        return apply_compaction(sim, c);
+    }
     if (!scheme.found) return std::nullopt;
     return OffloadSchemeFinder::apply(sim, scheme);
   }
@@ -323,10 +330,17 @@ void ModnnDecider::load_ahead(IterationSim& sim, double t_end_ms) {
     const int64_t bytes = sim.reserved_bytes(sim.instance_bytes(i));
     for (int64_t q = here; q < first; ++q)
       if (in_use[q] + ahead_bytes_[q] + bytes + margin > capacity) return;
-    if (!sim.memory().fits(sim.instance_bytes(i))) return;
-    if (!sim.load(i, RoomRequest{sim.instance_bytes(i), sim.timeline().h2d_slot(), first,
-                                 RoomRequest::Purpose::prefetch}))
-      return;
+    const RoomRequest request{sim.instance_bytes(i), sim.timeline().h2d_slot(), first,
+                              RoomRequest::Purpose::prefetch};
+    if (!sim.memory().fits(request.bytes)) {
+      // Compaction: the bytes fit beside the profile, one range does not.
+      if (sim.memory().free_bytes() >= sim.reserved_bytes(request.bytes)) sim.note_fragmented_allocation();
+      if (!rules_.compaction) return;
+      const Compaction c = find_compaction(sim, request);
+      if (!c.found || c.delay_ms >= sim.cost().host_to_device_ms(request.bytes)) return;
+      apply_compaction(sim, c);
+    }
+    if (!sim.load(i, request)) return;
     for (int64_t q = here; q < first; ++q) ahead_bytes_[q] += bytes;
   }
 }

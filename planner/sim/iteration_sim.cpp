@@ -195,6 +195,7 @@ std::optional<Reservation> IterationSim::reserve(const RoomRequest& request) {
   ++generation_;
   std::optional<int64_t> offset = mm_.allocate(id, request.bytes);
   if (!offset) {
+    if (mm_.free_bytes() >= mm_.reserved_bytes(request.bytes)) note_fragmented_allocation();
     offset = decider_.make_room(*this, request);
     if (!offset) {
       failed_bytes_ = request.bytes;
@@ -277,6 +278,33 @@ void IterationSim::offload(int32_t inst) {
   last_copy_[slot] = step;
   s.host_writer = step;
   s.host_valid = true;
+}
+
+double IterationSim::move_ms(int64_t bytes) {
+  if (streaming_ms_per_byte_ < 0)
+    streaming_ms_per_byte_ = streaming_ms_per_byte(cost_, tdfg_, opt_.sub_batches.front());
+  return 2.0 * static_cast<double>(bytes) * streaming_ms_per_byte_;
+}
+
+void IterationSim::move(int32_t inst, int64_t offset) {
+  InstanceState& s = inst_[inst];
+  MPLAN_CHECK(s.buffer != kNoBuffer && s.created, "moving a block that is not on the device");
+  const BufferId from = s.buffer;
+  const Buffer old = buffers_[from];
+  const AllocationId id = next_reservation_++;
+  mm_.allocate_at(id, old.bytes, offset);
+  const BufferId to = commit(Reservation{id, offset, old.bytes}, old.block, kNoTask, old.round, inst);
+  Step st = buffer_step(StepKind::move, to, old.round);
+  st.reads = {from};
+  st.writes = {to};
+  const SlotSteps after = compute_predecessors(timeline_, st, bstate_);
+  const int32_t step = timeline_.issue(std::move(st), kComputeSlot, move_ms(old.bytes), after);
+  record_compute(timeline_.step(step), step, bstate_);
+  s.buffer = to;
+  free_buffer(from);
+  ++generation_;
+  summary_.move_count++;
+  summary_.bytes_moved += old.bytes;
 }
 
 void IterationSim::evict(int32_t inst) {
@@ -694,6 +722,7 @@ PlanResult IterationSim::run() {
   result.recomputed_tasks = static_cast<int32_t>(result.recompute_steps.size());
   result.offloaded_blocks.assign(offloaded_.begin(), offloaded_.end());
   result.slower_options_ms = slower_options_ms_;
+  result.fragmented_allocations = fragmented_allocations_;
   return result;
 }
 

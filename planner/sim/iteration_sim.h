@@ -12,6 +12,7 @@
 //   offload   copy it out now and keep it (a later eviction is then free)
 //   drop      free it without a copy; it is recomputed when next needed
 //   recompute re-run the FP tasks that write it (Task::recompute_reads/writes)
+//   move      copy it to another free range of the arena, on the device (compaction)
 //   free      free it after its last use (liveness, done by the core)
 //
 // Who decides is a Decider (planner/sim/decider.h): which option a task runs
@@ -214,6 +215,18 @@ class IterationSim {
   void drop(int32_t inst);
   // Frees the device buffer of an instance whose content is on the host or no longer needed.
   void release(int32_t inst);
+  // Compaction: copies the instance on the device into a new buffer at
+  // `offset` (a free range of its size), on the compute stream after the
+  // steps its buffer and that range must follow, and frees the old buffer.
+  void move(int32_t inst, int64_t offset);
+  // Simulated time of an on-device copy of `bytes`: read and written once at
+  // the model's streaming rate (streaming_ms_per_byte).
+  double move_ms(int64_t bytes);
+  // Counts an allocation (or a load a decider wanted) that found the bytes
+  // free but no range that long (PlanResult::fragmented_allocations).
+  void note_fragmented_allocation() { ++fragmented_allocations_; }
+  // The freed arena ranges and the users a new buffer there must follow (plan.h's reuse rule).
+  const FreedRanges& freed_ranges() const { return freed_; }
   // Makes the instance present for the running task: loads it or recomputes
   // it (and what that needs); false when no room can be made.
   bool ensure(int32_t inst);
@@ -303,6 +316,8 @@ class IterationSim {
   std::vector<int32_t> recompute_steps_;
   std::set<BlockId> offloaded_;
   double slower_options_ms_ = 0;
+  int32_t fragmented_allocations_ = 0;
+  double streaming_ms_per_byte_ = -1;  // -1: not asked yet
   int32_t cur_r_ = 0, cur_k_ = 0;
   int64_t generation_ = 0;
   int64_t failed_bytes_ = 0;         // the last allocation no room could be made for

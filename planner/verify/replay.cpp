@@ -81,6 +81,7 @@ void Verifier::replay() {
       case StepKind::compute: do_compute(s, step, k, clock); break;
       case StepKind::offload: do_offload(s, step, k, clock); break;
       case StepKind::prefetch: do_prefetch(s, step, k, clock); break;
+      case StepKind::move: do_move(s, step, k, clock); break;
       default: break;
     }
     Clock end_clock = clock;
@@ -533,6 +534,38 @@ void Verifier::do_prefetch(int32_t s, const Step& step, int k, const Clock& cloc
   }
   check_write(s, step.buffer, k, clock, who);
   after_write(s, step.buffer, k, slot.version, /*by_prefetch=*/true);
+}
+
+// A move copies a block instance between two live device buffers of that
+// instance: the source must hold its latest content, ordered before the move;
+// the destination takes the content (and the source's version).
+void Verifier::do_move(int32_t s, const Step& step, int k, const Clock& clock) {
+  const std::string who = "the move";
+  if (step.reads.size() != 1 || step.writes.size() != 1 || step.writes[0] != step.buffer) {
+    add(s, ViolationKind::bad_step,
+        fmt::format("a move reads one buffer and writes one, its `buffer`: it reads {} and writes {}",
+                    step.reads.size(), step.writes.size()));
+    return;
+  }
+  const BufferId from = step.reads[0], to = step.writes[0];
+  if (!usable(s, from, "moves") || !usable(s, to, "moves into")) return;
+  const Buffer& a = plan_.buffers[from];
+  const Buffer& b = plan_.buffers[to];
+  if (a.resident || b.resident || a.block == kNoBlock || a.block != b.block || a.round != b.round ||
+      a.bytes != b.bytes) {
+    add(s, ViolationKind::bad_step,
+        fmt::format("a move copies one block instance between its own buffers, not {} into {}", buffer_name(from),
+                    buffer_name(to)));
+    return;
+  }
+  ++figures_.move_count;
+  figures_.bytes_moved = checked_add(figures_.bytes_moved, std::max<int64_t>(a.bytes, 0)).value_or(INT64_MAX);
+  check_read(s, from, clock, who, /*is_copy=*/true);
+  BufferState& source = buffers_[from];
+  note_use(from, s, k);
+  source.reads_since_write[k] = s;
+  check_write(s, to, k, clock, who);
+  after_write(s, to, k, source.version, /*by_prefetch=*/false);
 }
 
 // Offload step s wrote host slot `filled`: the copies of slots sharing its

@@ -257,7 +257,8 @@ void Verifier::check_choices() {
 // ---- events --------------------------------------------------------------
 int32_t Verifier::expected_slot(StepKind kind) const {
   switch (kind) {
-    case StepKind::compute: return 0;
+    case StepKind::compute:
+    case StepKind::move: return 0;
     case StepKind::offload: return plan_.copy_engines == 1 ? 3 : 2;
     case StepKind::prefetch: return plan_.copy_engines == 1 ? 3 : 1;
     case StepKind::alloc:
@@ -464,6 +465,10 @@ void Verifier::check_summary_figures() {
     if (!std::isfinite(value) || value < 0) wrong(name, fmt::format("{}", value), "a finite, non-negative time");
   if (claimed.defragmentation_count < 0)
     wrong("defragmentation_count", std::to_string(claimed.defragmentation_count), "a count (>= 0)");
+  if (claimed.move_count != figures_.move_count)
+    wrong("move_count", std::to_string(claimed.move_count), std::to_string(figures_.move_count));
+  if (claimed.bytes_moved != figures_.bytes_moved)
+    wrong("bytes_moved", std::to_string(claimed.bytes_moved), std::to_string(figures_.bytes_moved));
   // The host region is exactly the end of the host layout.
   int64_t host_end = 0;
   for (size_t i = 0; i < plan_.host_slots.size(); ++i)

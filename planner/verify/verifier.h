@@ -311,6 +311,7 @@ class Verifier {
   bool slot_matches(int32_t s, const Step& step);
   void do_offload(int32_t s, const Step& step, int k, const Clock& clock);
   void do_prefetch(int32_t s, const Step& step, int k, const Clock& clock);
+  void do_move(int32_t s, const Step& step, int k, const Clock& clock);
   // Offload step s wrote host slot `filled`: the copies of slots sharing its
   // bytes are gone, and no prefetch may still be reading them.
   void overwrite_overlapping_host_slots(int32_t s, HostSlotId filled, const Clock& clock);

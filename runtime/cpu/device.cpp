@@ -169,6 +169,12 @@ void copy_to_host_async(void* host_dst, const void* device_src, size_t bytes, St
   stream->enqueue([host_dst, device_src, bytes] { std::memcpy(host_dst, device_src, bytes); });
 }
 
+void copy_on_device_async(void* device_dst, const void* device_src, size_t bytes, Stream* stream) {
+  auto copy = [device_dst, device_src, bytes] { std::memcpy(device_dst, device_src, bytes); };
+  if (stream == nullptr) copy();
+  else stream->enqueue(copy);
+}
+
 void store_to_host_async(void* host_dst, const void* device_src, size_t bytes, Stream* stream) {
   copy_to_host_async(host_dst, device_src, bytes, stream);  // one memory: a copy is a store
 }

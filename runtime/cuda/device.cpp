@@ -207,6 +207,12 @@ void copy_to_host_async(void* host_dst, const void* device_src, size_t bytes, St
   finish_if_null(stream);
 }
 
+void copy_on_device_async(void* device_dst, const void* device_src, size_t bytes, Stream* stream) {
+  if (bytes == 0) return;
+  MPLAN_CUDA_CHECK(cudaMemcpyAsync(device_dst, device_src, bytes, cudaMemcpyDeviceToDevice, stream_of(stream)));
+  finish_if_null(stream);
+}
+
 void store_to_host_async(void* host_dst, const void* device_src, size_t bytes, Stream* stream) {
   if (bytes == 0) return;
   void* mapped = nullptr;  // host_alloc's memory is mapped (cudaHostAllocMapped)

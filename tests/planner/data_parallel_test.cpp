@@ -367,8 +367,9 @@ RankPlans search_on_paper_machine(const std::string& name, int64_t budget, RankP
   // The rank policies' choice alone: loads ahead (PlanOptions::load_ahead)
   // make each candidate faster by its own amount (cifar_mobilenet below:
   // the shared link's 16.05 ms to 14.79 ms, taking the lead from half the
-  // link's 14.87 ms).
+  // link's 14.87 ms). Compaction likewise.
   options.load_ahead = false;
+  options.compaction = false;
   const PlanResult alone = plan_iteration(tdfg, cost, options);
   EXPECT_TRUE(alone.feasible) << alone.note;
   DataParallelOptions dp;

@@ -152,6 +152,24 @@ inline void expect_consistent(const Tdfg& tdfg, const Plan& plan) {
         EXPECT_GE(s.start_ms + 1e-9, writer_end[s.buffer]);
         users_end[s.buffer] = std::max(users_end[s.buffer], s.end_ms);
         break;
+      case StepKind::move: {
+        // Compaction: one instance copied between two live buffers of it.
+        ASSERT_EQ(s.reads.size(), 1u);
+        ASSERT_EQ(s.writes.size(), 1u);
+        const BufferId from = s.reads[0], to = s.writes[0];
+        EXPECT_EQ(to, s.buffer);
+        EXPECT_EQ(plan.buffers[from].block, plan.buffers[to].block);
+        EXPECT_EQ(plan.buffers[from].round, plan.buffers[to].round);
+        EXPECT_TRUE(live.count(from) && live.count(to)) << "move of step " << s.index;
+        EXPECT_FALSE(overlap(plan.buffers[from], plan.buffers[to]));
+        EXPECT_TRUE(has_data.count(from));
+        EXPECT_GE(s.start_ms + 1e-9, writer_end[from]);
+        first_write(to, s);
+        writer_end[to] = s.end_ms;
+        users_end[from] = std::max(users_end[from], s.end_ms);
+        users_end[to] = std::max(users_end[to], s.end_ms);
+        break;
+      }
       case StepKind::prefetch:
         EXPECT_TRUE(live.count(s.buffer));
         first_write(s.buffer, s);

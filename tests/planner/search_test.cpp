@@ -312,6 +312,7 @@ struct WithAndWithoutStarts {
 WithAndWithoutStarts with_and_without_other_starts(const OnTheH200& h, PlanOptions o) {
   o.budget_bytes = h.budget_bytes;
   o.load_ahead = false;
+  o.compaction = false;  // a later stage, which moves either plan by its own amount
   WithAndWithoutStarts out;
   out.searched = plan_iteration(h.l.tdfg, *h.cost, o);
   o.refine_other_starts = false;
