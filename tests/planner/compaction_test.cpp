@@ -27,10 +27,11 @@ constexpr int64_t MiB = 1024 * K;
 // T2 needs E (1.5 MiB), which no range holds:
 //   - moving S (not read since it was made, so it may not leave by the
 //     offloading scheme, criterion (b)) to the top joins A's and G's ranges:
-//     about 0.52 ms on the compute stream;
+//     0.53 ms on the compute stream after T1;
 //   - evicting R (read by T1, next needed by T4, past the lookahead of one
-//     task) joins G's range and the top: its copy to the host, 0.27 ms at
-//     1 ms per MB, 2.6 ms at 10 ms per MB.
+//     task) joins G's range and the top: its copy to the host starts when T0
+//     ends and overlaps T1 (1.85 ms), so T2 waits for what is left of it:
+//     0.22 ms at 7.8 ms per MB (a 2.06 ms copy), 0.79 ms at 10 ms per MB.
 //   T0: X -> A, S, G, R;  T1: A, G, R -> C;  T2: C -> E;  T3: E -> D;  T4: S, R, D -> F
 std::unique_ptr<testing::TinyGraph> split_room() {
   return tiny_graph({{"X", 256}, {"A", MiB}, {"S", 256 * K}, {"G", 512 * K}, {"R", 256 * K}, {"C", 256},
@@ -81,7 +82,8 @@ TEST(Compaction, AMoveOnTheDeviceWhereOffloadingCostsMore) {
 
 TEST(Compaction, OffloadingWhereItCostsLessThanTheMove) {
   auto g = split_room();
-  FakeCost fast_link;  // 1 ms per MB: R's copy (0.27 ms) beats S's move (0.52 ms)
+  FakeCost fast_link;  // R's copy holds T2 up 0.22 ms, S's move would 0.53 ms
+  fast_link.copy_ms_per_mb = 7.8;
   const PlanResult r = simulate_modnn(g->tdfg, fast_link, kSplitArena, compaction_rules(true));
   ASSERT_TRUE(r.feasible) << r.note;
   EXPECT_EQ(r.plan.summary.move_count, 0);
