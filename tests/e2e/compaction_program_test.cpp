@@ -62,19 +62,10 @@ TEST(CompactionProgram, BlocksMovedOnTheDeviceTrainTheSameWeights) {
   const AnalyticCostModel cost(*device);
   const Tdfg tdfg = build_tdfg(*model);
 
-  SimOptions o;
-  o.sub_batches = {model->batch};
-  o.arena_bytes = int64_t{1} << 30;
   MoveEverything decider;
-  PlanResult sim = simulate_iteration(tdfg, cost, o, decider);
+  PlanResult sim = one_round_plan(*model, cost, decider, int64_t{1} << 30);
   ASSERT_TRUE(sim.feasible) << sim.note;
   Plan plan = std::move(sim.plan);
-  plan.model_name = model->name;
-  plan.model_digest = model_digest(*model);
-  plan.device = cost.describe();
-  plan.batch = model->batch;
-  plan.resident_bytes = tdfg.resident_bytes();
-  plan.budget_bytes = plan.resident_region_bytes + plan.arena_bytes;
   ASSERT_GT(plan.summary.move_count, 20);
   EXPECT_EQ(plan.summary.move_count, decider.moves);
   const std::vector<Violation> violations = verify_plan(plan, tdfg);

@@ -171,11 +171,15 @@ class DropEverything final : public Decider {
 }  // namespace
 
 PlanResult drop_everything_plan(const Model& model, const CostModel& cost, int64_t arena_bytes) {
+  DropEverything decider;
+  return one_round_plan(model, cost, decider, arena_bytes);
+}
+
+PlanResult one_round_plan(const Model& model, const CostModel& cost, Decider& decider, int64_t arena_bytes) {
   const Tdfg tdfg = build_tdfg(model);
   SimOptions o;
   o.sub_batches = {model.batch};  // one round: full-batch statistics
   o.arena_bytes = arena_bytes;
-  DropEverything decider;
   PlanResult sim = simulate_iteration(tdfg, cost, o, decider);
   if (!sim.feasible) return sim;
   Plan& plan = sim.plan;

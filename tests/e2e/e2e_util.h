@@ -10,6 +10,7 @@
 
 #include "codegen/codegen.h"
 #include "planner/planner.h"
+#include "planner/sim/decider.h"
 
 namespace mplan::e2e {
 
@@ -59,6 +60,10 @@ std::map<std::string, std::vector<float>> build_and_train(const Compiled& compil
 // in; its recompute_steps say which steps recompute. For the tests that
 // every recomputation computes the same values.
 PlanResult drop_everything_plan(const Model& model, const CostModel& cost, int64_t arena_bytes = int64_t{1} << 30);
+
+// A plan of one round (the whole batch) in `arena_bytes` made by `decider`
+// on the iteration simulator, with the header filled in.
+PlanResult one_round_plan(const Model& model, const CostModel& cost, Decider& decider, int64_t arena_bytes);
 
 // Configures and builds dir/build with cmake against a prebuilt runtime
 // library (default: this build's CPU runtime). Returns "" on success, else
